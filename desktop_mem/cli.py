@@ -1,0 +1,300 @@
+"""`desktop-mem`: the command line over MemoryEngine. A bare `desktop-mem` opens the window."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from desktop_mem import __version__
+from desktop_mem.engine.config import SETTINGS, Config, load_config
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import EngineError, Memory
+
+READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to generate the CLI section of the README)."""
+    parser = argparse.ArgumentParser(
+        prog="desktop-mem",
+        description="Chat with an LLM that remembers; memory is plain Markdown in git. "
+        "Without a command, opens the desktop window.",
+    )
+    parser.add_argument("--version", action="version", version=f"desktop-mem {__version__}")
+    parser.add_argument("--store", type=Path, help="memory store folder (default: platform data dir)")
+    parser.add_argument("--config", type=Path, help="config file (default: platform config dir)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting, e.g. --set retrieval.top_k=8 (repeatable)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("add", help="add a memory")
+    p.add_argument("text")
+    p.add_argument("--conversation", default="global")
+    p.add_argument("--kind", default="fact", choices=["fact", "preference", "context"])
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("list", help="list memories")
+    p.add_argument("--conversation")
+    p.add_argument("--role", choices=["memory", "user", "assistant", "summary"])
+    p.add_argument("--kind", choices=["fact", "preference", "context"])
+    p.add_argument("--deleted", action="store_true", help="include soft-deleted memories")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("show", help="show one memory")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("edit", help="change a memory's text")
+    p.add_argument("id")
+    p.add_argument("--text", required=True)
+    p.add_argument("--json", action="store_true")
+
+    for name, help_text in (("delete", "soft-delete a memory (moved under deleted/)"),
+                            ("restore", "restore a soft-deleted memory")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("id")
+        p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("history", help="classified history of memory changes, newest first")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("diff", help="the git diff of one commit")
+    p.add_argument("commit")
+
+    p = sub.add_parser("doctor", help="problems, lock, git state")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("config", help="show the resolved settings")
+    p.add_argument("--list", action="store_true", help="list every declared setting")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `desktop-mem` script."""
+    parser = build_parser()
+    extend_parser(parser)
+    args = parser.parse_args(argv)
+    try:
+        config = _config_from_args(args)
+        if args.command is None:
+            return _open_window(config, parser)
+        handler = HANDLERS[args.command]
+        return handler(args, config)
+    except EngineError as exc:
+        print(f"desktop-mem: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _config_from_args(args: argparse.Namespace) -> Config:
+    flags: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise EngineError_(f"--set {item!r} must look like KEY=VALUE")
+        flags[key.strip()] = value
+    if args.store is not None:
+        flags["store.path"] = str(args.store)
+    return load_config(args.config, flags=flags)
+
+
+class EngineError_(EngineError):  # noqa: N801 - a CLI-only usage error
+    """A malformed command line."""
+
+
+def open_engine(config: Config, command: str) -> MemoryEngine:
+    """Read commands open read-only (they work while another process writes)."""
+    return MemoryEngine(config, read_only=command in READ_COMMANDS)
+
+
+def _open_window(config: Config, parser: argparse.ArgumentParser) -> int:
+    try:
+        from desktop_mem.ui.app import run_app
+    except ImportError:
+        parser.print_help()
+        return 0
+    return run_app(config)
+
+
+# ---------------------------------------------------------------- output
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, datetimes and enums as plain JSON values."""
+    if is_dataclass(value) and not isinstance(value, type):
+        data = {k: to_jsonable(v) for k, v in asdict(value).items()}
+        if isinstance(value, Memory):
+            data["deleted"] = value.deleted
+        return data
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def emit_json(value: Any) -> None:
+    """Print one JSON document."""
+    print(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2, default=str))
+
+
+def _memory_line(m: Memory) -> str:
+    flag = " [deleted]" if m.deleted else ""
+    when = m.created_at.strftime("%Y-%m-%d %H:%M")
+    text = " ".join(m.text.split())
+    return f"{m.id[:8]}  {when}  {m.conversation_id:<14} {m.role:<9} {text[:70]}{flag}"
+
+
+def _print_memory(m: Memory, args: argparse.Namespace) -> None:
+    if getattr(args, "json", False):
+        emit_json(m)
+    else:
+        print(_memory_line(m))
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_add(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "add") as engine:
+        _print_memory(engine.add(args.text, conversation_id=args.conversation, kind=args.kind), args)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "list") as engine:
+        items = engine.list_memories(
+            conversation_id=args.conversation, role=args.role, kind=args.kind, include_deleted=args.deleted
+        )
+        problems = engine.problems()
+    if args.json:
+        emit_json({"memories": items, "problems": problems})
+        return 0
+    for m in items:
+        print(_memory_line(m))
+    for p in problems:
+        print(f"problem: {p.path}: {p.reason}", file=sys.stderr)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "show") as engine:
+        m = engine.get(args.id)
+    if args.json:
+        emit_json(m)
+        return 0
+    print(f"id:           {m.id}\nconversation: {m.conversation_id}\nrole:         {m.role}")
+    print(f"kind:         {m.kind}\ncreated_at:   {m.created_at.isoformat()}\npath:         {m.path}")
+    if m.deleted:
+        print(f"deleted_at:   {m.deleted_at}\nreplaced_by:  {m.replaced_by}")
+    print(f"\n{m.text}")
+    return 0
+
+
+def cmd_edit(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "edit") as engine:
+        _print_memory(engine.edit(args.id, text=args.text), args)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "delete") as engine:
+        _print_memory(engine.delete(args.id), args)
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "restore") as engine:
+        _print_memory(engine.restore(args.id), args)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "history") as engine:
+        commits = engine.history(limit=args.limit, offset=args.offset)
+    if args.json:
+        emit_json(commits)
+        return 0
+    for c in commits:
+        print(f"{c.sha[:10]}  {c.committed_at:%Y-%m-%d %H:%M}  {c.subject}")
+        for e in c.events:
+            old = f" {_short(e.old_text)!r}" if e.old_text else ""
+            new = f" -> {_short(e.new_text)!r}" if e.new_text and e.new_text != e.old_text else ""
+            print(f"    {e.type.value:<8} {(e.memory_id or '')[:8]} {e.conversation_id or ''}{old}{new}")
+    return 0
+
+
+def _short(text: str | None, n: int = 50) -> str:
+    one = " ".join((text or "").split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def cmd_diff(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "diff") as engine:
+        print(engine.diff(args.commit))
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
+    with open_engine(config, "doctor") as engine:
+        report = engine.doctor()
+    if args.json:
+        emit_json(report)
+        return 0 if report.ok else 1
+    print(f"store:      {report.store}\nmemories:   {report.memories} live, {report.deleted} deleted")
+    print(f"lock:       {report.lock}\ngit:        {report.git}\nindex:      {report.index}")
+    for path in report.uncommitted:
+        print(f"uncommitted: {path}")
+    for p in report.problems:
+        print(f"problem:    {p.path}: {p.reason}")
+    for note in report.notes:
+        print(f"note:       {note}")
+    print("ok" if report.ok else "needs attention")
+    return 0 if report.ok else 1
+
+
+def cmd_config(args: argparse.Namespace, config: Config) -> int:
+    if args.list:
+        for s in SETTINGS:
+            env = f" (env {s.env})" if s.env else ""
+            print(f"{s.name:<28} {s.type.__name__:<6} default {s.default!r}{env}\n    {s.description}")
+        return 0
+    values = config.as_dict()
+    if args.json:
+        emit_json({"file": str(config.file), "values": values})
+        return 0
+    print(f"# config file: {config.file}")
+    for name, value in values.items():
+        print(f"{name} = {value!r}    # {config.source(name)}")
+    return 0
+
+
+Handler = Callable[[argparse.Namespace, Config], int]
+HANDLERS: dict[str, Handler] = {
+    "add": cmd_add, "list": cmd_list, "show": cmd_show, "edit": cmd_edit, "delete": cmd_delete,
+    "restore": cmd_restore, "history": cmd_history, "diff": cmd_diff, "doctor": cmd_doctor,
+    "config": cmd_config,
+}
+
+
+def extend_parser(parser: argparse.ArgumentParser) -> None:
+    """Commands added by later layers (search, chat, serve ...) register here."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""Every setting declared once: name, type, default, description, environment variable.
+
+Values are layered: defaults < YAML config file < environment variables < command-line flags.
+The settings dialog, `desktop-mem config` and docs/configuration.md are generated from SETTINGS.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import yaml
+
+from desktop_mem.engine.models import ValidationError
+
+APP_NAME = "desktop-mem"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting. `name` is dotted: the YAML file nests on the dots."""
+
+    name: str
+    type: type
+    default: Any
+    description: str
+    env: str | None = None
+    choices: tuple[str, ...] = ()
+    secret: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def group(self) -> str:
+        """The part before the first dot (the settings dialog's tab)."""
+        return self.name.split(".", 1)[0]
+
+
+def default_store_path() -> Path:
+    """The platform data directory (e.g. ~/.local/share/desktop-mem/store)."""
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "store"
+
+
+def default_config_path() -> Path:
+    """The platform config file (e.g. ~/.config/desktop-mem/config.yaml)."""
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.yaml"
+
+
+S = Setting
+SETTINGS: tuple[Setting, ...] = (
+    S("store.path", str, "", "Folder of the Markdown memory store (default: the platform data dir).",
+      env="DESKTOP_MEM_STORE"),
+    S("store.max_file_bytes", int, 2 * 1024 * 1024, "Files larger than this are reported, not read.",
+      minimum=1024),
+    S("store.git_versioning", bool, True, "Record every change as a git commit in the store."),
+    S("llm.base_url", str, "http://127.0.0.1:11434/v1",
+      "OpenAI-compatible endpoint (OpenAI, Ollama, LM Studio, llama.cpp, vLLM).", env="OPENAI_BASE_URL"),
+    S("llm.api_key", str, "", "API key for the endpoint (kept outside the store).", env="OPENAI_API_KEY",
+      secret=True),
+    S("llm.model", str, "llama3.2", "Chat model name.", env="OPENAI_MODEL"),
+    S("llm.summary_model", str, "", "Model for summaries and memory extraction (default: llm.model).",
+      env="OPENAI_SUMMARY_MODEL"),
+    S("llm.summary_base_url", str, "", "Endpoint for summaries (default: llm.base_url).",
+      env="OPENAI_SUMMARY_URL"),
+    S("llm.timeout", float, 60.0, "Seconds to wait for the LLM before giving up.", minimum=1, maximum=3600),
+    S("llm.system_prompt", str, "You are a helpful assistant with a long-term memory of the user.",
+      "Base system prompt of every chat."),
+    S("embedding.provider", str, "onnx", "Where embeddings come from.", choices=("onnx", "openai")),
+    S("embedding.model", str, "text-embedding-3-small", "Embedding model when the provider is openai."),
+    S("embedding.threads", int, 1, "CPU threads for the local embedder (keep low beside a local LLM).",
+      minimum=1, maximum=64),
+    S("embedding.batch_size", int, 32, "Texts embedded per batch.", minimum=1, maximum=1024),
+    S("chroma.url", str, "", "Chroma server URL (empty: embedded index inside the store)."),
+    S("chroma.ef_search", int, 200, "HNSW ef_search of the vector index.", minimum=10, maximum=2000),
+    S("retrieval.top_k", int, 5, "Memories injected per turn.", minimum=1, maximum=100),
+    S("retrieval.mmr_lambda", float, 0.7, "Diversity weighting (1.0 = pure relevance).", minimum=0, maximum=1),
+    S("retrieval.recency_weight", float, 0.2, "Weight of recency in the final score.", minimum=0, maximum=1),
+    S("retrieval.score_threshold", float, 0.35, "Minimum reranker relevance kept.", minimum=0, maximum=1),
+    S("retrieval.reranker_path", str, "", "Folder with a cross-encoder model.onnx + tokenizer.json "
+      "(empty: no reranker)."),
+    S("retrieval.reranker_threads", int, 1, "CPU threads for the reranker.", minimum=1, maximum=64),
+    S("memory.max_entries", int, 500, "Most facts and turns kept per conversation (summaries exempt).",
+      minimum=1),
+    S("memory.extract_facts", bool, True, "Extract facts from each user message."),
+    S("memory.enable_summarization", bool, True, "Keep a rolling summary per conversation."),
+    S("memory.summary_threshold", int, 40, "Messages beyond the summary before it is updated.", minimum=2),
+    S("memory.summary_keep_last", int, 12, "Newest messages kept verbatim (not summarised).", minimum=0),
+    S("context.strategy", str, "summarizing", "Default in-session context strategy.",
+      choices=("none", "trimming", "sliding_window", "summarizing", "compacting")),
+    S("context.trigger", str, "turns", "What triggers trimming/compacting.", choices=("turns", "tokens")),
+    S("context.max_turns", int, 20, "Trimming: user turns before trimming.", minimum=1),
+    S("context.keep_last_turns", int, 6, "Trimming: user turns kept.", minimum=1),
+    S("context.window_messages", int, 30, "Sliding window: messages kept.", minimum=1),
+    S("context.compact_trigger_turns", int, 8, "Compacting: user turns before compacting.", minimum=1),
+    S("context.compact_keep_turns", int, 3, "Compacting: newest turns left intact.", minimum=0),
+    S("context.max_tokens", int, 6000, "Token trigger for trimming/summarizing/compacting.", minimum=100),
+    S("context.tokenizer_path", str, "", "tokenizer.json of your chat model for exact token counts "
+      "(empty: chars/4 estimate)."),
+    S("context.cross_session", bool, True, "Inject global memories and other conversations' summaries."),
+    S("watcher.enabled", bool, True, "Pick up edits made outside the app."),
+    S("watcher.debounce_ms", int, 300, "Wait this long for a burst of edits to settle.", minimum=10),
+    S("server.host", str, "127.0.0.1", "Address `desktop-mem serve` binds to."),
+    S("server.port", int, 8100, "Port of `desktop-mem serve`.", minimum=1, maximum=65535),
+    S("server.token", str, "", "Bearer token required by `serve` (required when not on loopback).",
+      env="DESKTOP_MEM_TOKEN", secret=True),
+)
+del S
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+class Config:
+    """Resolved settings. Read with `config["llm.model"]`; frozen once built."""
+
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str], file: Path | None) -> None:
+        self._values = dict(values)
+        self._sources = dict(sources)
+        self.file = file
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in BY_NAME:
+            raise KeyError(name)
+        return self._values[name]
+
+    def source(self, name: str) -> str:
+        """Where a value came from: default, the file, an env var or a flag."""
+        return self._sources.get(name, "default")
+
+    def as_dict(self, *, mask_secrets: bool = True) -> dict[str, Any]:
+        """All values by name; secrets shown as '***' unless asked."""
+        return {
+            k: ("***" if BY_NAME[k].secret and v and mask_secrets else v) for k, v in self._values.items()
+        }
+
+    @property
+    def store_path(self) -> Path:
+        """The store folder, defaulting to the platform data directory."""
+        value = self._values["store.path"]
+        return Path(value).expanduser() if value else default_store_path()
+
+    def with_overrides(self, overrides: Mapping[str, Any], source: str = "flag") -> Config:
+        """A copy with `overrides` applied (validated like everything else)."""
+        values = dict(self._values)
+        sources = dict(self._sources)
+        for name, raw in overrides.items():
+            values[name] = coerce(name, raw, source)
+            sources[name] = source
+        return Config(values, sources, self.file)
+
+
+def coerce(name: str, raw: Any, where: str) -> Any:
+    """Validate and convert one value, raising ValidationError naming the key, value and source."""
+    setting = BY_NAME.get(name)
+    if setting is None:
+        raise ValidationError(f"unknown setting {name!r} in {where}; see `desktop-mem config --list`")
+    value: Any
+    try:
+        if setting.type is bool:
+            value = _to_bool(raw)
+        elif setting.type is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            value = int(raw)
+        elif setting.type is float:
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(raw)
+        else:
+            if not isinstance(raw, str | int | float) or isinstance(raw, bool):
+                raise ValueError
+            value = str(raw)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"setting {name} = {raw!r} in {where} is not a valid {setting.type.__name__}"
+        ) from None
+    if setting.choices and value not in setting.choices:
+        raise ValidationError(
+            f"setting {name} = {raw!r} in {where} must be one of: {', '.join(setting.choices)}"
+        )
+    if setting.minimum is not None and value < setting.minimum:
+        raise ValidationError(f"setting {name} = {raw!r} in {where} is below the minimum {setting.minimum}")
+    if setting.maximum is not None and value > setting.maximum:
+        raise ValidationError(f"setting {name} = {raw!r} in {where} is above the maximum {setting.maximum}")
+    return value
+
+
+def _to_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(raw, str) and raw.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
+def load_config(
+    file: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Config:
+    """Defaults < YAML file < environment < flags. A missing default file is fine."""
+    env = os.environ if env is None else env
+    explicit = file is not None or bool(env.get("DESKTOP_MEM_CONFIG"))
+    path = file or Path(env.get("DESKTOP_MEM_CONFIG") or default_config_path())
+    values = {s.name: s.default for s in SETTINGS}
+    sources: dict[str, str] = {}
+    if path.exists() or explicit:
+        for name, raw in _read_file(path).items():
+            values[name] = coerce(name, raw, str(path))
+            sources[name] = str(path)
+    for setting in SETTINGS:
+        if setting.env and env.get(setting.env):
+            where = f"environment variable {setting.env}"
+            values[setting.name] = coerce(setting.name, env[setting.env], where)
+            sources[setting.name] = where
+    config = Config(values, sources, path)
+    return config.with_overrides(flags or {}) if flags else config
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValidationError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"cannot read config file {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationError(f"config file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValidationError(f"config file {path} must be a mapping of settings")
+    return _flatten(data, path)
+
+
+def _flatten(data: Mapping[Any, Any], path: Path, prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and name not in BY_NAME:
+            flat.update(_flatten(value, path, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def save_config(path: Path, changes: Mapping[str, Any]) -> None:
+    """Merge `changes` into the YAML file (0600: it may hold the API key)."""
+    current = _read_file(path) if path.exists() else {}
+    for name, value in changes.items():
+        current[name] = coerce(name, value, "the settings being saved")
+    nested: dict[str, Any] = {}
+    for name, value in sorted(current.items()):
+        group, _, key = name.partition(".")
+        nested.setdefault(group, {})[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        yaml.safe_dump(nested, handle, sort_keys=True, allow_unicode=True)
+    os.replace(tmp, path)
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def settings_markdown() -> str:
+    """docs/configuration.md, generated from SETTINGS."""
+    lines = ["# Configuration", "", "Generated from `desktop_mem/engine/config.py`.", "",
+             "| setting | type | default | env | description |", "|---|---|---|---|---|"]
+    for s in SETTINGS:
+        default = "(platform data dir)" if s.name == "store.path" else repr(s.default)
+        lines.append(f"| `{s.name}` | {s.type.__name__} | {default} | {s.env or ''} | {s.description} |")
+    return "\n".join(lines) + "\n"

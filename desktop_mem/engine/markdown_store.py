@@ -1,0 +1,413 @@
+"""The Markdown tree under <store>/entries: the source of truth.
+
+Files are written atomically (temp file in the same folder, fsync, rename, fsync folder). A soft
+delete is a rename into `deleted/` followed by stamping `deleted_at`; if the process dies between
+the two, the file is already (correctly) in `deleted/` and only lacks the stamp. Files that cannot
+be read are reported as problems and never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, date, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from desktop_mem.engine import front_matter
+from desktop_mem.engine.conversation_ids import validate_conversation_id
+from desktop_mem.engine.front_matter import FrontMatterError
+from desktop_mem.engine.models import (
+    KINDS,
+    ROLES,
+    ConflictError,
+    Listing,
+    Memory,
+    Problem,
+    ValidationError,
+    utc_now,
+)
+
+ENTRIES = "entries"
+DELETED = "deleted"
+CONVERSATION_FILE = "conversation.yaml"
+DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+_ROLE_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
+_NAME_RE = re.compile(r"^(?P<ts>\d{8}T\d{6}(?:\d{6})?Z)__(?P<id>[^/]+)\.md$")
+
+
+def content_hash(raw: bytes) -> str:
+    """The hash recorded in memory_index.json to notice changed files."""
+    return hashlib.sha256(raw).hexdigest()
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so a reader (or a crash) sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def parse_when(value: Any, key: str) -> datetime | None:
+    """Read a timestamp from front matter (YAML datetime or ISO text); naive means UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        result = value
+    elif isinstance(value, date):
+        result = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            result = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"{key} {value!r} is not an ISO 8601 date-time") from None
+    else:
+        raise ValidationError(f"{key} {value!r} is not a date-time")
+    return result if result.tzinfo else result.replace(tzinfo=UTC)
+
+
+class MarkdownStore:
+    """Read and write memory files under `<root>/entries`."""
+
+    def __init__(self, root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
+        self.root = root
+        self.entries = root / ENTRIES
+        self.max_file_bytes = max_file_bytes
+
+    # ----------------------------------------------------------------- reading
+
+    def abspath(self, rel: str) -> Path:
+        """The absolute path of a store-relative path, refusing anything outside entries/."""
+        pure = PurePosixPath(rel)
+        if pure.is_absolute() or ".." in pure.parts or not rel.startswith(f"{ENTRIES}/"):
+            raise ValidationError(f"{rel!r} is not a path inside the store's entries/ folder")
+        return self.root.joinpath(*pure.parts)
+
+    def relpath(self, path: Path) -> str:
+        """The store-relative POSIX path of an absolute path."""
+        return path.relative_to(self.root).as_posix()
+
+    def read(self, rel: str) -> Memory:
+        """Parse one file. Raises FrontMatterError/ValidationError/OSError with the reason."""
+        path = self.abspath(rel)
+        size = path.stat().st_size
+        if size > self.max_file_bytes:
+            raise FrontMatterError(
+                f"the file is {size:,} bytes, over the {self.max_file_bytes:,}-byte limit "
+                "(store.max_file_bytes)"
+            )
+        raw = path.read_bytes()
+        return self.memory_from_bytes(rel, raw)
+
+    def memory_from_bytes(self, rel: str, raw: bytes) -> Memory:
+        """Build a Memory from a file's bytes; missing keys are inferred from its path."""
+        doc = front_matter.parse(front_matter.decode(raw))
+        return _memory_from_document(rel, doc, content_hash(raw))
+
+    def iter_paths(self) -> Iterator[str]:
+        """Every candidate memory file (*.md, not hidden, not temp), store-relative."""
+        if not self.entries.is_dir():
+            return
+        stack = [self.entries]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        if entry.name.startswith("."):
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(Path(entry.path))
+                        elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                            yield self.relpath(Path(entry.path))
+            except OSError:
+                continue
+
+    def scan(self) -> Listing:
+        """Read every file; unreadable ones become Problems with their path and reason."""
+        memories: list[Memory] = []
+        problems: list[Problem] = []
+        for rel in sorted(self.iter_paths()):
+            try:
+                memories.append(self.read(rel))
+            except (FrontMatterError, ValidationError) as exc:
+                problems.append(Problem(rel, str(exc)))
+            except OSError as exc:
+                problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
+        return Listing(tuple(memories), tuple(problems))
+
+    def conversations(self) -> list[str]:
+        """Conversation ids that have a folder under entries/."""
+        if not self.entries.is_dir():
+            return []
+        return sorted(p.name for p in self.entries.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    # ----------------------------------------------------------------- writing
+
+    def new_memory(
+        self,
+        text: str,
+        *,
+        conversation_id: str,
+        role: str = "memory",
+        kind: str | None = None,
+        source: str | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        memory_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Write a new fact or turn file and return it."""
+        validate_conversation_id(conversation_id)
+        _check_text(text)
+        if role not in ROLES or role == "summary":
+            raise ValidationError(f"role {role!r} is not one of memory, user, assistant")
+        if kind is not None and kind not in KINDS:
+            raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+        created = created_at or utc_now()
+        mid = memory_id or str(uuid.uuid4())
+        stamp = created.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        rel = f"{ENTRIES}/{conversation_id}/{_ROLE_DIRS[role]}/{stamp}__{_safe_name(mid)}.md"
+        meta: dict[str, Any] = {
+            "id": mid,
+            "role": role,
+            "conversation_id": conversation_id,
+            "kind": kind if role == "memory" else None,
+            "source": source,
+            "created_at": created,
+            "expires_at": expires_at,
+        }
+        meta.update(extra or {})
+        return self._write(self._unique(rel), meta, text)
+
+    def write_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:
+        """Create or rewrite the conversation's single rolling summary (deterministic id)."""
+        validate_conversation_id(conversation_id)
+        _check_text(text)
+        rel = f"{ENTRIES}/{conversation_id}/summaries/summary.md"
+        path = self.abspath(rel)
+        now = utc_now()
+        if path.exists():
+            old = self.read(rel)
+            doc = front_matter.parse(front_matter.decode(path.read_bytes()))
+            updates = {"summarized_count": summarized_count, "updated_at": now}
+            return self._write(rel, updates, text, doc.yaml_text, old.content_hash)
+        meta = {
+            "id": f"summary-{conversation_id}",
+            "role": "summary",
+            "conversation_id": conversation_id,
+            "summary_kind": "rolling",
+            "created_at": now,
+            "updated_at": now,
+            "summarized_count": summarized_count,
+        }
+        return self._write(rel, meta, text)
+
+    def rewrite(
+        self,
+        memory: Memory,
+        updates: Mapping[str, Any],
+        text: str | None = None,
+        *,
+        expected_hash: str | None = None,
+    ) -> Memory:
+        """Apply front-matter `updates` and/or a new body; unknown keys keep their bytes.
+
+        With `expected_hash`, refuses (ConflictError) if the file changed since it was read.
+        """
+        path = self.abspath(memory.path)
+        raw = path.read_bytes()
+        if expected_hash is not None and content_hash(raw) != expected_hash:
+            raise ConflictError(
+                f"{memory.path} changed on disk since it was opened; reload it or keep your "
+                "version explicitly"
+            )
+        doc = front_matter.parse(front_matter.decode(raw))
+        body = doc.body if text is None else text
+        _check_text(body)
+        return self._write(memory.path, updates, body, doc.yaml_text, content_hash(raw))
+
+    def soft_delete(self, memory: Memory, *, replaced_by: str | None = None) -> Memory:
+        """Move the file under `deleted/` (same relative place) and stamp it."""
+        if memory.deleted:
+            raise ValidationError(f"memory {memory.id} is already deleted")
+        conv_root = f"{ENTRIES}/{memory.conversation_id}/"
+        inner = memory.path[len(conv_root):] if memory.path.startswith(conv_root) else PurePosixPath(
+            memory.path
+        ).name
+        target = self._unique(f"{conv_root}{DELETED}/{inner}")
+        moved = self._move(memory, target)
+        stamps = {"deleted_at": utc_now(), "replaced_by": replaced_by}
+        return self.rewrite(moved, stamps)
+
+    def restore(self, memory: Memory) -> Memory:
+        """Move a soft-deleted file back to its live place and clear the stamps."""
+        if not memory.deleted:
+            raise ValidationError(f"memory {memory.id} is not deleted")
+        marker = f"/{DELETED}/"
+        head, _, tail = memory.path.partition(marker)
+        target = self._unique(f"{head}/{tail}")
+        moved = self._move(memory, target)
+        return self.rewrite(moved, {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()})
+
+    def remove_file(self, memory: Memory) -> None:
+        """Really delete a file. Only used to roll back a file this process just created."""
+        with contextlib.suppress(FileNotFoundError):
+            self.abspath(memory.path).unlink()
+
+    # ----------------------------------------------------------- conversations
+
+    def conversation_meta(self, conversation_id: str) -> dict[str, Any]:
+        """Title and saved settings of a conversation ({} when none are saved)."""
+        validate_conversation_id(conversation_id)
+        path = self.entries / conversation_id / CONVERSATION_FILE
+        try:
+            data = yaml.safe_load(path.read_text("utf-8"))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_conversation_meta(self, conversation_id: str, meta: Mapping[str, Any]) -> str:
+        """Save a conversation's title/settings; returns the store-relative path."""
+        validate_conversation_id(conversation_id)
+        path = self.entries / conversation_id / CONVERSATION_FILE
+        atomic_write(path, yaml.safe_dump(dict(meta), sort_keys=True, allow_unicode=True).encode())
+        return self.relpath(path)
+
+    # ---------------------------------------------------------------- helpers
+
+    def _write(
+        self,
+        rel: str,
+        updates: Mapping[str, Any],
+        body: str,
+        original_yaml: str = "",
+        previous_hash: str | None = None,
+    ) -> Memory:
+        text = front_matter.render(updates, body, original_yaml)
+        raw = text.encode("utf-8")
+        if len(raw) > self.max_file_bytes:
+            raise ValidationError(
+                f"the memory would be {len(raw):,} bytes, over the {self.max_file_bytes:,}-byte limit"
+            )
+        atomic_write(self.abspath(rel), raw)
+        return self.memory_from_bytes(rel, raw)
+
+    def _move(self, memory: Memory, target_rel: str) -> Memory:
+        source = self.abspath(memory.path)
+        target = self.abspath(target_rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(source, target)
+        fsync_dir(target.parent)
+        fsync_dir(source.parent)
+        return self.read(target_rel)
+
+    def _unique(self, rel: str) -> str:
+        """`rel`, or `rel` with a numeric suffix if a file already sits there."""
+        if not self.abspath(rel).exists():
+            return rel
+        stem, dot, ext = rel.rpartition(".")
+        n = 2
+        while self.abspath(f"{stem}.{n}{dot}{ext}").exists():
+            n += 1
+        return f"{stem}.{n}{dot}{ext}"
+
+
+def _safe_name(memory_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", memory_id)[:80] or "memory"
+
+
+def _check_text(text: str) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("the memory text is empty")
+    if "\x00" in text:
+        raise ValidationError("the memory text contains a NUL character")
+
+
+def _infer_role(parts: tuple[str, ...]) -> str | None:
+    joined = "/".join(parts)
+    for role, folder in _ROLE_DIRS.items():
+        if f"/{folder}/" in f"/{joined}/":
+            return role
+    return None
+
+
+def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> Memory:
+    meta = dict(doc.meta)
+    parts = PurePosixPath(rel).parts
+    if len(parts) < 3 or parts[0] != ENTRIES:
+        raise ValidationError(f"{rel} is not inside entries/<conversation>/")
+    conversation_id = parts[1]
+    match = _NAME_RE.match(parts[-1])
+    role = meta.get("role") or _infer_role(parts[2:-1])
+    if role not in ROLES:
+        raise ValidationError(f"role {role!r} is not one of {', '.join(ROLES)}")
+    mid = meta.get("id") or (match.group("id") if match else PurePosixPath(rel).stem)
+    if not isinstance(mid, str | int) or not str(mid).strip():
+        raise ValidationError(f"id {mid!r} is not a usable id")
+    created = parse_when(meta.get("created_at"), "created_at")
+    if created is None and match:
+        created = datetime.strptime(match.group("ts")[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    if created is None:
+        created = datetime(1970, 1, 1, tzinfo=UTC)
+    kind = meta.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    if not doc.body.strip():
+        raise ValidationError("the memory has front matter but no text")
+    count = meta.get("summarized_count")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+        raise ValidationError(f"summarized_count {count!r} is not a whole number")
+    known = set(front_matter.KNOWN_KEYS)
+    return Memory(
+        id=str(mid),
+        role=role,
+        conversation_id=conversation_id,
+        text=doc.body,
+        created_at=created,
+        path=rel,
+        kind=kind if kind is not None else ("fact" if role == "memory" else None),
+        source=_opt_str(meta.get("source")),
+        updated_at=parse_when(meta.get("updated_at"), "updated_at"),
+        deleted_at=parse_when(meta.get("deleted_at"), "deleted_at"),
+        expires_at=parse_when(meta.get("expires_at"), "expires_at"),
+        replaced_by=_opt_str(meta.get("replaced_by")),
+        summary_kind=_opt_str(meta.get("summary_kind")),
+        summarized_count=count,
+        extra={k: v for k, v in meta.items() if k not in known},
+        content_hash=digest,
+    )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)

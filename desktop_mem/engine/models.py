@@ -1,0 +1,135 @@
+"""Values shared by every layer: memories, problems, history events. All frozen."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+ROLES = ("memory", "user", "assistant", "summary")
+KINDS = ("fact", "preference", "context")
+SOURCES = ("llm", "pattern", "manual", "import")
+GLOBAL_CONVERSATION = "global"
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC, to the second (front matter stays readable)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One Markdown file of the store, parsed. `path` is relative to the store root (POSIX)."""
+
+    id: str
+    role: str
+    conversation_id: str
+    text: str
+    created_at: datetime
+    path: str
+    kind: str | None = None
+    source: str | None = None
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
+    expires_at: datetime | None = None
+    replaced_by: str | None = None
+    summary_kind: str | None = None
+    summarized_count: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    content_hash: str = ""
+
+    @property
+    def deleted(self) -> bool:
+        """Soft-deleted memories live under `deleted/` and carry `deleted_at`."""
+        return "/deleted/" in f"/{self.path}"
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """True when a TTL (`expires_at`) has passed."""
+        return self.expires_at is not None and self.expires_at <= (now or utc_now())
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file the store could not read. It is reported and left untouched."""
+
+    path: str
+    reason: str
+    hint: str = "Open the file in a text editor, fix it, and save; it is picked up automatically."
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The result of scanning the store: readable memories plus files that failed to parse."""
+
+    memories: tuple[Memory, ...]
+    problems: tuple[Problem, ...]
+
+
+class EventType(StrEnum):
+    """What a commit did to a memory, as the timeline shows it."""
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    RESTORE = "RESTORE"
+    EDIT = "EDIT"
+    SUMMARY = "SUMMARY"
+    EVICT = "EVICT"
+    TURN = "TURN"
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    """One classified change inside a commit."""
+
+    type: EventType
+    commit: str
+    memory_id: str | None
+    conversation_id: str | None
+    path: str
+    old_path: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    replaced_by: str | None = None
+    new_id: str | None = None
+    role: str | None = None
+    hard_delete: bool = False
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit of the store with its classified events."""
+
+    sha: str
+    subject: str
+    author: str
+    committed_at: datetime
+    trailers: Mapping[str, str]
+    events: tuple[TimelineEvent, ...]
+    made_by_app: bool
+
+
+class EngineError(Exception):
+    """Base of the engine's errors: the message is one line a user can act on."""
+
+
+class NotFoundError(EngineError):
+    """No memory with that id."""
+
+
+class ValidationError(EngineError):
+    """Bad input from a user or a file (front matter, conversation id, ...)."""
+
+
+class ConflictError(EngineError):
+    """The file changed on disk since it was read; nothing was overwritten."""
+
+
+class StoreLockedError(EngineError):
+    """Another process is the writer of this store."""
+
+
+class ReadOnlyError(EngineError):
+    """A write was attempted on an engine opened read-only."""

@@ -1,0 +1,218 @@
+"""Classify any commit of the store into memory events, from its diff alone.
+
+Trailers written by the app help (EVICT cannot be told from DELETE otherwise) but are never
+required: a commit made by hand with plain git is classified the same way. The rules:
+
+- a file moved into `deleted/`: UPDATE if the tombstone names `replaced_by` (paired with the new
+  fact of the same commit), EVICT if the commit says so, else DELETE;
+- a file moved out of `deleted/`: RESTORE;
+- a new file: SUMMARY under summaries/, TURN under turns/, ADD under facts/;
+- a changed file: SUMMARY for summaries, EDIT otherwise; a file removed outright: DELETE (hard).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from desktop_mem.engine import front_matter
+from desktop_mem.engine.front_matter import FrontMatterError
+from desktop_mem.engine.git_history import FileChange, RawCommit
+from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
+
+BlobReader = Callable[[str | None], bytes | None]
+
+
+@dataclass(frozen=True)
+class _Side:
+    path: str
+    memory_id: str | None
+    conversation_id: str | None
+    role: str | None
+    text: str | None
+    replaced_by: str | None
+
+
+def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
+    """Turn a commit into its timeline events (newest-first order is the caller's concern)."""
+    operation = commit.trailers.get("Operation", "").lower()
+    changes = [c for c in commit.changes if _is_memory_path(c.new_path or c.old_path)]
+    changes = _pair_moves(changes)
+    events: list[TimelineEvent] = []
+    added_by_id: dict[str, tuple[int, _Side]] = {}
+    consumed: set[int] = set()
+    pending_updates: list[tuple[int, _Side, _Side, FileChange]] = []
+
+    for index, change in enumerate(changes):
+        old = _side(change.old_path, change.old_blob, read_blob)
+        new = _side(change.new_path, change.new_blob, read_blob)
+        if change.status == "A" and new and not _in_deleted(new.path) and new.memory_id:
+            added_by_id[new.memory_id] = (index, new)
+        if change.status == "R" and old and new:
+            into_deleted = not _in_deleted(old.path) and _in_deleted(new.path)
+            if into_deleted and new.replaced_by and operation != "evict":
+                pending_updates.append((index, old, new, change))
+
+    update_events: dict[int, TimelineEvent] = {}
+    for index, old, new, _change in pending_updates:
+        replacement = added_by_id.get(new.replaced_by or "")
+        if replacement is not None:
+            consumed.add(replacement[0])
+        update_events[index] = _event(
+            EventType.UPDATE, commit.sha, old, new,
+            new_text=replacement[1].text if replacement else None,
+            new_id=new.replaced_by,
+            replaced_by=new.replaced_by,
+        )
+
+    for index, change in enumerate(changes):
+        if index in consumed:
+            continue
+        if index in update_events:
+            events.append(update_events[index])
+            continue
+        event = _classify_change(change, commit.sha, operation, read_blob)
+        if event is not None:
+            events.append(event)
+    return CommitInfo(
+        sha=commit.sha,
+        subject=commit.subject,
+        author=commit.author,
+        committed_at=commit.committed_at,
+        trailers=dict(commit.trailers),
+        events=tuple(events),
+        made_by_app="Operation" in commit.trailers,
+    )
+
+
+def _classify_change(
+    change: FileChange, sha: str, operation: str, read_blob: BlobReader
+) -> TimelineEvent | None:
+    old = _side(change.old_path, change.old_blob, read_blob)
+    new = _side(change.new_path, change.new_blob, read_blob)
+    if change.status == "A" and new:
+        if _in_deleted(new.path):
+            return _event(EventType.DELETE, sha, None, new, old_text=new.text)
+        return _event(_kind_of_new(new), sha, None, new)
+    if change.status == "D" and old:
+        kind = EventType.EVICT if operation == "evict" else EventType.DELETE
+        return _event(kind, sha, old, None, hard_delete=True)
+    if change.status == "R" and old and new:
+        if not _in_deleted(old.path) and _in_deleted(new.path):
+            kind = EventType.EVICT if operation == "evict" else EventType.DELETE
+            return _event(kind, sha, old, new, new_text=None, replaced_by=new.replaced_by)
+        if _in_deleted(old.path) and not _in_deleted(new.path):
+            return _event(EventType.RESTORE, sha, old, new)
+        return _event(EventType.EDIT, sha, old, new)
+    if change.status == "M" and old and new:
+        if new.role == "summary":
+            return _event(EventType.SUMMARY, sha, old, new)
+        if _in_deleted(new.path):
+            if old.text == new.text:
+                return None  # a tombstone re-stamped: not a change of memory content
+            return _event(EventType.EDIT, sha, old, new)
+        return _event(EventType.EDIT, sha, old, new)
+    return None
+
+
+def _kind_of_new(side: _Side) -> EventType:
+    if side.role == "summary":
+        return EventType.SUMMARY
+    if side.role in ("user", "assistant"):
+        return EventType.TURN
+    return EventType.ADD
+
+
+def _event(
+    kind: EventType,
+    sha: str,
+    old: _Side | None,
+    new: _Side | None,
+    *,
+    old_text: str | None = None,
+    new_text: str | None = ...,  # type: ignore[assignment]
+    new_id: str | None = None,
+    replaced_by: str | None = None,
+    hard_delete: bool = False,
+) -> TimelineEvent:
+    main = new or old
+    assert main is not None
+    return TimelineEvent(
+        type=kind,
+        commit=sha,
+        memory_id=(old or new).memory_id if (old or new) else None,
+        conversation_id=main.conversation_id,
+        path=main.path,
+        old_path=old.path if old else None,
+        old_text=old_text if old_text is not None else (old.text if old else None),
+        new_text=(new.text if new else None) if new_text is ... else new_text,
+        replaced_by=replaced_by,
+        new_id=new_id,
+        role=main.role,
+        hard_delete=hard_delete,
+    )
+
+
+def _pair_moves(changes: list[FileChange]) -> list[FileChange]:
+    """Pair a delete and an add of the same file name (a move git did not detect as a rename)."""
+    deletes = {PurePosixPath(c.old_path).name: c for c in changes if c.status == "D" and c.old_path}
+    result: list[FileChange] = []
+    paired: set[str] = set()
+    for change in changes:
+        if change.status == "A" and change.new_path:
+            name = PurePosixPath(change.new_path).name
+            gone = deletes.get(name)
+            if gone is not None and name not in paired:
+                paired.add(name)
+                result.append(FileChange("R", gone.old_path, change.new_path, gone.old_blob, change.new_blob))
+                continue
+        result.append(change)
+    return [c for c in result if not (c.status == "D" and PurePosixPath(c.old_path or "").name in paired)]
+
+
+def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | None:
+    if path is None:
+        return None
+    parts = PurePosixPath(path).parts
+    conversation = parts[1] if len(parts) > 2 else None
+    raw = read_blob(blob)
+    meta: dict[str, object] = {}
+    text: str | None = None
+    if raw is not None:
+        try:
+            doc = front_matter.parse(front_matter.decode(raw))
+            meta, text = dict(doc.meta), doc.body
+        except FrontMatterError:
+            text = raw.decode("utf-8", errors="replace")[:2000]
+    role = meta.get("role") or _role_from_path(parts)
+    memory_id = meta.get("id") or PurePosixPath(path).stem.partition("__")[2] or PurePosixPath(path).stem
+    replaced = meta.get("replaced_by")
+    return _Side(
+        path=path,
+        memory_id=str(memory_id),
+        conversation_id=conversation,
+        role=str(role) if role else None,
+        text=text,
+        replaced_by=str(replaced) if replaced else None,
+    )
+
+
+def _role_from_path(parts: tuple[str, ...]) -> str | None:
+    if "summaries" in parts:
+        return "summary"
+    if "user" in parts and "turns" in parts:
+        return "user"
+    if "assistant" in parts and "turns" in parts:
+        return "assistant"
+    if "facts" in parts:
+        return "memory"
+    return None
+
+
+def _in_deleted(path: str) -> bool:
+    return "deleted" in PurePosixPath(path).parts[2:3]
+
+
+def _is_memory_path(path: str | None) -> bool:
+    return bool(path) and str(path).startswith("entries/") and str(path).endswith(".md")

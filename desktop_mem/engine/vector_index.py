@@ -1,0 +1,250 @@
+"""Vector index: a chromadb adapter with explicit embeddings, embedded on disk or on a server.
+
+chromadb's own embedding function is never used (its default downloads a model); vectors come
+from our Embedder. The index is derived from the Markdown files and can be rebuilt at any time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import chromadb
+import numpy as np
+import numpy.typing as npt
+from chromadb.config import Settings
+from chromadb.errors import ChromaError
+
+FloatVector = npt.NDArray[np.float32]
+MetadataValue = str | int | float | bool
+
+
+class VectorIndexError(RuntimeError):
+    """The vector store could not be opened or refused an operation."""
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """One nearest neighbour; similarity = 1 - cosine distance, embedding kept for MMR."""
+
+    id: str
+    distance: float
+    similarity: float
+    document: str
+    metadata: Mapping[str, MetadataValue]
+    embedding: FloatVector = field(repr=False, compare=False)
+
+
+def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, MetadataValue]:
+    """Metadata chroma accepts: None values dropped, str/int/float/bool kept, the rest as str."""
+    cleaned: dict[str, MetadataValue] = {}
+    for key, value in (metadata or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            cleaned[str(key)] = str(value)  # chroma rejects NaN / inf
+        elif isinstance(value, (str, int, float, bool)):
+            cleaned[str(key)] = value
+        else:
+            cleaned[str(key)] = str(value)  # dates, lists ... stay readable and filterable
+    return cleaned
+
+
+def _parse_url(url: str) -> tuple[str, int, bool]:
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise VectorIndexError(
+            f"chroma server URL {url!r} is not valid; use e.g. http://127.0.0.1:8000"
+        )
+    ssl = parts.scheme == "https"
+    try:
+        port = parts.port or (443 if ssl else 8000)
+    except ValueError as exc:
+        raise VectorIndexError(f"chroma server URL {url!r} has a bad port: {exc}") from exc
+    return parts.hostname, port, ssl
+
+
+class VectorIndex:
+    """One cosine-space chromadb collection holding memory vectors, documents and metadata."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        url: str | None = None,
+        collection: str = "memories",
+        ef_search: int = 200,
+    ) -> None:
+        if (path is None) == (url is None):
+            raise VectorIndexError("VectorIndex needs exactly one of path (embedded) or url (server)")
+        self.collection_name = collection
+        self.ef_search = ef_search
+        settings = Settings(anonymized_telemetry=False)
+        try:
+            if path is not None:
+                path.mkdir(parents=True, exist_ok=True)
+                self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+                self.location = str(path)
+            else:
+                assert url is not None
+                host, port, ssl = _parse_url(url)
+                self._client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
+                self.location = url
+            self._max_batch = max(1, int(self._client.get_max_batch_size()))
+            self._collection = self._open_collection()
+        except VectorIndexError:
+            raise
+        except Exception as exc:  # chromadb raises plain ValueError/ConnectionError/Rust errors
+            where = f"server {url}" if url else f"folder {path}"
+            hint = "is the server running?" if url else "it is derived data: delete it and reindex"
+            raise VectorIndexError(f"cannot open the chroma vector index at {where}: {exc}; {hint}") from exc
+
+    def _open_collection(self) -> Any:
+        collection = self._client.get_or_create_collection(
+            self.collection_name,
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}},
+        )
+        hnsw = (collection.configuration or {}).get("hnsw") or {}
+        if hnsw.get("space", "cosine") != "cosine":
+            raise VectorIndexError(
+                f"collection {self.collection_name!r} at {self.location} uses {hnsw.get('space')} "
+                "distance, not cosine; reset the vector index (reindex) to rebuild it"
+            )
+        # get_or_create ignores configuration for an existing collection: apply a changed setting.
+        if hnsw.get("ef_search") not in (None, self.ef_search):
+            collection.modify(configuration={"hnsw": {"ef_search": self.ef_search}})
+        return collection
+
+    def _batches(self, size: int) -> Iterator[slice]:
+        for start in range(0, size, self._max_batch):
+            yield slice(start, min(start + self._max_batch, size))
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: npt.ArrayLike,
+        metadatas: Sequence[Mapping[str, Any] | None],
+        documents: Sequence[str],
+    ) -> None:
+        """Insert or replace entries by id, in chunks of the client's maximum batch size."""
+        matrix = np.asarray(embeddings, dtype=np.float32)
+        if len(ids) == 0:
+            return
+        if matrix.ndim != 2 or not (len(ids) == matrix.shape[0] == len(metadatas) == len(documents)):
+            raise VectorIndexError(
+                f"upsert needs one embedding row, metadata and document per id: got {len(ids)} ids, "
+                f"embeddings of shape {matrix.shape}, {len(metadatas)} metadatas, "
+                f"{len(documents)} documents"
+            )
+        # chroma rejects duplicate ids in one call; the last occurrence wins, as in a dict.
+        last = {entry_id: position for position, entry_id in enumerate(ids)}
+        keep = sorted(last.values())
+        id_list = [ids[i] for i in keep]
+        rows = matrix[keep]
+        # chroma rejects an empty metadata dict; None means "no metadata".
+        meta_list = [clean_metadata(metadatas[i]) or None for i in keep]
+        doc_list = [documents[i] for i in keep]
+        for part in self._batches(len(id_list)):
+            self._call(
+                "upsert",
+                ids=id_list[part],
+                embeddings=rows[part],
+                metadatas=meta_list[part],
+                documents=doc_list[part],
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove entries by id; unknown ids are ignored."""
+        id_list = list(dict.fromkeys(ids))
+        for part in self._batches(len(id_list)):
+            self._call("delete", ids=id_list[part])
+
+    def query(
+        self, embedding: npt.ArrayLike, n: int, where: dict[str, Any] | None = None
+    ) -> list[VectorHit]:
+        """Up to n nearest entries (fewer if the collection or filter has fewer), closest first."""
+        if n <= 0:
+            return []
+        # chroma 1.x answers n > count (and an empty collection) with fewer hits, no error.
+        vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        result = self._call(
+            "query",
+            query_embeddings=[vector],
+            n_results=n,
+            where=where or None,  # chroma rejects an empty where dict
+            include=["distances", "documents", "metadatas", "embeddings"],
+        )
+        ids = result["ids"][0]
+        distances = (result.get("distances") or [[]])[0]
+        documents = (result.get("documents") or [[None] * len(ids)])[0]
+        metadatas = (result.get("metadatas") or [[None] * len(ids)])[0]
+        embeddings = result.get("embeddings")
+        vectors = np.asarray(embeddings[0], dtype=np.float32) if embeddings is not None else None
+        return [
+            VectorHit(
+                id=entry_id,
+                distance=float(distances[i]),
+                similarity=1.0 - float(distances[i]),
+                document=documents[i] or "",
+                metadata=dict(metadatas[i] or {}),
+                embedding=vectors[i] if vectors is not None else np.zeros(0, dtype=np.float32),
+            )
+            for i, entry_id in enumerate(ids)
+        ]
+
+    def get_embeddings(self, ids: Sequence[str]) -> dict[str, FloatVector]:
+        """Stored vectors by id; ids not in the index are absent from the result."""
+        id_list = list(dict.fromkeys(ids))
+        found: dict[str, FloatVector] = {}
+        for part in self._batches(len(id_list)):
+            result = self._call("get", ids=id_list[part], include=["embeddings"])
+            vectors = result.get("embeddings")
+            if vectors is None:
+                continue
+            for entry_id, vector in zip(result["ids"], vectors, strict=True):
+                found[entry_id] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def ids(self) -> set[str]:
+        """Every indexed id, fetched page by page so 100k entries stay cheap."""
+        found: set[str] = set()
+        offset = 0
+        while True:
+            page = self._call("get", include=[], limit=self._max_batch, offset=offset)["ids"]
+            found.update(page)
+            if len(page) < self._max_batch:
+                return found
+            offset += len(page)
+
+    def count(self) -> int:
+        """Number of indexed entries."""
+        return int(self._call("count"))
+
+    def reset(self) -> None:
+        """Drop the collection and create it empty (before a full rebuild, or a model change)."""
+        try:
+            self._client.delete_collection(self.collection_name)
+        except (ChromaError, ValueError):
+            pass  # already gone: reset still ends with an empty collection
+        self._collection = self._open_collection()
+
+    def close(self) -> None:
+        """Release the client (for an embedded store: its SQLite files and memory)."""
+        self._client.close()
+
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        try:
+            return getattr(self._collection, method)(**kwargs)
+        except (ChromaError, ValueError) as exc:
+            raise VectorIndexError(
+                f"vector index {self.location} refused {method}: {exc}"
+                + (
+                    "; the embedding model changed? reset the vector index (reindex) to rebuild it"
+                    if "dimension" in str(exc)
+                    else ""
+                )
+            ) from exc

@@ -1,0 +1,100 @@
+"""The 004 read / store / appended interface: simple, sliding-window and summarizing memories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from desktop_mem.engine.memory_interface import (
+    MessageMemory,
+    SimpleMemory,
+    SlidingWindowMemory,
+    SummarizingMemory,
+)
+
+Message = dict[str, Any]
+
+
+def msgs(*texts: str) -> list[Message]:
+    """Alternating user / assistant messages with the given texts."""
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
+
+
+def run_step(memory: MessageMemory) -> None:
+    """What the 004 agent loop stores in one step with a tool call."""
+    memory.store({"role": "user", "content": "What's the weather?"})
+    memory.store(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+            ],
+        }
+    )
+    memory.store({"role": "tool", "tool_call_id": "c1", "content": "72F in Tokyo"})
+    memory.store({"role": "assistant", "content": "It's 72F in Tokyo."})
+
+
+def test_simple_memory_reads_everything_and_appended_is_only_this_run() -> None:
+    initial = [{"role": "system", "content": "old prompt"}, *msgs("Hello", "Hi there!")]
+    memory = SimpleMemory(initial)
+    assert memory.appended() == []
+    run_step(memory)
+    assert len(memory.read()) == 7
+    assert memory.read()[:3] == initial  # system messages are kept; the agent filters them (004)
+    appended = memory.appended()
+    assert [m["role"] for m in appended] == ["user", "assistant", "tool", "assistant"]
+    # 004: the final response is the last assistant message among the appended ones.
+    assert next(m for m in reversed(appended) if m["role"] == "assistant")["content"] == "It's 72F in Tokyo."
+
+
+def test_simple_memory_is_not_changed_through_the_callers_lists() -> None:
+    initial = msgs("Hello", "Hi")
+    memory = SimpleMemory(initial)
+    initial.append({"role": "user", "content": "sneaked in"})
+    initial[0]["content"] = "rewritten"
+    assert memory.read() == msgs("Hello", "Hi")
+    memory.read().clear()
+    assert len(memory.read()) == 2
+    assert SimpleMemory().read() == [] and SimpleMemory().appended() == []
+
+
+def test_sliding_window_reads_last_n_but_appended_sees_all_new() -> None:
+    memory = SlidingWindowMemory(msgs("a", "b", "c"), window_size=3)
+    run_step(memory)
+    assert [m["content"] for m in memory.read()] == [None, "72F in Tokyo", "It's 72F in Tokyo."]
+    assert len(memory.appended()) == 4  # the window only limits what is read
+    assert SlidingWindowMemory(msgs("a", "b")).read() == msgs("a", "b")  # default window 30
+    with pytest.raises(ValueError, match="window_size must be at least 1"):
+        SlidingWindowMemory(window_size=0)
+
+
+def test_summarizing_memory_puts_summary_user_message_before_recent_ones() -> None:
+    seen: list[list[str]] = []
+
+    def summarizer(old: list[Message]) -> str:
+        seen.append([m["content"] for m in old])
+        return f"{len(old)} earlier messages"
+
+    memory = SummarizingMemory(msgs("m0", "m1", "m2"), max_messages=4, summarizer=summarizer)
+    assert memory.read() == msgs("m0", "m1", "m2") and seen == []  # within the limit: verbatim
+    memory.store({"role": "assistant", "content": "m3"})
+    memory.store({"role": "user", "content": "m4"})
+    memory.store({"role": "assistant", "content": "m5"})
+    read = memory.read()
+    assert read[0] == {"role": "user", "content": "[Previous conversation summary: 2 earlier messages]"}
+    assert [m["content"] for m in read[1:]] == ["m2", "m3", "m4", "m5"]
+    assert seen == [["m0", "m1"]]
+    memory.read()
+    assert len(seen) == 1  # same cutoff: the summary is reused, no second LLM call
+    memory.store({"role": "user", "content": "m6"})
+    assert memory.read()[0]["content"] == "[Previous conversation summary: 3 earlier messages]"
+    assert seen[-1] == ["m0", "m1", "m2"]
+    assert [m["content"] for m in memory.appended()] == ["m3", "m4", "m5", "m6"]
+
+
+def test_summarizing_memory_rejects_a_zero_limit() -> None:
+    with pytest.raises(ValueError, match="max_messages must be at least 1"):
+        SummarizingMemory(max_messages=0, summarizer=lambda old: "")
