@@ -14,6 +14,7 @@ gets the parsed request body; ``None`` matches everything. The first matching ru
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -94,7 +95,7 @@ class RecordedRequest:
 
     method: str
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: Body | None
 
     @property
@@ -239,8 +240,10 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None or not self._authorised():
             return
         if request.path.rstrip("/").endswith("/models"):
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
-                    for m in self.scripted.models]
+            data = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
+                for m in self.scripted.models
+            ]
             self._json(200, {"object": "list", "data": data})
         else:
             self._error(404, f"No route {request.path}", "not_found")
@@ -272,7 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
                 body = parsed if isinstance(parsed, dict) else None
             except ValueError:
                 body = None
-        request = RecordedRequest(self.command, self.path, dict(self.headers.items()), body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        request = RecordedRequest(self.command, self.path, headers, body)
         self.scripted._record(request)
         return request
 
@@ -362,11 +366,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _embeddings(self, body: Body) -> None:
         raw = body.get("input")
         texts = [raw] if isinstance(raw, str) else [str(t) for t in raw or []]
-        data = [{"object": "embedding", "index": i, "embedding": _vector(t, self.scripted.embedding_dim)}
-                for i, t in enumerate(texts)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": _vector(t, self.scripted.embedding_dim)}
+            for i, t in enumerate(texts)
+        ]
         tokens = sum(len(t.split()) for t in texts)
-        self._json(200, {"object": "list", "data": data, "model": body.get("model"),
-                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     # -- wire helpers --------------------------------------------------------------------
 
@@ -381,8 +394,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _error(self, code: int, message: str, err_code: str) -> None:
-        self._json(code, {"error": {"message": message, "type": "invalid_request_error",
-                                    "param": None, "code": err_code}})
+        self._json(
+            code,
+            {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": err_code}},
+        )
 
     def _start_sse(self) -> None:
         self.send_response(200)
@@ -402,10 +417,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Hang up without finishing the HTTP body."""
         self.wfile.flush()
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def _pieces(text: str) -> list[str]:
@@ -426,16 +439,30 @@ def _completion(model: str, text: str, prompt_tokens: int) -> Body:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": "stop", "logprobs": None}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
 def _chunk(model: str, delta: Body, finish: str | None = None) -> Body:
-    return {"id": "chatcmpl-stream", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-stream",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _vector(text: str, dim: int) -> list[float]:

@@ -115,8 +115,9 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "body": body, "auth": self.headers["Authorization"]})
-        if type(self).fail_with is not None:
-            self._reply(type(self).fail_with, {"error": {"message": "model overloaded", "type": "x"}})
+        fail_with = type(self).fail_with
+        if fail_with is not None:
+            self._reply(fail_with, {"error": {"message": "model overloaded", "type": "x"}})
             return
         if self.path != "/v1/embeddings":
             self._reply(404, {"error": {"message": "not found"}})

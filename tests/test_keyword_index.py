@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from desktop_mem.engine.keyword_index import KeywordDoc, KeywordIndex, match_expression
+from desktop_mem.engine.keyword_index import KeywordDoc, KeywordHit, KeywordIndex, match_expression
 
 DOCS = [
     KeywordDoc("m1", "The user adopted a greyhound named Biscuit last spring.", "c1", "fact", "fact"),
@@ -30,8 +30,8 @@ def index(tmp_path: Path) -> Iterator[KeywordIndex]:
     idx.close()
 
 
-def _ids(hits: list[object]) -> list[str]:
-    return [hit.id for hit in hits]  # type: ignore[attr-defined]
+def _ids(hits: list[KeywordHit]) -> list[str]:
+    return [hit.id for hit in hits]
 
 
 def test_rare_query_words_rank_first(index: KeywordIndex) -> None:

@@ -225,7 +225,8 @@ def chroma_server(tmp_path: Path) -> Iterator[str]:
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     log.flush()
-                    pytest.fail(f"chroma server did not start: {(tmp_path / 'chroma-server.log').read_text()}")
+                    output = (tmp_path / "chroma-server.log").read_text()
+                    pytest.fail(f"chroma server did not start: {output}")
                 time.sleep(0.2)
         yield url
     finally:

@@ -58,7 +58,8 @@ def _l2_normalise(vectors: npt.NDArray[Any]) -> FloatMatrix:
     """Unit-length rows; an all-zero row stays zero instead of becoming NaN."""
     matrix = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    unit: FloatMatrix = (matrix / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    return unit
 
 
 def default_onnx_model_path() -> Path:

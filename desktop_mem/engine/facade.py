@@ -27,6 +27,7 @@ from desktop_mem.engine.models import (
     Problem,
     ReadOnlyError,
     ValidationError,
+    utc_now,
 )
 from desktop_mem.engine.store_lock import StoreLock, describe_holder, read_holder
 from desktop_mem.engine.timeline import classify
@@ -91,12 +92,15 @@ class MemoryEngine:
             try:
                 if self.config["store.git_versioning"]:
                     self.git.init()
+                self._recover_after_crash()
             except Exception:
                 self.lock.release()
                 raise
         elif not self.root.exists():
             raise ValidationError(f"the store {self.root} does not exist yet")
         self.refresh()
+        if not read_only and self.config["store.git_versioning"]:
+            self.commit("Record changes made while desktop-mem was closed", "sync", (), None)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -125,6 +129,19 @@ class MemoryEngine:
                 listener(change)
             except Exception:  # a broken subscriber must not break a write
                 log.exception("store listener failed")
+
+    def _recover_after_crash(self) -> None:
+        """Remove what a killed writer can leave: our own temp files and a stale git index lock.
+
+        Safe because we hold the store lock: no other desktop-mem is writing here. Temp files
+        are never the truth (the rename that would publish them did not happen).
+        """
+        for tmp in self.store.orphan_temp_files():
+            tmp.unlink(missing_ok=True)
+        index_lock = self.root / ".git" / "index.lock"
+        if index_lock.exists():
+            log.warning("removing a stale %s left by an interrupted git command", index_lock)
+            index_lock.unlink(missing_ok=True)
 
     # -------------------------------------------------------------- catalog
 
@@ -286,8 +303,6 @@ class MemoryEngine:
             current = self.get(memory_id)
             if text is not None and text.strip() == current.text and not updates:
                 return current
-            from desktop_mem.engine.models import utc_now
-
             updates["updated_at"] = utc_now()
             memory = self.store.rewrite(current, updates, text, expected_hash=expected_hash)
             self._remember(memory)
@@ -337,6 +352,34 @@ class MemoryEngine:
                               f"Update {_noun(current)}: {_clip(current.text)} -> {_clip(new.text)}",
                               current.conversation_id)
         return tomb, new
+
+    def restore_version(self, memory_id: str, revision: str, *, expected_hash: str | None = None) -> Memory:
+        """Put back the text a memory had at `revision` (a new commit; nothing is lost)."""
+        self._require_writer()
+        with self._write_lock:
+            current = self.get(memory_id)
+            old = self.store.memory_from_bytes(current.path, self.file_at(current, revision))
+            if old.text == current.text:
+                return current
+            memory = self.store.rewrite(current, {"updated_at": utc_now()}, old.text,
+                                        expected_hash=expected_hash)
+            self._remember(memory)
+            self._after_write([memory], [], "revert",
+                              f"Revert {_noun(memory)} to {revision[:10]}: {_clip(memory.text)}",
+                              memory.conversation_id)
+        return memory
+
+    def file_at(self, memory: Memory, revision: str) -> bytes:
+        """The bytes of a memory's file at a revision, wherever it lived then (live or deleted/)."""
+        conv = f"entries/{memory.conversation_id}/"
+        inner = memory.path[len(conv):]
+        other = inner[len("deleted/"):] if inner.startswith("deleted/") else f"deleted/{inner}"
+        for candidate in (memory.path, conv + other):
+            try:
+                return self.git.show_file(candidate, revision)
+            except GitHistoryError:
+                continue
+        raise NotFoundError(f"memory {memory.id} did not exist at {revision[:10]}")
 
     def _after_write(
         self,

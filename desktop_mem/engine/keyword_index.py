@@ -16,7 +16,20 @@ from pathlib import Path
 # Words that carry no topic: question words, pronouns, auxiliaries, articles, common prepositions.
 # Dropping them keeps bm25 from rewarding documents for "what did you" style filler.
 STOPWORDS = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "then", "so", "than", "that", "this", "these", "those", "there", "here", "of", "to", "in", "on", "at", "by", "for", "with", "from", "about", "as", "into", "onto", "over", "under", "up", "down", "out", "off", "again", "also", "just", "very", "too", "not", "no", "nor", "only", "own", "same", "such", "both", "each", "few", "more", "most", "other", "some", "any", "all", "can", "will", "would", "shall", "should", "may", "might", "must", "could", "do", "does", "did", "doing", "done", "be", "been", "being", "am", "is", "are", "was", "were", "has", "have", "had", "having", "i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "s", "t", "d", "ll", "m", "re", "ve", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "hasn", "haven", "hadn", "won", "wouldn", "shouldn", "couldn", "let", "lets", "get", "got", "tell", "know", "please"]
+    {
+        "a", "an", "the", "and", "or", "but", "if", "then", "so", "than", "that", "this", "these", "those",
+        "there", "here", "of", "to", "in", "on", "at", "by", "for", "with", "from", "about", "as", "into",
+        "onto", "over", "under", "up", "down", "out", "off", "again", "also", "just", "very", "too", "not",
+        "no", "nor", "only", "own", "same", "such", "both", "each", "few", "more", "most", "other", "some",
+        "any", "all", "can", "will", "would", "shall", "should", "may", "might", "must", "could", "do",
+        "does", "did", "doing", "done", "be", "been", "being", "am", "is", "are", "was", "were", "has",
+        "have", "had", "having", "i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves",
+        "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her",
+        "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what",
+        "which", "who", "whom", "whose", "when", "where", "why", "how", "s", "t", "d", "ll", "m", "re",
+        "ve", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "hasn", "haven", "hadn", "won",
+        "wouldn", "shouldn", "couldn", "let", "lets", "get", "got", "tell", "know", "please"
+    }
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)

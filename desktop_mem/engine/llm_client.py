@@ -138,8 +138,8 @@ class LLMClient:
         except Exception as err:  # noqa: BLE001
             if received == 0 and not finished:
                 self._raise_mapped(err)
-            reason = "no data in time" if isinstance(err, openai.APITimeoutError) else _short(
-                _root_cause(err)
+            reason = (
+                "no data in time" if isinstance(err, openai.APITimeoutError) else _short(_root_cause(err))
             )
             raise LLMError(
                 "cut_stream",

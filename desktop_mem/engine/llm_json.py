@@ -143,11 +143,13 @@ def _load(text: str) -> tuple[Any, bool]:
             return value, False
     candidate = body[starts[0] :]
     try:
-        repaired, repairs = json_repair.loads(candidate, skip_json_loads=True, logging=True)
+        result: Any = json_repair.loads(candidate, skip_json_loads=True, logging=True)
+        repaired, repairs = result
     except Exception as err:  # noqa: BLE001 - json-repair may fail in any way on garbage
         raise LLMJSONError(f"unrepairable JSON ({type(err).__name__})", text) from err
     # Bare words turned into list items mean prose, not JSON: refuse rather than invent strings.
-    invented = any(any(sign in str(r.get("text", "")) for sign in _INVENTED) for r in repairs)
+    log_text = " ".join(str(r.get("text", "")) for r in repairs if isinstance(r, dict))
+    invented = any(sign in log_text for sign in _INVENTED)
     if isinstance(repaired, list | dict) and not invented and (repaired or _looks_empty(candidate)):
         return repaired, _cut_inside_string(candidate)
     raise LLMJSONError("no valid JSON list or object found in the answer", text)

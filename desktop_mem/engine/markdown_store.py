@@ -153,6 +153,12 @@ class MarkdownStore:
             except OSError:
                 continue
 
+    def orphan_temp_files(self) -> list[Path]:
+        """Temp files of interrupted atomic writes (".<name>.<hex>.tmp")."""
+        if not self.entries.is_dir():
+            return []
+        return [p for p in self.entries.rglob(".*.tmp") if p.is_file()]
+
     def scan(self) -> Listing:
         """Read every file; unreadable ones become Problems with their path and reason."""
         memories: list[Memory] = []

@@ -6,6 +6,7 @@ from our Embedder. The index is derived from the Markdown files and can be rebui
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -226,15 +227,17 @@ class VectorIndex:
 
     def reset(self) -> None:
         """Drop the collection and create it empty (before a full rebuild, or a model change)."""
-        try:
+        # Already gone is fine: reset still ends with an empty collection.
+        with contextlib.suppress(ChromaError, ValueError):
             self._client.delete_collection(self.collection_name)
-        except (ChromaError, ValueError):
-            pass  # already gone: reset still ends with an empty collection
         self._collection = self._open_collection()
 
     def close(self) -> None:
         """Release the client (for an embedded store: its SQLite files and memory)."""
-        self._client.close()
+        # close() exists on chromadb's Client but is missing from its ClientAPI type.
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
 
     def _call(self, method: str, **kwargs: Any) -> Any:
         try:

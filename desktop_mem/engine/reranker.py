@@ -1,0 +1,143 @@
+"""Cross-encoder reranking: scores (query, memory) pairs with an ONNX model loaded from a folder.
+
+Optional: the read path reranks only when a folder is configured. The model is a BERT-style
+cross-encoder such as ms-marco-MiniLM-L-6-v2 exported to ONNX; relevance = sigmoid(logit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+WHERE_TO_GET = (
+    "download Xenova/ms-marco-MiniLM-L-6-v2 onnx/model_quantized.onnx as model.onnx "
+    "and tokenizer.json into this folder"
+)
+
+
+class RerankerError(RuntimeError):
+    """The reranker could not be loaded or could not score."""
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores how well each text answers a query."""
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Relevance in [0, 1] per text, in input order."""
+        ...
+
+
+def sigmoid(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """Logistic function without overflow warnings for large negative logits."""
+    clipped = np.clip(np.asarray(logits, dtype=np.float64), -60.0, 60.0)
+    result: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-clipped))
+    return result
+
+
+class OnnxReranker:
+    """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder)."""
+
+    def __init__(
+        self, folder: Path, threads: int = 1, max_length: int = 512, batch_size: int = 16
+    ) -> None:
+        if threads < 1 or batch_size < 1 or max_length < 8:
+            raise RerankerError(
+                f"OnnxReranker needs threads >= 1, batch_size >= 1 and max_length >= 8 "
+                f"(got threads={threads}, batch_size={batch_size}, max_length={max_length})"
+            )
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise RerankerError(
+                f"reranker folder {self.folder} does not exist; create it and {WHERE_TO_GET}"
+            )
+        for filename in (MODEL_FILE, TOKENIZER_FILE):
+            if not (self.folder / filename).is_file():
+                raise RerankerError(
+                    f"reranker file {filename} is missing in {self.folder}; {WHERE_TO_GET}"
+                )
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.tokenizer = self._load_tokenizer(self.folder / TOKENIZER_FILE, max_length)
+        self.session = self._load_session(self.folder / MODEL_FILE, threads)
+        self._input_names = {node.name for node in self.session.get_inputs()}
+        missing = {"input_ids", "attention_mask"} - self._input_names
+        if missing:
+            raise RerankerError(
+                f"{self.folder / MODEL_FILE} is not a BERT-style cross-encoder: "
+                f"inputs {sorted(missing)} missing; {WHERE_TO_GET}"
+            )
+        outputs = self.session.get_outputs()
+        names = [node.name for node in outputs]
+        self._output_name = "logits" if "logits" in names else names[0]
+
+    @staticmethod
+    def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
+            raise RerankerError(f"cannot read reranker tokenizer {path}: {exc}; {WHERE_TO_GET}") from exc
+        # Pad to the longest pair of each batch, not to a length fixed in the file.
+        padding = tokenizer.padding or {}
+        tokenizer.no_padding()
+        tokenizer.enable_padding(
+            pad_id=int(padding.get("pad_id", 0)),
+            pad_type_id=int(padding.get("pad_type_id", 0)),
+            pad_token=str(padding.get("pad_token", "[PAD]")),
+        )
+        # Longest-first trims the longer of query and passage, so a long memory keeps the query.
+        tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
+        return tokenizer
+
+    @staticmethod
+    def _load_session(path: Path, threads: int) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        try:
+            return ort.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise RerankerError(f"cannot load reranker model {path}: {exc}; {WHERE_TO_GET}") from exc
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """sigmoid(logit) per (query, text) pair, in input order; batched by similar length."""
+        if isinstance(texts, str):
+            raise TypeError("score() takes a sequence of texts, not a single str")
+        scores = np.zeros(len(texts), dtype=np.float64)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            scores[chunk] = sigmoid(self._logits(query, [texts[i] for i in chunk]))
+        return [float(value) for value in scores]
+
+    def _logits(self, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
+        encodings = self.tokenizer.encode_batch([(query, text) for text in texts])
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        feed = {
+            "input_ids": input_ids,
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        }
+        if "token_type_ids" in self._input_names:
+            feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        try:
+            (output,) = self.session.run([self._output_name], feed)
+        except Exception as exc:
+            raise RerankerError(f"reranker model {self.folder / MODEL_FILE} failed: {exc}") from exc
+        logits = np.asarray(output, dtype=np.float32).reshape(len(texts), -1)
+        if logits.shape[1] != 1:
+            raise RerankerError(
+                f"reranker model {self.folder / MODEL_FILE} gives {logits.shape[1]} logits per pair; "
+                "a relevance cross-encoder gives one"
+            )
+        return logits[:, 0]

@@ -1,0 +1,59 @@
+"""Settings: declared once, layered file < env < flags, clear errors naming key, value and file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from desktop_mem.engine.config import SETTINGS, load_config, save_config, settings_markdown
+from desktop_mem.engine.models import ValidationError
+
+
+def test_defaults_follow_the_references(tmp_path: Path) -> None:
+    cfg = load_config(None, env={})
+    assert cfg["retrieval.top_k"] == 5 and cfg["retrieval.mmr_lambda"] == 0.7
+    assert cfg["retrieval.recency_weight"] == 0.2 and cfg["retrieval.score_threshold"] == 0.35
+    assert cfg["memory.max_entries"] == 500 and cfg["memory.summary_threshold"] == 40
+    assert cfg["memory.summary_keep_last"] == 12 and cfg["memory.enable_summarization"] is True
+    assert "desktop-mem" in str(cfg.store_path)
+
+
+def test_layers_file_then_env_then_flags(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("llm:\n  model: from-file\n  base_url: http://file/v1\nretrieval:\n  top_k: 7\n")
+    env = {"OPENAI_MODEL": "from-env", "OPENAI_SUMMARY_MODEL": "small", "DESKTOP_MEM_STORE": "/x/store"}
+    cfg = load_config(f, env=env, flags={"retrieval.top_k": "9"})
+    assert cfg["llm.model"] == "from-env" and cfg["llm.base_url"] == "http://file/v1"
+    assert cfg["llm.summary_model"] == "small" and cfg["retrieval.top_k"] == 9
+    assert cfg.store_path == Path("/x/store")
+    assert cfg.source("llm.model") == "environment variable OPENAI_MODEL"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [("llm:\n  modle: x\n", "llm.modle"), ("retrieval:\n  top_k: many\n", "'many'"),
+     ("context:\n  strategy: magic\n", "must be one of"), ("retrieval:\n  mmr_lambda: 3\n", "maximum"),
+     ("- a\n", "mapping"), ("llm: [unclosed\n", "not valid YAML")],
+)
+def test_bad_config_names_key_value_and_file(tmp_path: Path, text: str, needle: str) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(ValidationError) as info:
+        load_config(f, env={})
+    assert needle in str(info.value) and str(f) in str(info.value)
+
+
+def test_save_config_is_private_and_round_trips(tmp_path: Path) -> None:
+    f = tmp_path / "sub" / "config.yaml"
+    save_config(f, {"llm.api_key": "sk-test", "retrieval.top_k": 3})
+    assert f.stat().st_mode & 0o777 == 0o600
+    cfg = load_config(f, env={})
+    assert cfg["llm.api_key"] == "sk-test" and cfg["retrieval.top_k"] == 3
+    assert cfg.as_dict()["llm.api_key"] == "***"
+
+
+def test_every_setting_is_documented() -> None:
+    doc = settings_markdown()
+    for s in SETTINGS:
+        assert f"`{s.name}`" in doc and s.description

@@ -1,0 +1,99 @@
+"""One writer per store across processes, and crash consistency under SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import StoreLockedError
+
+HOLDER = """
+import sys, time
+from desktop_mem.engine.config import load_config
+from desktop_mem.engine.facade import MemoryEngine
+eng = MemoryEngine(load_config(flags={"store.path": sys.argv[1], "watcher.enabled": False}))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+WRITER = """
+import sys
+from desktop_mem.engine.config import load_config
+from desktop_mem.engine.facade import MemoryEngine
+eng = MemoryEngine(load_config(flags={"store.path": sys.argv[1], "watcher.enabled": False}))
+print("ready", flush=True)
+i = 0
+while True:
+    m = eng.add(f"fact {i} " + "word " * 200)
+    if i % 3 == 0:
+        eng.edit(m.id, text=f"edited fact {i}")
+    if i % 5 == 0:
+        eng.delete(m.id)
+    print("acked", m.id, flush=True)
+    i += 1
+"""
+
+
+def _start(script: str, store: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", script, str(store)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_second_writer_gets_a_clear_message_and_readers_still_work(make_config: Any, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with MemoryEngine(make_config(store)) as eng:
+        eng.add("User lives in Berlin")
+    holder = _start(HOLDER, store)
+    try:
+        with pytest.raises(StoreLockedError) as info:
+            MemoryEngine(make_config(store))
+        message = str(info.value)
+        assert f"pid {holder.pid}" in message and "read-only commands" in message
+        reader = MemoryEngine(make_config(store), read_only=True)
+        assert [m.text for m in reader.list_memories()] == ["User lives in Berlin"]
+        assert "held by" in reader.doctor().lock
+        cli = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "add", "x"],
+                             capture_output=True, text=True)
+        assert cli.returncode == 1 and "open for writing by" in cli.stderr
+        listed = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "list"],
+                                capture_output=True, text=True)
+        assert listed.returncode == 0 and "Berlin" in listed.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    with MemoryEngine(make_config(store)) as eng:  # the OS released the lock of the killed holder
+        assert eng.lock.held
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sigkill_mid_write_leaves_no_partial_file_and_clean_git(
+    make_config: Any, tmp_path: Path, seed: int
+) -> None:
+    store = tmp_path / "store"
+    proc = _start(WRITER, store)
+    assert proc.stdout is not None
+    time.sleep(random.Random(seed).uniform(0.3, 1.5))
+    os.kill(proc.pid, signal.SIGKILL)
+    acked = [line.split()[1] for line in proc.stdout.read().splitlines() if line.startswith("acked")]
+    proc.wait()
+    visible = [p for p in (store / "entries").rglob("*.md")]
+    with MemoryEngine(make_config(store)) as eng:
+        assert eng.problems() == [], "a visible file was partial or corrupt"
+        assert len(eng.list_memories(include_deleted=True)) == len(visible)
+        for mid in acked:
+            eng.get(mid)  # every acknowledged write is there
+        assert not list((store / "entries").rglob("*.tmp"))
+        eng.git.fsck()
+        assert eng.git.dirty_paths() == [], "start-up recovery commits what the crash left"
+    assert len(acked) > 0
