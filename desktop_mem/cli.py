@@ -15,7 +15,7 @@ from typing import Any
 from desktop_mem import __version__
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.models import EngineError, Memory
+from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="problems, lock, git state")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("search", help="search memories (meaning + keywords), with score breakdowns")
+    p.add_argument("query")
+    p.add_argument("--conversation", help="scope: this conversation + global")
+    p.add_argument("--top-k", type=int, default=None)
+    p.add_argument("--deleted", action="store_true", help="include soft-deleted memories")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("reindex", help="rebuild the search indexes from the Markdown files")
+
     p = sub.add_parser("config", help="show the resolved settings")
     p.add_argument("--list", action="store_true", help="list every declared setting")
     p.add_argument("--json", action="store_true")
@@ -114,7 +123,16 @@ class EngineError_(EngineError):  # noqa: N801 - a CLI-only usage error
 
 
 def open_engine(config: Config, command: str) -> MemoryEngine:
-    """Read commands open read-only (they work while another process writes)."""
+    """Read commands open read-only (they work while another process writes).
+
+    `search` takes the writer lock when it is free so it can bring the index up to date first;
+    with another writer running it searches the index as that writer keeps it.
+    """
+    if command == "search":
+        try:
+            return MemoryEngine(config)
+        except StoreLockedError:
+            return MemoryEngine(config, read_only=True)
     return MemoryEngine(config, read_only=command in READ_COMMANDS)
 
 
@@ -268,6 +286,43 @@ def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_search(args: argparse.Namespace, config: Config) -> int:
+    from desktop_mem.engine.retrieval import SearchFilters
+
+    with open_engine(config, "search") as engine:
+        results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
+                                filters=SearchFilters(include_deleted=args.deleted))
+    if args.json:
+        emit_json([{"memory": r.memory, "scores": r.scores} for r in results])
+        return 0
+    if not results:
+        print("no matching memories")
+    for r in results:
+        s = r.scores
+        kw = f"{s.keyword:.2f}" if s.keyword is not None else "-"
+        dense = f"{s.dense:.2f}" if s.dense is not None else "-"
+        print(f"{s.final:.3f}  {_memory_line(r.memory)}")
+        print(f"       keyword {kw}  dense {dense}  recency {s.recency:.2f}  mmr #{s.mmr_rank}")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace, config: Config) -> int:
+    from tqdm import tqdm
+
+    with open_engine(config, "reindex") as engine:
+        bar = tqdm(total=0, unit="memories", desc="embedding", disable=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        report = engine.reindex(progress)
+        bar.close()
+    print(f"reindexed: {report.embedded} embedded, {report.metadata_only + report.unchanged} kept")
+    return 0
+
+
 def cmd_config(args: argparse.Namespace, config: Config) -> int:
     if args.list:
         for s in SETTINGS:
@@ -288,7 +343,7 @@ Handler = Callable[[argparse.Namespace, Config], int]
 HANDLERS: dict[str, Handler] = {
     "add": cmd_add, "list": cmd_list, "show": cmd_show, "edit": cmd_edit, "delete": cmd_delete,
     "restore": cmd_restore, "history": cmd_history, "diff": cmd_diff, "doctor": cmd_doctor,
-    "config": cmd_config,
+    "config": cmd_config, "search": cmd_search, "reindex": cmd_reindex,
 }
 
 

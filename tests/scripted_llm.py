@@ -148,7 +148,7 @@ class ScriptedLLM:
             scripted = server
 
         self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -14,11 +15,11 @@ def _client(server: ScriptedLLM, key: str = "sk-test", timeout: float = 10.0) ->
     return openai.OpenAI(base_url=server.base_url, api_key=key, timeout=timeout, max_retries=0)
 
 
-def _chat(client: openai.OpenAI, text: str, system: str = "You are helpful.", **kw: object) -> str:
+def _chat(client: openai.OpenAI, text: str, system: str = "You are helpful.", **kw: Any) -> str:
     response = client.chat.completions.create(
         model="test-model",
         messages=[{"role": "system", "content": system}, {"role": "user", "content": text}],
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
     return response.choices[0].message.content or ""
 

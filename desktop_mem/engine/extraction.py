@@ -300,38 +300,38 @@ def _resolve(
     """Map short ids back, drop invalid decisions, and keep new facts from being lost."""
     out: list[Decision] = []
     targeted: set[str] = set()
-    added: set[str] = set()
-    existing_folded = {_fold(t) for t in texts.values()}
+    written: set[str] = set()  # folded texts of ADDs and UPDATEs, to drop repeats
     for item in raw:
         event, text = item["event"], _clean(item["text"])
         target = _target(item["id"], short_ids, texts)
         if event == "ADD" or (event == "UPDATE" and target is None):
             # An UPDATE of an unknown id still carries a fact worth keeping.
-            if text and len(text) <= MAX_FACT_CHARS and _fold(text) not in added | existing_folded:
-                added.add(_fold(text))
+            if text and len(text) <= MAX_FACT_CHARS and _fold(text) not in written:
+                written.add(_fold(text))
                 out.append(Decision("ADD", text, None))
             continue
         if target is None or target in targeted:
             continue  # unknown id, or a second decision about the same memory (first wins)
         if event == "UPDATE":
-            if not text or len(text) > MAX_FACT_CHARS or _fold(text) in added:
+            if not text or len(text) > MAX_FACT_CHARS or _fold(text) in written:
                 continue
             if _fold(text) == _fold(texts[target]):
                 event, text = "NONE", texts[target]
             else:
-                added.add(_fold(text))
+                written.add(_fold(text))
         else:
             text = texts[target]
         targeted.add(target)
         out.append(Decision(cast(Event, event), text, target))
-    writes = any(d.event in ("ADD", "UPDATE") for d in out)
-    deletes = any(d.event == "DELETE" for d in out)
-    if not writes and (deletes or not out):
+    if not any(d.event in ("ADD", "UPDATE") for d in out) and (
+        not out or any(d.event == "DELETE" for d in out)
+    ):
         # Deletes alone (or no usable decision) must not lose what the user just said.
-        deleted = {d.target_id for d in out if d.event == "DELETE"}
-        kept = {_fold(t) for i, t in texts.items() if i not in deleted}
-        out.extend(Decision("ADD", f, None) for f in facts if _fold(f) not in kept | added)
-    return tuple(out)
+        out.extend(Decision("ADD", f, None) for f in facts if _fold(f) not in written)
+    # An ADD that repeats a memory which stays untouched would only duplicate it.
+    changed = {d.target_id for d in out if d.event in ("UPDATE", "DELETE")}
+    kept = {_fold(t) for memory_id, t in texts.items() if memory_id not in changed}
+    return tuple(d for d in out if d.event != "ADD" or _fold(d.text) not in kept)
 
 
 def _target(raw_id: str | None, short_ids: dict[str, str], texts: dict[str, str]) -> str | None:

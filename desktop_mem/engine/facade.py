@@ -18,6 +18,7 @@ from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.conversation_ids import validate_conversation_id
 from desktop_mem.engine.front_matter import FrontMatterError
 from desktop_mem.engine.git_history import GitHistory, GitHistoryError
+from desktop_mem.engine.index_sync import MANIFEST_NAME, IndexSync, Manifest, Progress, SyncReport
 from desktop_mem.engine.markdown_store import MarkdownStore
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
@@ -30,6 +31,7 @@ from desktop_mem.engine.models import (
     utc_now,
 )
 from desktop_mem.engine.store_lock import StoreLock, describe_holder, read_holder
+from desktop_mem.engine.retrieval import RetrievalSettings, Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.timeline import classify
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,10 @@ class MemoryEngine:
         self._problems: dict[str, Problem] = {}
         self._listeners: list[Listener] = []
         self._closed = False
+        self.manifest = Manifest(self.root / MANIFEST_NAME)
+        self._index: IndexSync | None = None
+        self._retriever: Retriever | None = None
+        self._index_lock = threading.Lock()
         if not read_only:
             self.root.mkdir(parents=True, exist_ok=True)
             self.lock.acquire()
@@ -109,6 +115,8 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        if self._index is not None:
+            self._index.close()
         self.git.close()
         self.lock.release()
 
@@ -146,12 +154,46 @@ class MemoryEngine:
     # -------------------------------------------------------------- catalog
 
     def refresh(self) -> None:
-        """Re-read every file (start-up, or after a burst of outside changes)."""
-        listing = self.store.scan()
+        """Re-read the store (start-up, or after a burst of outside changes).
+
+        Files whose size and mtime match memory_index.json are not parsed again.
+        """
+        memories: list[Memory] = []
+        problems: list[Problem] = []
+        seen: set[str] = set()
+        for rel in self.store.iter_paths():
+            seen.add(rel)
+            try:
+                st = (self.root / rel).stat()
+            except OSError as exc:
+                problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
+                continue
+            cached = self.manifest.cached_memory(rel, st)
+            if cached is not None:
+                memories.append(cached)
+                continue
+            result = self._read_file(rel)
+            if isinstance(result, Problem):
+                problems.append(result)
+            else:
+                memories.append(result)
+                self.manifest.remember_file(result, st)
+        for stale in set(self.manifest.files) - seen:
+            del self.manifest.files[stale]
         with self._catalog_lock:
-            self._by_path = {m.path: m for m in listing.memories}
-            self._by_id = {m.id: m.path for m in listing.memories}
-            self._problems = {p.path: p for p in listing.problems}
+            self._by_path = {m.path: m for m in memories}
+            self._by_id = {m.id: m.path for m in sorted(memories, key=lambda m: m.deleted, reverse=True)}
+            self._problems = {p.path: p for p in problems}
+        if not self.read_only:
+            self.manifest.save()
+
+    def _read_file(self, rel: str) -> Memory | Problem:
+        try:
+            return self.store.read(rel)
+        except (FrontMatterError, ValidationError) as exc:
+            return Problem(rel, str(exc))
+        except OSError as exc:
+            return Problem(rel, f"cannot read the file: {exc.strerror or exc}")
 
     def reload_paths(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
         """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
@@ -183,14 +225,65 @@ class MemoryEngine:
             results.append(memory)
         return results
 
+    def apply_external_changes(self, paths: Iterable[str]) -> StoreChange | None:
+        """Files changed outside the app (the watcher, or a sync): re-read, index, one commit.
+
+        The engine's own writes come back here too; they are recognised by their content hash
+        (already in the catalog) and ignored. Files that fail to parse become problems, are left
+        untouched and are kept out of the index.
+        """
+        rels = sorted({p for p in paths if _is_memory_file(p)})
+        if not rels:
+            return None
+        with self._write_lock:
+            with self._catalog_lock:
+                before = {rel: self._by_path.get(rel) for rel in rels}
+            results = self.reload_paths(rels)
+            changed = [r for r in results if isinstance(r, Memory)
+                       and (before.get(r.path) is None or before[r.path].content_hash != r.content_hash)]  # type: ignore[union-attr]
+            removed = [m for rel, m in before.items() if m is not None and self.lookup_path(rel) is None]
+            problems = [r for r in results if isinstance(r, Problem)]
+            if not changed and not removed:
+                if problems:
+                    change = StoreChange("problem", (), None, None, tuple(p.path for p in problems))
+                    self._emit(change)
+                    return change
+                return None
+            self._index_changed(changed, removed)
+            if not self.read_only:
+                self.manifest.save()
+            ids = tuple(dict.fromkeys(m.id for m in [*changed, *removed]))
+            convs = {m.conversation_id for m in [*changed, *removed]}
+            conversation = convs.pop() if len(convs) == 1 else None
+            first = (changed or removed)[0]
+            more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
+            sha = None
+            if not self.read_only:
+                sha = self.commit(f"Edit outside the app: {_clip(first.text)}{more}", "external-edit", ids,
+                                  conversation)
+            change = StoreChange("external-edit", ids, conversation, sha,
+                                 tuple(m.path for m in changed) + tuple(p.path for p in problems))
+            self._emit(change)
+            return change
+
+    def lookup_path(self, rel: str) -> Memory | None:
+        """The memory stored at this store-relative path, if it parsed."""
+        with self._catalog_lock:
+            return self._by_path.get(rel)
+
     def _remember(self, memory: Memory) -> None:
         with self._catalog_lock:
             self._by_path[memory.path] = memory
             self._by_id[memory.id] = memory.path
+            try:
+                self.manifest.remember_file(memory, (self.root / memory.path).stat())
+            except OSError:
+                pass
 
     def _forget(self, memory: Memory) -> None:
         with self._catalog_lock:
             self._by_path.pop(memory.path, None)
+            self.manifest.files.pop(memory.path, None)
             if self._by_id.get(memory.id) == memory.path:
                 del self._by_id[memory.id]
 
@@ -217,6 +310,7 @@ class MemoryEngine:
         kind: str | None = None,
         include_deleted: bool = False,
         only_deleted: bool = False,
+        include_summaries: bool = True,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[Memory]:
@@ -230,6 +324,7 @@ class MemoryEngine:
             and (kind is None or m.kind == kind)
             and (include_deleted or only_deleted or not m.deleted)
             and (not only_deleted or m.deleted)
+            and (include_summaries or m.role != "summary")
             and (since is None or m.created_at >= since)
             and (until is None or m.created_at <= until)
         ]
@@ -273,13 +368,17 @@ class MemoryEngine:
         role: str = "memory",
         source: str = "manual",
         expires_at: datetime | None = None,
+        created_at: datetime | None = None,
+        memory_id: str | None = None,
     ) -> Memory:
-        """Write a new memory file and commit it."""
+        """Write a new memory file and commit it (`memory_id`/`created_at` for imports)."""
         self._require_writer()
+        if memory_id is not None and self.lookup(memory_id) is not None:
+            raise ValidationError(f"a memory with id {memory_id!r} already exists")
         with self._write_lock:
             memory = self.store.new_memory(
                 text, conversation_id=conversation_id, role=role, kind=kind if role == "memory" else None,
-                source=source, expires_at=expires_at,
+                source=source, expires_at=expires_at, created_at=created_at, memory_id=memory_id,
             )
             self._remember(memory)
             self._after_write([memory], [], "add", f"Add {_noun(memory)}: {_clip(text)}", memory.conversation_id)
@@ -397,7 +496,78 @@ class MemoryEngine:
         return sha
 
     def _index_changed(self, changed: Sequence[Memory], removed: Sequence[Memory]) -> None:
-        """Hook for the index (set up in later layers); the catalog is already updated."""
+        """Bring the open index up to date (a closed index catches up when it opens)."""
+        index = self._index
+        if index is None:
+            if not self.read_only:
+                self.manifest.save()
+            return
+        live_ids = {m.id for m in changed}
+        gone = [m.id for m in removed if m.id not in live_ids and self._by_id.get(m.id) is None]
+        try:
+            index.apply(changed, gone)
+        except Exception:  # the files are the truth; the next sync repairs the index
+            log.exception("index update failed; it will be repaired at the next sync")
+
+    # ---------------------------------------------------------------- index
+
+    def open_index(self, progress: Progress | None = None) -> SyncReport:
+        """Open the embedder and indexes and bring them in step with the files."""
+        from desktop_mem.engine.index_factory import build_index
+
+        with self._index_lock:
+            if self._index is None:
+                self._index, self._retriever = build_index(self, self.config)
+            index = self._index
+        with self._write_lock:
+            return index.sync(self.list_memories(include_deleted=True, include_summaries=True), progress)
+
+    @property
+    def index(self) -> IndexSync:
+        """The open index (opened and synced on first use)."""
+        if self._index is None:
+            self.open_index()
+        assert self._index is not None
+        return self._index
+
+    @property
+    def retriever(self) -> Retriever:
+        """The read path over the open index."""
+        self.index  # noqa: B018 - opens the index on first use
+        assert self._retriever is not None
+        return self._retriever
+
+    def reindex(self, progress: Progress | None = None) -> SyncReport:
+        """Drop the derived indexes and rebuild them from the Markdown files."""
+        self._require_writer()
+        index = self.index
+        with self._write_lock:
+            self.refresh()
+            return index.rebuild(self.list_memories(include_deleted=True, include_summaries=True), progress)
+
+    def search(
+        self,
+        query: str,
+        *,
+        conversation_id: str | None = None,
+        top_k: int | None = None,
+        filters: SearchFilters | None = None,
+        use_mmr: bool = True,
+    ) -> list[SearchResult]:
+        """The read path: best memories for `query` with their score breakdowns."""
+        if conversation_id is not None:
+            validate_conversation_id(conversation_id)
+        f = filters or SearchFilters()
+        if conversation_id is not None:
+            f = SearchFilters(conversation_id, f.roles, f.kinds, f.since, f.until, f.include_deleted,
+                              f.include_summaries)
+        return self.retriever.search(query, f, top_k=top_k, use_mmr=use_mmr)
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        """The memory with exactly this id, or None (used by the read path)."""
+        with self._catalog_lock:
+            path = self._by_id.get(memory_id)
+            return self._by_path.get(path) if path else None
 
     def commit(
         self, subject: str, operation: str, ids: Sequence[str], conversation_id: str | None
@@ -469,7 +639,15 @@ class MemoryEngine:
         )
 
     def _index_status(self) -> str:
-        return "not built"
+        if self._index is None:
+            indexed = len(self.manifest.indexed)
+            return f"{indexed} memories indexed (index not opened by this command)"
+        return self._index.status()
+
+
+def _is_memory_file(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return rel.startswith("entries/") and name.endswith(".md") and not name.startswith(".")
 
 
 def _noun(memory: Memory) -> str:

@@ -148,18 +148,19 @@ class KeywordIndex:
             self._delete_locked(id_list)
 
     def _delete_locked(self, ids: list[str]) -> None:
-        rowids: list[tuple[int]] = []
+        found: list[tuple[str, int]] = []
         for chunk in _chunks(ids, 500):
             marks = ",".join("?" * len(chunk))
-            rowids.extend(
+            found.extend(
                 self._conn.execute(
-                    f"SELECT fts_rowid FROM memory_rows WHERE id IN ({marks})", chunk
+                    f"SELECT id, fts_rowid FROM memory_rows WHERE id IN ({marks})", chunk
                 ).fetchall()
             )
-        if not rowids:
+        if not found:
             return
-        self._conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", rowids)
-        self._conn.executemany("DELETE FROM memory_rows WHERE fts_rowid = ?", rowids)
+        self._conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(r,) for _, r in found])
+        # By primary key: fts_rowid has no index, and a scan per id is quadratic at 100k entries.
+        self._conn.executemany("DELETE FROM memory_rows WHERE id = ?", [(i,) for i, _ in found])
 
     def query(
         self,

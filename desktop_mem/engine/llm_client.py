@@ -92,19 +92,10 @@ class LLMClient:
     ) -> str:
         """Return the full reply text of one chat completion."""
         kwargs = self._chat_kwargs(messages, temperature, max_tokens)
-        client = self._openai()
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
         try:
-            if json_mode:
-                try:
-                    response = client.chat.completions.create(
-                        **kwargs, response_format={"type": "json_object"}
-                    )
-                except openai.BadRequestError:
-                    # Many local servers reject response_format; the prompt asks for JSON anyway.
-                    log.info("server refused response_format=json_object; retrying without it")
-                    response = client.chat.completions.create(**kwargs)
-            else:
-                response = client.chat.completions.create(**kwargs)
+            response = self._create(kwargs)
         except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
             self._raise_mapped(err)
         return self._content_of(response)
@@ -118,9 +109,8 @@ class LLMClient:
     ) -> Iterator[str]:
         """Yield content deltas; a stream that breaks raises ``cut_stream`` after its partial text."""
         kwargs = self._chat_kwargs(messages, temperature, max_tokens)
-        client = self._openai()
         try:
-            chunks = client.chat.completions.create(**kwargs, stream=True)
+            chunks = self._create({**kwargs, "stream": True})
         except Exception as err:  # noqa: BLE001
             self._raise_mapped(err)
         finished = False
@@ -136,7 +126,11 @@ class LLMClient:
                     if getattr(choice, "finish_reason", None):
                         finished = True
         except Exception as err:  # noqa: BLE001
-            if received == 0 and not finished:
+            if finished:
+                # The answer was complete; only the trailing [DONE] or close went wrong.
+                log.debug("stream from %s failed after its finish signal: %s", self._url, _short(err))
+                return
+            if received == 0:
                 self._raise_mapped(err)
             reason = (
                 "no data in time" if isinstance(err, openai.APITimeoutError) else _short(_root_cause(err))
@@ -195,6 +189,19 @@ class LLMClient:
                 "Set Settings > Endpoint to e.g. http://127.0.0.1:11434/v1.",
             )
         return self._client
+
+    def _create(self, kwargs: dict[str, Any]) -> Any:
+        """Create a completion, relaxing options the server rejects (400/422) one at a time."""
+        client = self._openai()
+        attempt = dict(kwargs)
+        while True:
+            try:
+                return client.chat.completions.create(**attempt)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+                relaxed = _relax(attempt, str(err))
+                if relaxed is None:
+                    raise
+                attempt = relaxed
 
     def _chat_kwargs(
         self, messages: list[dict[str, str]], temperature: float | None, max_tokens: int | None
@@ -317,6 +324,23 @@ class LLMClient:
         if not text:
             text = err.message
         return _scrub(_one_line(text), self.endpoint.api_key)
+
+
+def _relax(kwargs: dict[str, Any], error: str) -> dict[str, Any] | None:
+    """The request without the option a server refused, or None if nothing is left to drop."""
+    relaxed = dict(kwargs)
+    if "response_format" in relaxed:
+        # Many local servers reject json_object mode; the prompts ask for JSON anyway.
+        log.info("server refused response_format=json_object; retrying without it")
+        del relaxed["response_format"]
+    elif "max_tokens" in relaxed and "max_tokens" in error:
+        # Newer OpenAI models only accept max_completion_tokens.
+        relaxed["max_completion_tokens"] = relaxed.pop("max_tokens")
+    elif "temperature" in relaxed and "temperature" in error:
+        del relaxed["temperature"]  # reasoning models accept only their default
+    else:
+        return None
+    return relaxed
 
 
 def _root_cause(err: BaseException) -> BaseException:

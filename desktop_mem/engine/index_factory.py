@@ -1,0 +1,64 @@
+"""Build the embedder, indexes, reranker and read path that a store's settings ask for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from desktop_mem.engine.config import Config
+from desktop_mem.engine.embedder import Embedder, OnnxEmbedder, OpenAIEmbedder
+from desktop_mem.engine.index_sync import IndexSync
+from desktop_mem.engine.keyword_index import KeywordIndex
+from desktop_mem.engine.reranker import OnnxReranker, Reranker
+from desktop_mem.engine.retrieval import RetrievalSettings, Retriever
+from desktop_mem.engine.vector_index import VectorIndex
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.facade import MemoryEngine
+
+_SHARED_EMBEDDERS: dict[tuple[str, int, int], Embedder] = {}
+
+
+def make_embedder(config: Config) -> Embedder:
+    """The configured embedder; the local ONNX model is loaded once per process."""
+    if config["embedding.provider"] == "openai":
+        return OpenAIEmbedder(
+            base_url=config["llm.base_url"], api_key=config["llm.api_key"], model=config["embedding.model"]
+        )
+    key = ("onnx", config["embedding.threads"], config["embedding.batch_size"])
+    if key not in _SHARED_EMBEDDERS:
+        _SHARED_EMBEDDERS[key] = OnnxEmbedder(threads=key[1], batch_size=key[2])
+    return _SHARED_EMBEDDERS[key]
+
+
+def make_reranker(config: Config) -> Reranker | None:
+    """The cross-encoder from `retrieval.reranker_path`, or None when no folder is set."""
+    folder = config["retrieval.reranker_path"]
+    if not folder:
+        return None
+    return OnnxReranker(Path(folder).expanduser(), threads=config["retrieval.reranker_threads"])
+
+
+def retrieval_settings(config: Config) -> RetrievalSettings:
+    """Read-path knobs from the settings."""
+    return RetrievalSettings(
+        top_k=config["retrieval.top_k"],
+        mmr_lambda=config["retrieval.mmr_lambda"],
+        recency_weight=config["retrieval.recency_weight"],
+        score_threshold=config["retrieval.score_threshold"],
+    )
+
+
+def build_index(engine: MemoryEngine, config: Config) -> tuple[IndexSync, Retriever]:
+    """Open (or create) the derived indexes of the engine's store."""
+    embedder = make_embedder(config)
+    root = engine.root
+    url = config["chroma.url"]
+    vectors = VectorIndex(url=url, ef_search=config["chroma.ef_search"]) if url else VectorIndex(
+        path=root / "chroma", ef_search=config["chroma.ef_search"]
+    )
+    keywords = KeywordIndex(root / "keyword_index.sqlite3")
+    sync = IndexSync(engine.manifest, embedder, vectors, keywords, read_only=engine.read_only)
+    retriever = Retriever(embedder, vectors, keywords, engine.lookup, retrieval_settings(config),
+                          make_reranker(config))
+    return sync, retriever

@@ -1,0 +1,264 @@
+"""Keep the derived indexes (vectors + keywords) and memory_index.json in step with the files.
+
+memory_index.json records, per file, its stat signature, content hash and parsed memory (so a
+restart with unchanged files parses nothing), and per indexed id the hashes of the text and the
+metadata that went into the indexes (so a restart re-embeds only what changed, and a move into
+`deleted/` only rewrites metadata). Everything here can be deleted and rebuilt from the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from desktop_mem.engine.embedder import Embedder
+from desktop_mem.engine.keyword_index import KeywordDoc, KeywordIndex
+from desktop_mem.engine.markdown_store import atomic_write
+from desktop_mem.engine.models import Memory
+from desktop_mem.engine.vector_index import VectorIndex
+
+log = logging.getLogger(__name__)
+MANIFEST_NAME = "memory_index.json"
+MANIFEST_VERSION = 1
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """What memory_index.json knows about one file."""
+
+    mtime_ns: int
+    size: int
+    hash: str
+    memory: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did."""
+
+    embedded: int
+    metadata_only: int
+    removed: int
+    unchanged: int
+
+
+def memory_to_json(memory: Memory) -> dict[str, Any]:
+    """A Memory as JSON-safe data (datetimes as ISO text)."""
+    data = asdict(memory)
+    for key, value in data.items():
+        if isinstance(value, datetime):
+            data[key] = value.isoformat()
+    data["extra"] = json.loads(json.dumps(data["extra"], default=str))
+    return data
+
+
+def memory_from_json(data: Mapping[str, Any]) -> Memory:
+    """Inverse of memory_to_json."""
+    values = dict(data)
+    for key in ("created_at", "updated_at", "deleted_at", "expires_at"):
+        if values.get(key):
+            values[key] = datetime.fromisoformat(values[key])
+    return Memory(**values)
+
+
+def index_metadata(memory: Memory) -> dict[str, Any]:
+    """The front matter mirrored into the vector index for `where` filters."""
+    return {
+        "role": memory.role,
+        "conversation_id": memory.conversation_id,
+        "kind": memory.kind or "",
+        "source": memory.source or "",
+        "created_at": memory.created_at.isoformat(),
+        "created_ts": memory.created_at.timestamp(),
+        "deleted": memory.deleted,
+        "replaced_by": memory.replaced_by or "",
+        "summary_kind": memory.summary_kind or "",
+        "path": memory.path,
+    }
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class Manifest:
+    """memory_index.json: file cache + what is in the indexes. Saved atomically."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.embedder_name = ""
+        self.files: dict[str, FileEntry] = {}
+        self.indexed: dict[str, tuple[str, str]] = {}
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
+            return
+        self.files = {
+            p: FileEntry(e["mtime_ns"], e["size"], e["hash"], e["memory"]) for p, e in data["files"].items()
+        }
+        self.embedder_name = str(data.get("embedder", ""))
+        self.indexed = {k: (v[0], v[1]) for k, v in data.get("indexed", {}).items()}
+
+    def save(self) -> None:
+        """Write the manifest atomically (a crash leaves the old one, which is merely stale)."""
+        data = {
+            "version": MANIFEST_VERSION,
+            "embedder": self.embedder_name,
+            "files": {p: asdict(e) for p, e in self.files.items()},
+            "indexed": {k: list(v) for k, v in self.indexed.items()},
+        }
+        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+
+    def cached_memory(self, rel: str, stat: os.stat_result) -> Memory | None:
+        """The parsed memory of an unchanged file (same mtime and size), else None."""
+        entry = self.files.get(rel)
+        if entry is None or entry.mtime_ns != stat.st_mtime_ns or entry.size != stat.st_size:
+            return None
+        try:
+            return memory_from_json(entry.memory)
+        except (TypeError, ValueError, KeyError):
+            return None
+
+    def remember_file(self, memory: Memory, stat: os.stat_result) -> None:
+        """Record a freshly parsed file."""
+        self.files[memory.path] = FileEntry(stat.st_mtime_ns, stat.st_size, memory.content_hash,
+                                            memory_to_json(memory))
+
+
+class IndexSync:
+    """Apply catalog changes to the vector and keyword indexes (thread-safe)."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        embedder: Embedder,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        *,
+        read_only: bool = False,
+    ) -> None:
+        self.manifest = manifest
+        self.embedder = embedder
+        self.vectors = vectors
+        self.keywords = keywords
+        self.read_only = read_only
+        self._lock = threading.RLock()
+        name = f"{embedder.name}:{embedder.dim}"
+        if manifest.embedder_name != name and not read_only:
+            manifest.indexed.clear()  # another model made those vectors: re-embed everything
+            manifest.embedder_name = name
+
+    def consistent(self) -> bool:
+        """True when the indexes hold exactly what the manifest says (else rebuild)."""
+        n = len(self.manifest.indexed)
+        return self.vectors.count() == n and self.keywords.count() == n
+
+    def sync(self, memories: Iterable[Memory], progress: Progress | None = None) -> SyncReport:
+        """Make the indexes hold exactly `memories` (the whole catalog)."""
+        if self.read_only:
+            return SyncReport(0, 0, 0, 0)
+        with self._lock:
+            if not self.consistent():
+                log.info("index does not match memory_index.json: rebuilding from the files")
+                self.vectors.reset()
+                self.keywords.reset()
+                self.manifest.indexed.clear()
+            desired: dict[str, Memory] = {}
+            for m in memories:
+                desired[m.id] = m
+            gone = [i for i in self.manifest.indexed if i not in desired]
+            report = self._apply(list(desired.values()), gone, progress)
+            self.manifest.save()
+            return report
+
+    def apply(self, changed: Sequence[Memory], removed_ids: Sequence[str] = ()) -> SyncReport:
+        """Index changed memories and drop removed ids (after a write or a watcher event)."""
+        if self.read_only:
+            return SyncReport(0, 0, 0, 0)
+        with self._lock:
+            report = self._apply(changed, removed_ids, None)
+            self.manifest.save()
+            return report
+
+    def rebuild(self, memories: Sequence[Memory], progress: Progress | None = None) -> SyncReport:
+        """Drop both indexes and re-embed every memory from the files."""
+        with self._lock:
+            self.vectors.reset()
+            self.keywords.reset()
+            self.manifest.indexed.clear()
+            return self.sync(memories, progress)
+
+    def _apply(
+        self, changed: Sequence[Memory], removed_ids: Sequence[str], progress: Progress | None
+    ) -> SyncReport:
+        removed = [i for i in removed_ids if i in self.manifest.indexed]
+        if removed:
+            self.vectors.delete(removed)
+            self.keywords.delete(removed)
+            for i in removed:
+                self.manifest.indexed.pop(i, None)
+        to_embed: list[Memory] = []
+        meta_only: list[Memory] = []
+        unchanged = 0
+        for m in changed:
+            text_hash, meta_hash = _digest(m.text), _digest(index_metadata(m))
+            known = self.manifest.indexed.get(m.id)
+            if known == (text_hash, meta_hash):
+                unchanged += 1
+            elif known is not None and known[0] == text_hash:
+                meta_only.append(m)
+            else:
+                to_embed.append(m)
+        total = len(to_embed)
+        batch = 256
+        for start in range(0, total, batch):
+            chunk = to_embed[start:start + batch]
+            vectors = self.embedder.embed([m.text for m in chunk])
+            self._write(chunk, vectors)
+            if progress is not None:
+                progress(min(start + batch, total), total)
+        if meta_only:
+            stored = self.vectors.get_embeddings([m.id for m in meta_only])
+            missing = [m for m in meta_only if m.id not in stored]
+            ready = [m for m in meta_only if m.id in stored]
+            if ready:
+                self._write(ready, np.stack([stored[m.id] for m in ready]))
+            if missing:
+                self._write(missing, self.embedder.embed([m.text for m in missing]))
+        return SyncReport(len(to_embed), len(meta_only), len(removed), unchanged)
+
+    def _write(self, memories: Sequence[Memory], vectors: Any) -> None:
+        self.vectors.upsert(
+            [m.id for m in memories], vectors, [index_metadata(m) for m in memories], [m.text for m in memories]
+        )
+        self.keywords.upsert([
+            KeywordDoc(m.id, m.text, m.conversation_id, m.role, m.kind or "", m.deleted) for m in memories
+        ])
+        for m in memories:
+            self.manifest.indexed[m.id] = (_digest(m.text), _digest(index_metadata(m)))
+
+    def status(self) -> str:
+        """One line for `doctor` and the status bar."""
+        return (f"{len(self.manifest.indexed)} memories indexed ({self.vectors.count()} vectors, "
+                f"{self.keywords.count()} keyword docs; embedder {self.embedder.name})")
+
+    def close(self) -> None:
+        """Close both indexes."""
+        self.vectors.close()
+        self.keywords.close()

@@ -1,0 +1,255 @@
+"""The read path (reference 001 §3, extended): scopes, dense + keyword candidates fused,
+optional cross-encoder rerank with a threshold, recency weighting, MMR, injection text.
+
+Fusion is a convex combination of min-max normalised scores (keyword and dense), because on
+conversational data keyword matching alone beats MiniLM vectors alone, while each finds evidence
+the other misses. Every result carries its score breakdown so the UI can explain it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop_mem.engine.embedder import Embedder
+from desktop_mem.engine.keyword_index import KeywordIndex
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
+from desktop_mem.engine.reranker import Reranker
+from desktop_mem.engine.vector_index import VectorIndex
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """Knobs of the read path; defaults from reference 001 §6."""
+
+    top_k: int = 5
+    mmr_lambda: float = 0.7
+    recency_weight: float = 0.2
+    recency_days: float = 30.0
+    score_threshold: float = 0.35
+    keyword_weight: float = 0.6
+    candidates: int = 40
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Which memories may be returned. `conversation_id` scopes to it + global."""
+
+    conversation_id: str | None = None
+    roles: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_deleted: bool = False
+    include_summaries: bool = False
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    """Why a memory was chosen: each stage's score (None where a stage did not run)."""
+
+    keyword: float | None
+    dense: float | None
+    fused: float
+    rerank: float | None
+    relevance: float
+    recency: float
+    final: float
+    mmr_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A memory with its scores."""
+
+    memory: Memory
+    scores: ScoreBreakdown
+    embedding: Vector | None = field(default=None, repr=False, compare=False)
+
+
+MemoryLookup = Callable[[str], Memory | None]
+
+
+class Retriever:
+    """Runs the read path over the indexes; memories are resolved through the catalog."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        vectors: VectorIndex,
+        keywords: KeywordIndex,
+        lookup: MemoryLookup,
+        settings: RetrievalSettings | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.vectors = vectors
+        self.keywords = keywords
+        self.lookup = lookup
+        self.settings = settings or RetrievalSettings()
+        self.reranker = reranker
+
+    def search(
+        self,
+        query: str,
+        filters: SearchFilters | None = None,
+        *,
+        top_k: int | None = None,
+        use_mmr: bool = True,
+        now: datetime | None = None,
+    ) -> list[SearchResult]:
+        """The best memories for `query`, most relevant first, each with its score breakdown."""
+        f = filters or SearchFilters()
+        k = top_k or self.settings.top_k
+        if not query.strip():
+            return []
+        pool = max(self.settings.candidates, k * 3)
+        query_vec = self.embedder.embed([query])[0]
+        dense = self._dense(query_vec, f, pool)
+        keyword = self._keyword(query, f, pool)
+        candidates = self._fuse(dense, keyword, f, now or utc_now())
+        if not candidates:
+            return []
+        candidates = self._rerank(query, candidates)
+        candidates.sort(key=lambda r: r.scores.final, reverse=True)
+        if not use_mmr:
+            return candidates[:k]
+        return self._mmr(candidates, k)
+
+    # ------------------------------------------------------------ candidates
+
+    def _scopes(self, f: SearchFilters) -> list[str] | None:
+        if f.conversation_id is None:
+            return None
+        return list(dict.fromkeys([f.conversation_id, GLOBAL_CONVERSATION]))
+
+    def _dense(self, query_vec: Vector, f: SearchFilters, n: int) -> dict[str, tuple[float, Vector]]:
+        clauses: list[dict[str, object]] = []
+        scopes = self._scopes(f)
+        if scopes is not None:
+            clauses.append({"conversation_id": {"$in": scopes}})
+        if not f.include_deleted:
+            clauses.append({"deleted": False})
+        if f.roles:
+            clauses.append({"role": {"$in": list(f.roles)}})
+        elif not f.include_summaries:
+            clauses.append({"role": {"$ne": "summary"}})
+        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        hits = self.vectors.query(query_vec, n, where)
+        return {h.id: (h.similarity, h.embedding) for h in hits}
+
+    def _keyword(self, query: str, f: SearchFilters, n: int) -> dict[str, float]:
+        hits = self.keywords.query(
+            query, n, conversation_ids=self._scopes(f), roles=list(f.roles) if f.roles else None,
+            exclude_roles=() if f.include_summaries or f.roles else ("summary",),
+            include_deleted=f.include_deleted,
+        )
+        return {h.id: h.score for h in hits}
+
+    def _fuse(
+        self,
+        dense: dict[str, tuple[float, Vector]],
+        keyword: dict[str, float],
+        f: SearchFilters,
+        now: datetime,
+    ) -> list[SearchResult]:
+        d_norm = _minmax({i: s for i, (s, _) in dense.items()})
+        k_norm = _minmax(keyword)
+        w = self.settings.keyword_weight if keyword else 0.0
+        results: list[SearchResult] = []
+        for mid in dict.fromkeys([*keyword, *dense]):
+            memory = self.lookup(mid)
+            if memory is None or not _passes(memory, f):
+                continue
+            fused = w * k_norm.get(mid, 0.0) + (1 - w) * d_norm.get(mid, 0.0)
+            recency = math.exp(-max((now - memory.created_at).total_seconds(), 0.0) / 86400.0
+                               / self.settings.recency_days)
+            rw = self.settings.recency_weight
+            scores = ScoreBreakdown(
+                keyword=keyword.get(mid), dense=dense[mid][0] if mid in dense else None, fused=fused,
+                rerank=None, relevance=fused, recency=recency, final=(1 - rw) * fused + rw * recency,
+            )
+            results.append(SearchResult(memory, scores, dense[mid][1] if mid in dense else None))
+        return results
+
+    def _rerank(self, query: str, candidates: list[SearchResult]) -> list[SearchResult]:
+        if self.reranker is None:
+            return candidates
+        relevance = self.reranker.score(query, [c.memory.text for c in candidates])
+        rw = self.settings.recency_weight
+        kept: list[SearchResult] = []
+        for cand, rel in zip(candidates, relevance, strict=True):
+            if rel < self.settings.score_threshold:
+                continue  # 001 §3 step 2: hard-pruned
+            s = cand.scores
+            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, rel, rel, s.recency, (1 - rw) * rel + rw * s.recency)
+            kept.append(SearchResult(cand.memory, scores, cand.embedding))
+        return kept
+
+    # ------------------------------------------------------------------ MMR
+
+    def _mmr(self, ranked: list[SearchResult], k: int) -> list[SearchResult]:
+        """Maximal Marginal Relevance: λ·relevance − (1−λ)·max cosine to what is already chosen."""
+        missing = [r.memory.id for r in ranked if r.embedding is None]
+        stored = self.vectors.get_embeddings(missing) if missing else {}
+        vectors = [r.embedding if r.embedding is not None else stored.get(r.memory.id) for r in ranked]
+        lam = self.settings.mmr_lambda
+        chosen: list[int] = []
+        remaining = list(range(len(ranked)))
+        while remaining and len(chosen) < k:
+            best, best_score = remaining[0], -math.inf
+            for i in remaining:
+                penalty = 0.0
+                vi = vectors[i]
+                if chosen and vi is not None:
+                    sims = [float(np.dot(vi, vectors[j])) for j in chosen if vectors[j] is not None]
+                    penalty = max(sims, default=0.0)
+                score = lam * ranked[i].scores.final - (1 - lam) * penalty
+                if score > best_score:
+                    best, best_score = i, score
+            chosen.append(best)
+            remaining.remove(best)
+        out: list[SearchResult] = []
+        for rank, i in enumerate(chosen, start=1):
+            r = ranked[i]
+            s = r.scores
+            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, s.rerank, s.relevance, s.recency, s.final, rank)
+            out.append(SearchResult(r.memory, scores, r.embedding))
+        return out
+
+
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return {k: 1.0 for k in scores}
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def _passes(m: Memory, f: SearchFilters) -> bool:
+    if m.deleted and not f.include_deleted:
+        return False
+    if m.role == "summary" and not (f.include_summaries or (f.roles and "summary" in f.roles)):
+        return False
+    if f.roles and m.role not in f.roles:
+        return False
+    if f.kinds and m.kind not in f.kinds:
+        return False
+    if f.since and m.created_at < f.since:
+        return False
+    if f.until and m.created_at > f.until:
+        return False
+    return not m.expired()
+
+
+def injection_lines(results: Sequence[SearchResult]) -> list[str]:
+    """001 §3 step 5: each memory as `[<role>] <content>` (scores are not shown to the model)."""
+    return [f"[{r.memory.role}] {' '.join(r.memory.text.split())}" for r in results]
