@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from desktop_mem.engine.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.conversation_ids import validate_conversation_id
 from desktop_mem.engine.front_matter import FrontMatterError
@@ -33,6 +34,9 @@ from desktop_mem.engine.models import (
 from desktop_mem.engine.store_lock import StoreLock, describe_holder, read_holder
 from desktop_mem.engine.retrieval import RetrievalSettings, Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.timeline import classify
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.chat import ChatService
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,7 @@ class MemoryEngine:
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
+        self._chat: ChatService | None = None
         if not read_only:
             self.root.mkdir(parents=True, exist_ok=True)
             self.lock.acquire()
@@ -115,6 +120,8 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        if self._chat is not None:
+            self._chat.close()
         if self._index is not None:
             self._index.close()
         self.git.close()
@@ -338,9 +345,10 @@ class MemoryEngine:
 
     def conversations(self) -> list[str]:
         """Conversation ids in the store (global first)."""
-        found = set(self.store.conversations())
         with self._catalog_lock:
-            found.update(m.conversation_id for m in self._by_path.values())
+            live = {m.conversation_id for m in self._by_path.values() if not m.deleted}
+        found = live | {c for c in self.store.conversations()
+                        if c in live or not self.store.conversation_meta(c).get("deleted")}
         return sorted(found, key=lambda c: (c != GLOBAL_CONVERSATION, c))
 
     def summary(self, conversation_id: str) -> Memory | None:
@@ -487,11 +495,12 @@ class MemoryEngine:
         operation: str,
         subject: str,
         conversation_id: str | None,
+        trailers: Mapping[str, str] | None = None,
     ) -> str | None:
         """Index and commit after files were written (caller holds the writer lock)."""
         self._index_changed(changed, removed)
         ids = tuple(dict.fromkeys(m.id for m in changed))
-        sha = self.commit(subject, operation, ids, conversation_id)
+        sha = self.commit(subject, operation, ids, conversation_id, trailers)
         self._emit(StoreChange(operation, ids, conversation_id, sha, tuple(m.path for m in changed)))
         return sha
 
@@ -570,7 +579,12 @@ class MemoryEngine:
             return self._by_path.get(path) if path else None
 
     def commit(
-        self, subject: str, operation: str, ids: Sequence[str], conversation_id: str | None
+        self,
+        subject: str,
+        operation: str,
+        ids: Sequence[str],
+        conversation_id: str | None,
+        extra_trailers: Mapping[str, str] | None = None,
     ) -> str | None:
         """One git commit with trailers; a git failure is logged, never loses the file write."""
         if not self.config["store.git_versioning"]:
@@ -580,11 +594,144 @@ class MemoryEngine:
             trailers["Ids"] = ", ".join(ids[:50])
         if conversation_id:
             trailers["Conversation"] = conversation_id
+        trailers.update(extra_trailers or {})
         try:
             return self.git.commit(subject, trailers)
         except GitHistoryError as exc:
             log.error("could not commit %r: %s", subject, exc)
             return None
+
+    # ----------------------------------------------------------------- chat
+
+    @property
+    def chat_service(self) -> ChatService:
+        """The chat pipeline (created on first use)."""
+        if self._chat is None:
+            from desktop_mem.engine.chat import ChatService
+
+            self._chat = ChatService(self)
+        return self._chat
+
+    def chat(
+        self,
+        conversation_id: str,
+        message: str,
+        *,
+        strategy: str | None = None,
+        on_token: Callable[[str], None] | None = None,
+        on_used: Callable[[MemoryUsed], None] | None = None,
+        cancel: threading.Event | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+    ) -> ChatReply:
+        """One chat turn; returns when the reply is complete. The write path runs afterwards."""
+        validate_conversation_id(conversation_id)
+        return self.chat_service.chat(
+            conversation_id, message, strategy=strategy, on_token=on_token, on_used=on_used, cancel=cancel,
+            history=[dict(m) for m in history] if history is not None else None,
+        )
+
+    def subscribe_outcomes(self, listener: Callable[[WriteOutcome], None]) -> Callable[[], None]:
+        """Be told (from a background thread) when a turn's write path finished."""
+        return self.chat_service.subscribe(listener)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until background write paths finished (tests, CLI exit)."""
+        return self._chat.wait_idle(timeout) if self._chat is not None else True
+
+    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The conversation's stored turns as chat messages, oldest first."""
+        from desktop_mem.engine.ingest import history_messages
+
+        validate_conversation_id(conversation_id)
+        return [{"role": m.role, "content": m.text, "id": m.id, "created_at": m.created_at.isoformat()}
+                for m in history_messages(self, conversation_id)]
+
+    def llm_check(self) -> str:
+        """Probe the chat endpoint; raises LLMError with a message a user can act on."""
+        return self.chat_service.llm.check()
+
+    def _persist_turn(
+        self, conversation_id: str, role: str, text: str, extra: Mapping[str, Any] | None = None
+    ) -> Memory:
+        """Write a turn file now (no commit: the write path commits the whole turn)."""
+        from datetime import UTC
+
+        with self._write_lock:
+            memory = self.store.new_memory(text, conversation_id=conversation_id, role=role,
+                                           source="llm" if role == "assistant" else "manual",
+                                           created_at=datetime.now(UTC), extra=extra)
+            self._remember(memory)
+        return memory
+
+    def _save_strategy_summary(self, conversation_id: str, text: str, summarized_count: int) -> None:
+        with self._write_lock:
+            self._remember(self.store.write_summary(conversation_id, text, summarized_count))
+
+    # -------------------------------------------------------- conversations
+
+    def conversation_title(self, conversation_id: str) -> str:
+        """The conversation's title (its id when none was set)."""
+        return str(self.store.conversation_meta(conversation_id).get("title") or conversation_id)
+
+    def conversation_strategy(self, conversation_id: str) -> str | None:
+        """The context strategy saved for this conversation, if any."""
+        value = self.store.conversation_meta(conversation_id).get("strategy")
+        return str(value) if value else None
+
+    def _update_conversation(self, conversation_id: str, subject: str, **changes: Any) -> None:
+        self._require_writer()
+        with self._write_lock:
+            meta = self.store.conversation_meta(conversation_id)
+            meta.update({k: v for k, v in changes.items()})
+            meta = {k: v for k, v in meta.items() if v is not None}
+            self.store.write_conversation_meta(conversation_id, meta)
+            sha = self.commit(subject, "conversation", (), conversation_id)
+            self._emit(StoreChange("conversation", (), conversation_id, sha))
+
+    def new_conversation(self, title: str) -> str:
+        """Create a conversation (a folder with its title) and return its id."""
+        from desktop_mem.engine.conversation_ids import slugify_conversation_id
+
+        base = slugify_conversation_id(title)
+        conv, n = base, 2
+        existing = set(self.conversations())
+        while conv in existing:
+            conv = f"{base[:60]}-{n}"
+            n += 1
+        self._update_conversation(conv, f"New conversation: {title}", title=title.strip() or conv)
+        return conv
+
+    def rename_conversation(self, conversation_id: str, title: str) -> None:
+        """Change a conversation's title (its id, and so its folder, stays)."""
+        self._update_conversation(conversation_id, f"Rename conversation {conversation_id}: {title}",
+                                  title=title.strip())
+
+    def set_conversation_strategy(self, conversation_id: str, strategy: str | None) -> None:
+        """Save the context strategy for this conversation (None: use the default)."""
+        if strategy is not None:
+            from desktop_mem.engine.context import resolve_strategy
+
+            resolve_strategy(strategy, None, "none")
+        self._update_conversation(conversation_id, f"Set strategy of {conversation_id}: {strategy}",
+                                  strategy=strategy)
+
+    def delete_conversation(self, conversation_id: str) -> list[Memory]:
+        """Soft-delete every memory of a conversation in one commit (restorable)."""
+        self._require_writer()
+        validate_conversation_id(conversation_id)
+        with self._write_lock:
+            tombs: list[Memory] = []
+            for m in self.list_memories(conversation_id=conversation_id):
+                tomb = self.store.soft_delete(m)
+                self._forget(m)
+                self._remember(tomb)
+                tombs.append(tomb)
+            meta = self.store.conversation_meta(conversation_id)
+            meta["deleted"] = True
+            self.store.write_conversation_meta(conversation_id, meta)
+            self._after_write(tombs, [], "delete", f"Delete conversation {conversation_id} "
+                              f"({len(tombs)} memories)", conversation_id)
+        return tombs
 
     # -------------------------------------------------------------- history
 

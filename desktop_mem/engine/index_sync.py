@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from desktop_mem.engine.embedder import Embedder
+from desktop_mem.engine.index_text import TurnContext
 from desktop_mem.engine.keyword_index import KeywordDoc, KeywordIndex
 from desktop_mem.engine.markdown_store import atomic_write
 from desktop_mem.engine.models import Memory
@@ -159,6 +160,8 @@ class IndexSync:
         self.keywords = keywords
         self.read_only = read_only
         self._lock = threading.RLock()
+        # What is indexed for a turn includes the turn before it (see index_text.py).
+        self.turns = TurnContext()
         name = f"{embedder.name}:{embedder.dim}"
         if manifest.embedder_name != name and not read_only:
             manifest.indexed.clear()  # another model made those vectors: re-embed everything
@@ -202,12 +205,18 @@ class IndexSync:
             self.vectors.reset()
             self.keywords.reset()
             self.manifest.indexed.clear()
+            self.turns = TurnContext()
             return self.sync(memories, progress)
 
     def _apply(
         self, changed: Sequence[Memory], removed_ids: Sequence[str], progress: Progress | None
     ) -> SyncReport:
         removed = [i for i in removed_ids if i in self.manifest.indexed]
+        # A change to a turn changes what its next turn is indexed with: re-check that one too.
+        touched = self.turns.update(changed, removed_ids)
+        known_ids = {m.id for m in changed} | set(removed_ids)
+        neighbours = [n for i in sorted(touched - known_ids) if (n := self.turns.memory(i)) is not None]
+        changed = [*changed, *neighbours]
         if removed:
             self.vectors.delete(removed)
             self.keywords.delete(removed)
@@ -217,7 +226,7 @@ class IndexSync:
         meta_only: list[Memory] = []
         unchanged = 0
         for m in changed:
-            text_hash, meta_hash = _digest(m.text), _digest(index_metadata(m))
+            text_hash, meta_hash = _digest(self.turns.text_for(m)), _digest(index_metadata(m))
             known = self.manifest.indexed.get(m.id)
             if known == (text_hash, meta_hash):
                 unchanged += 1
@@ -229,7 +238,7 @@ class IndexSync:
         batch = 256
         for start in range(0, total, batch):
             chunk = to_embed[start:start + batch]
-            vectors = self.embedder.embed([m.text for m in chunk])
+            vectors = self.embedder.embed([self.turns.text_for(m) for m in chunk])
             self._write(chunk, vectors)
             if progress is not None:
                 progress(min(start + batch, total), total)
@@ -240,18 +249,19 @@ class IndexSync:
             if ready:
                 self._write(ready, np.stack([stored[m.id] for m in ready]))
             if missing:
-                self._write(missing, self.embedder.embed([m.text for m in missing]))
+                self._write(missing, self.embedder.embed([self.turns.text_for(m) for m in missing]))
         return SyncReport(len(to_embed), len(meta_only), len(removed), unchanged)
 
     def _write(self, memories: Sequence[Memory], vectors: Any) -> None:
-        self.vectors.upsert(
-            [m.id for m in memories], vectors, [index_metadata(m) for m in memories], [m.text for m in memories]
-        )
+        ids, metadata = [m.id for m in memories], [index_metadata(m) for m in memories]
+        self.vectors.upsert(ids, vectors, metadata, [m.text for m in memories])
+        texts = [self.turns.text_for(m) for m in memories]
         self.keywords.upsert([
-            KeywordDoc(m.id, m.text, m.conversation_id, m.role, m.kind or "", m.deleted) for m in memories
+            KeywordDoc(m.id, t, m.conversation_id, m.role, m.kind or "", m.deleted)
+            for m, t in zip(memories, texts, strict=True)
         ])
-        for m in memories:
-            self.manifest.indexed[m.id] = (_digest(m.text), _digest(index_metadata(m)))
+        for m, t in zip(memories, texts, strict=True):
+            self.manifest.indexed[m.id] = (_digest(t), _digest(index_metadata(m)))
 
     def status(self) -> str:
         """One line for `doctor` and the status bar."""

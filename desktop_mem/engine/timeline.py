@@ -37,6 +37,7 @@ class _Side:
 def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
     """Turn a commit into its timeline events (newest-first order is the caller's concern)."""
     operation = commit.trailers.get("Operation", "").lower()
+    evicted = {i.strip() for i in commit.trailers.get("Evicted", "").split(",") if i.strip()}
     changes = [c for c in commit.changes if _is_memory_path(c.new_path or c.old_path)]
     changes = _pair_moves(changes)
     events: list[TimelineEvent] = []
@@ -72,7 +73,7 @@ def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
         if index in update_events:
             events.append(update_events[index])
             continue
-        event = _classify_change(change, commit.sha, operation, read_blob)
+        event = _classify_change(change, commit.sha, operation, read_blob, evicted)
         if event is not None:
             events.append(event)
     return CommitInfo(
@@ -87,10 +88,12 @@ def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
 
 
 def _classify_change(
-    change: FileChange, sha: str, operation: str, read_blob: BlobReader
+    change: FileChange, sha: str, operation: str, read_blob: BlobReader, evicted: set[str]
 ) -> TimelineEvent | None:
     old = _side(change.old_path, change.old_blob, read_blob)
     new = _side(change.new_path, change.new_blob, read_blob)
+    if old is not None and old.memory_id in evicted:
+        operation = "evict"
     if change.status == "A" and new:
         if _in_deleted(new.path):
             return _event(EventType.DELETE, sha, None, new, old_text=new.text)

@@ -1,0 +1,251 @@
+"""A chat turn: read path -> context -> streamed reply -> turns persisted -> write path in the
+background (the reply never waits for it). Used by the window, `desktop-mem chat` and `serve`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from desktop_mem.engine import prompts
+from desktop_mem.engine.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.context import (
+    ContextResult,
+    SessionState,
+    StrategySettings,
+    build_context,
+    resolve_strategy,
+)
+from desktop_mem.engine.extraction import update_summary
+from desktop_mem.engine.ingest import TurnRecord, history_messages, run_write_path
+from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
+from desktop_mem.engine.retrieval import SearchFilters, SearchResult, injection_lines
+from desktop_mem.engine.token_count import TokenCounter, make_counter
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.config import Config
+    from desktop_mem.engine.facade import MemoryEngine
+
+log = logging.getLogger(__name__)
+TokenCallback = Callable[[str], None]
+UsedCallback = Callable[[MemoryUsed], None]
+OutcomeListener = Callable[[WriteOutcome], None]
+MAX_CROSS_SESSION = 3
+
+
+def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
+    """The chat endpoint and the summary/memory endpoint (defaults to the chat one)."""
+    key = config["llm.api_key"]
+    timeout = config["llm.timeout"]
+    main = LLMEndpoint(config["llm.base_url"], key, config["llm.model"], timeout)
+    summary = LLMEndpoint(
+        config["llm.summary_base_url"] or config["llm.base_url"], key,
+        config["llm.summary_model"] or config["llm.model"], timeout,
+    )
+    return main, summary
+
+
+class ChatService:
+    """Runs turns for one engine; write paths run one at a time on a background thread."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+        main, summary = endpoints(engine.config)
+        self.llm = LLMClient(main)
+        self.memory_llm = LLMClient(summary)
+        self.counter: TokenCounter = make_counter(_opt_path(engine.config["context.tokenizer_path"]))
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write-path")
+        self._pending: set[Future[WriteOutcome]] = set()
+        self._pending_lock = threading.Lock()
+        self._listeners: list[OutcomeListener] = []
+
+    # ------------------------------------------------------------------ API
+
+    def subscribe(self, listener: OutcomeListener) -> Callable[[], None]:
+        """Call `listener` (from the background thread) when a turn's write path finishes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def chat(
+        self,
+        conversation_id: str,
+        message: str,
+        *,
+        strategy: str | None = None,
+        on_token: TokenCallback | None = None,
+        on_used: UsedCallback | None = None,
+        cancel: threading.Event | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+    ) -> ChatReply:
+        """One turn. `history` replaces the stored transcript (e.g. an API client's messages)."""
+        engine = self.engine
+        engine._require_writer()
+        if not message.strip():
+            raise ValueError("the message is empty")
+        user_turn = engine._persist_turn(conversation_id, "user", message)
+        used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
+                                     exclude_id=user_turn.id)
+        if on_used is not None:
+            on_used(used)
+        text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
+        assistant = None
+        if text.strip():
+            extra = {"interrupted": True} if (error or cancelled) else None
+            assistant = engine._persist_turn(conversation_id, "assistant", text, extra=extra)
+        if context.summary_changed and context.summary:
+            engine._save_strategy_summary(conversation_id, context.summary, context.summarized_count)
+        self._schedule(TurnRecord(conversation_id, user_turn, assistant))
+        return ChatReply(conversation_id, text, used, error, kind, cancelled)
+
+    def prepare(
+        self,
+        conversation_id: str,
+        message: str,
+        *,
+        strategy: str | None = None,
+        history: Sequence[dict[str, Any]] | None = None,
+        exclude_id: str | None = None,
+    ) -> tuple[MemoryUsed, ContextResult]:
+        """The read path and the context for `message` (without calling the chat model)."""
+        engine = self.engine
+        cfg = engine.config
+        summary = engine.summary(conversation_id)
+        results = self._retrieve(conversation_id, message, exclude_id)
+        cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
+        if history is None:
+            past = [_as_message(m) for m in history_messages(engine, conversation_id) if m.id != exclude_id]
+        else:
+            past = [dict(m) for m in history if m.get("role") != "system"]
+        past.append({"role": "user", "content": message})
+        name = resolve_strategy(strategy, engine.conversation_strategy(conversation_id), cfg["context.strategy"])
+        context = build_context(
+            past,
+            strategy=name,
+            settings=strategy_settings(cfg),
+            state=SessionState(summary.text if summary else None,
+                               (summary.summarized_count or 0) if summary and history is None else 0),
+            counter=self.counter,
+            base_prompt=cfg["llm.system_prompt"],
+            summarizer=self._summarize_messages,
+            injected_memories=injection_lines(results),
+            cross_session=cross,
+            data_preamble=prompts.MEMORY_DATA_PREAMBLE,
+        )
+        used = MemoryUsed(
+            conversation_id=conversation_id, summary=summary, memories=tuple(results),
+            cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
+            tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
+        )
+        return used, context
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for pending write paths; True when all finished in time."""
+        with self._pending_lock:
+            pending = list(self._pending)
+        for future in pending:
+            try:
+                future.result(timeout=timeout)
+            except TimeoutError:
+                return False
+            except Exception:  # reported through the outcome listeners/logs already
+                pass
+        return True
+
+    def close(self) -> None:
+        """Finish queued write paths, then stop the background thread."""
+        self._background.shutdown(wait=True)
+
+    # ------------------------------------------------------------- internals
+
+    def _retrieve(self, conv: str, message: str, exclude_id: str | None) -> list[SearchResult]:
+        try:
+            results = self.engine.search(message, conversation_id=conv, filters=SearchFilters())
+        except Exception:  # a broken index degrades memory, never the reply
+            log.exception("read path failed; answering without memories")
+            return []
+        return [r for r in results if r.memory.id != exclude_id]
+
+    def _cross_session(self, conv: str) -> list[tuple[str, str]]:
+        summaries = [m for m in self.engine.list_memories(role="summary") if m.conversation_id != conv]
+        summaries.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
+        items = [(m.conversation_id, m.text) for m in summaries[:MAX_CROSS_SESSION]]
+        if conv != GLOBAL_CONVERSATION:
+            facts = self.engine.list_memories(conversation_id=GLOBAL_CONVERSATION, role="memory")
+            if facts:
+                items.insert(0, (GLOBAL_CONVERSATION, "\n".join(f"- {m.text}" for m in facts[-20:])))
+        return items
+
+    def _summarize_messages(self, previous: str | None, messages: list[dict[str, Any]]) -> str | None:
+        material = [f"{m.get('role')}: {m.get('content')}" for m in messages if m.get("content")]
+        return update_summary(self.memory_llm, previous, material).text
+
+    def _generate(
+        self, messages: list[dict[str, Any]], on_token: TokenCallback | None, cancel: threading.Event | None
+    ) -> tuple[str, str | None, str | None, bool]:
+        parts: list[str] = []
+        try:
+            stream = self.llm.stream(messages)
+            for delta in stream:
+                if cancel is not None and cancel.is_set():
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()
+                    return "".join(parts), None, None, True
+                parts.append(delta)
+                if on_token is not None:
+                    on_token(delta)
+        except LLMError as exc:
+            return "".join(parts), exc.message, exc.kind, False
+        return "".join(parts), None, None, False
+
+    def _schedule(self, turn: TurnRecord) -> None:
+        llm = None if not self.engine.config["llm.base_url"] else self.memory_llm
+        future = self._background.submit(run_write_path, self.engine, turn, llm)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._finished)
+
+    def _finished(self, future: Future[WriteOutcome]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+        try:
+            outcome = future.result()
+        except Exception:
+            log.exception("the write path failed; the turns are on disk and will be committed later")
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(outcome)
+            except Exception:
+                log.exception("outcome listener failed")
+
+
+def strategy_settings(cfg: Config) -> StrategySettings:
+    """In-session strategy knobs from the settings."""
+    return StrategySettings(
+        max_turns=cfg["context.max_turns"], keep_last_turns=cfg["context.keep_last_turns"],
+        window_messages=cfg["context.window_messages"], summary_threshold=cfg["memory.summary_threshold"],
+        summary_keep_last=cfg["memory.summary_keep_last"], compact_trigger_turns=cfg["context.compact_trigger_turns"],
+        compact_keep_turns=cfg["context.compact_keep_turns"], trigger=cfg["context.trigger"],
+        max_tokens=cfg["context.max_tokens"],
+    )
+
+
+def _as_message(m: Memory) -> dict[str, Any]:
+    return {"role": m.role, "content": m.text}
+
+
+def _opt_path(value: str) -> Any:
+    from pathlib import Path
+
+    return Path(value).expanduser() if value else None
+
+
+def now_precise() -> datetime:
+    """Turn timestamps keep microseconds so a user turn and its reply sort in order."""
+    return datetime.now(UTC)

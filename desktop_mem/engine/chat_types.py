@@ -1,0 +1,91 @@
+"""Values of a chat turn: what memory was used, the reply, and what the write path changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from desktop_mem.engine.models import Memory
+from desktop_mem.engine.retrieval import SearchResult
+
+
+@dataclass(frozen=True)
+class MemoryUsed:
+    """What the read path put in front of the model for one turn."""
+
+    conversation_id: str
+    summary: Memory | None
+    memories: tuple[SearchResult, ...]
+    cross_session: tuple[tuple[str, str], ...]
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    system_prompt: str = field(repr=False, default="")
+
+    @property
+    def tokens_freed(self) -> int:
+        """Context freed by the in-session strategy this turn."""
+        return max(self.tokens_before - self.tokens_after, 0)
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    """What the background write path changed after a turn ("Memory updated")."""
+
+    conversation_id: str
+    turns: tuple[Memory, ...] = ()
+    added: tuple[Memory, ...] = ()
+    updated: tuple[tuple[Memory, Memory], ...] = ()  # (tombstone of the old, the new memory)
+    deleted: tuple[Memory, ...] = ()
+    evicted: tuple[Memory, ...] = ()
+    expired: tuple[Memory, ...] = ()
+    summary_changed: bool = False
+    summary: Memory | None = None
+    commit: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed_memory(self) -> bool:
+        """True when facts or the summary changed (not just turns recorded)."""
+        return bool(self.added or self.updated or self.deleted or self.evicted or self.expired
+                    or self.summary_changed)
+
+    def describe(self) -> str:
+        """One line for the chat pane, e.g. 'Memory updated: added 1 · updated "A" → "B"'."""
+        parts: list[str] = []
+        if self.added:
+            parts.append("added " + "; ".join(f"“{_clip(m.text)}”" for m in self.added))
+        for old, new in self.updated:
+            parts.append(f"updated “{_clip(old.text)}” → “{_clip(new.text)}”")
+        if self.deleted:
+            parts.append("deleted " + "; ".join(f"“{_clip(m.text)}”" for m in self.deleted))
+        if self.evicted:
+            parts.append(f"evicted {len(self.evicted)} oldest")
+        if self.expired:
+            parts.append(f"dropped {len(self.expired)} expired")
+        if self.summary_changed:
+            parts.append("summary updated")
+        if not parts:
+            return "Memory unchanged"
+        return "Memory updated: " + " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """The assistant's reply to one user message (the write path may still be running)."""
+
+    conversation_id: str
+    text: str
+    used: MemoryUsed
+    error: str | None = None
+    error_kind: str | None = None
+    cancelled: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when a complete reply arrived."""
+        return self.error is None and not self.cancelled
+
+
+def _clip(text: str, n: int = 48) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"

@@ -1,0 +1,233 @@
+"""The write path after a turn (reference 001 §4, 000, 002), run in the background.
+
+Order: facts from the latest user message (LLM, else the 002 pattern rules) -> reconcile with
+ADD / UPDATE / DELETE / NONE -> rolling summary -> TTL expiry -> eviction beyond max_entries ->
+one git commit. LLM calls run without the writer lock; file changes take it. Every LLM failure
+has a documented fallback and a note in the outcome; nothing already stored is ever lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from desktop_mem.engine.chat_types import WriteOutcome
+from desktop_mem.engine.extraction import (
+    ChatModel,
+    ExtractedFact,
+    extract_facts,
+    pattern_facts,
+    reconcile,
+    update_summary,
+)
+from desktop_mem.engine.models import Memory, NotFoundError, ValidationError, utc_now
+from desktop_mem.engine.retrieval import SearchFilters
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.facade import MemoryEngine
+
+log = logging.getLogger(__name__)
+NEIGHBOURS_PER_FACT = 5
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """The turns persisted on the reply path, handed to the write path."""
+
+    conversation_id: str
+    user: Memory
+    assistant: Memory | None
+
+
+def run_write_path(engine: MemoryEngine, turn: TurnRecord, llm: ChatModel | None) -> WriteOutcome:
+    """Everything after a reply: returns what changed, for the UI's "Memory updated" line."""
+    conv = turn.conversation_id
+    notes: list[str] = []
+    facts: tuple[ExtractedFact, ...] = ()
+    if engine.config["memory.extract_facts"]:
+        if llm is None:
+            facts = pattern_facts(turn.user.text)
+            notes.append("No LLM configured: facts were taken by pattern rules.")
+        else:
+            result = extract_facts(llm, turn.user.text)
+            facts = result.facts
+            if result.error:
+                notes.append(result.error)
+    added: list[Memory] = []
+    updated: list[tuple[Memory, Memory]] = []
+    deleted: list[Memory] = []
+    if facts:
+        a, u, d, note = _reconcile_and_apply(engine, conv, facts, llm)
+        added, updated, deleted = a, u, d
+        if note:
+            notes.append(note)
+    summary, summary_changed, note = _update_summary(engine, conv, [m.text for m in added]
+                                                     + [n.text for _o, n in updated], llm)
+    if note:
+        notes.append(note)
+    expired = _expire(engine, conv)
+    evicted = _evict(engine, conv)
+    changed = [turn.user, *([turn.assistant] if turn.assistant else []), *added,
+               *(n for _o, n in updated), *(o for o, _n in updated), *deleted, *expired, *evicted]
+    if summary is not None and summary_changed:
+        changed.append(summary)
+    subject = _subject(conv, len(added), len(updated), len(deleted), summary_changed)
+    trailers = {"Evicted": ", ".join(m.id for m in [*evicted, *expired])} if evicted or expired else None
+    with engine._write_lock:
+        sha = engine._after_write(changed, [], "turn", subject, conv, trailers)
+    return WriteOutcome(
+        conversation_id=conv,
+        turns=(turn.user, *([turn.assistant] if turn.assistant else [])),
+        added=tuple(added), updated=tuple(updated), deleted=tuple(deleted),
+        evicted=tuple(evicted), expired=tuple(expired), summary_changed=summary_changed,
+        summary=summary, commit=sha, notes=tuple(notes),
+    )
+
+
+def _neighbourhood(engine: MemoryEngine, conv: str, facts: Sequence[ExtractedFact]) -> list[tuple[str, str]]:
+    """Existing facts near the new ones (conversation + global), for reconciliation."""
+    found: dict[str, str] = {}
+    filters = SearchFilters(conversation_id=conv, roles=("memory",))
+    for fact in facts:
+        try:
+            results = engine.search(fact.text, top_k=NEIGHBOURS_PER_FACT, filters=filters, use_mmr=False)
+        except Exception:  # an index problem must not stop memory from being written
+            log.exception("neighbourhood search failed; reconciling against the catalog")
+            results = []
+        for r in results:
+            found.setdefault(r.memory.id, r.memory.text)
+    if not found:
+        recent = engine.list_memories(conversation_id=conv, role="memory")[-NEIGHBOURS_PER_FACT * 2:]
+        found = {m.id: m.text for m in recent}
+    return list(found.items())
+
+
+def _reconcile_and_apply(
+    engine: MemoryEngine, conv: str, facts: Sequence[ExtractedFact], llm: ChatModel | None
+) -> tuple[list[Memory], list[tuple[Memory, Memory]], list[Memory], str | None]:
+    existing = _neighbourhood(engine, conv, facts)
+    kinds = {f.text: f for f in facts}
+    if llm is None:
+        from desktop_mem.engine.extraction import Decision, ReconcileResult
+
+        known = {t.casefold() for _i, t in existing}
+        result = ReconcileResult(tuple(Decision("ADD", f.text, None) for f in facts
+                                       if f.text.casefold() not in known))
+    else:
+        result = reconcile(llm, [f.text for f in facts], existing)
+    added: list[Memory] = []
+    updated: list[tuple[Memory, Memory]] = []
+    deleted: list[Memory] = []
+    with engine._write_lock:
+        for decision in result.decisions:
+            fact = kinds.get(decision.text)
+            kind = fact.kind if fact else "fact"
+            source = fact.source if fact else "llm"
+            try:
+                if decision.event == "ADD":
+                    added.append(_new_fact(engine, conv, decision.text, kind, source))
+                elif decision.event == "UPDATE" and decision.target_id:
+                    old = engine.get(decision.target_id)
+                    new = _new_fact(engine, old.conversation_id, decision.text, kind, source)
+                    tomb = engine.store.soft_delete(old, replaced_by=new.id)
+                    engine._forget(old)
+                    engine._remember(tomb)
+                    updated.append((tomb, new))
+                elif decision.event == "DELETE" and decision.target_id:
+                    old = engine.get(decision.target_id)
+                    tomb = engine.store.soft_delete(old)
+                    engine._forget(old)
+                    engine._remember(tomb)
+                    deleted.append(tomb)
+            except (NotFoundError, ValidationError) as exc:  # e.g. the user deleted it meanwhile
+                log.warning("skipping %s decision: %s", decision.event, exc)
+    return added, updated, deleted, result.error
+
+
+def _new_fact(engine: MemoryEngine, conv: str, text: str, kind: str, source: str) -> Memory:
+    memory = engine.store.new_memory(text, conversation_id=conv, role="memory", kind=kind, source=source)
+    engine._remember(memory)
+    return memory
+
+
+def history_messages(engine: MemoryEngine, conv: str) -> list[Memory]:
+    """The conversation's live turns, oldest first (the order the model saw them)."""
+    turns = [m for m in engine.list_memories(conversation_id=conv) if m.role in ("user", "assistant")]
+    turns.sort(key=lambda m: (m.created_at, 0 if m.role == "user" else 1, m.path))
+    return turns
+
+
+def _update_summary(
+    engine: MemoryEngine, conv: str, new_facts: list[str], llm: ChatModel | None
+) -> tuple[Memory | None, bool, str | None]:
+    """001 §4.4 + 000: fold new facts, and turns beyond the threshold, into the rolling summary."""
+    current = engine.summary(conv)
+    if not engine.config["memory.enable_summarization"] or llm is None:
+        return current, False, None
+    turns = history_messages(engine, conv)
+    covered = min(current.summarized_count or 0, len(turns)) if current else 0
+    keep_last = engine.config["memory.summary_keep_last"]
+    material: list[str] = []
+    new_count = covered
+    if len(turns) - covered > engine.config["memory.summary_threshold"]:
+        cut = max(len(turns) - keep_last, covered)
+        material += [f"{m.role}: {m.text}" for m in turns[covered:cut]]
+        new_count = cut
+    material += [f"fact: {t}" for t in new_facts]
+    if not material:
+        return current, False, None
+    result = update_summary(llm, current.text if current else None, material)
+    if result.text is None:
+        note = f"Summary not updated ({result.error}); the previous summary was kept." if result.error else None
+        return current, False, note
+    with engine._write_lock:
+        memory = engine.store.write_summary(conv, result.text, new_count)
+        engine._remember(memory)
+    return memory, True, None
+
+
+def _expire(engine: MemoryEngine, conv: str) -> list[Memory]:
+    """002: drop entries whose TTL passed (soft delete, so they can be restored)."""
+    now = utc_now()
+    gone: list[Memory] = []
+    with engine._write_lock:
+        for m in engine.list_memories(conversation_id=conv, include_summaries=False):
+            if m.expired(now):
+                tomb = engine.store.soft_delete(m)
+                engine._forget(m)
+                engine._remember(tomb)
+                gone.append(tomb)
+    return gone
+
+
+def _evict(engine: MemoryEngine, conv: str) -> list[Memory]:
+    """001 §4.5: beyond max_entries, soft-delete the oldest facts/turns; summaries are exempt."""
+    limit = engine.config["memory.max_entries"]
+    with engine._write_lock:
+        live = [m for m in engine.list_memories(conversation_id=conv) if m.role != "summary"]
+        excess = len(live) - limit
+        if excess <= 0:
+            return []
+        live.sort(key=lambda m: (m.created_at, m.path))
+        evicted: list[Memory] = []
+        for m in live[:excess]:
+            tomb = engine.store.soft_delete(m)
+            engine._forget(m)
+            engine._remember(tomb)
+            evicted.append(tomb)
+        turns_gone = sum(1 for m in evicted if m.role in ("user", "assistant"))
+        summary = engine.summary(conv)
+        if summary is not None and turns_gone and summary.summarized_count:
+            # the summary counts positions in the turn history; evicted turns shift them
+            count = max(summary.summarized_count - turns_gone, 0)
+            engine._remember(engine.store.write_summary(conv, summary.text, count))
+    return evicted
+
+
+def _subject(conv: str, added: int, updated: int, deleted: int, summary: bool) -> str:
+    parts = [f"{n} {word}" for n, word in ((added, "added"), (updated, "updated"), (deleted, "deleted")) if n]
+    if summary:
+        parts.append("summary updated")
+    return f"Chat turn in {conv}" + (f": {', '.join(parts)}" if parts else "")

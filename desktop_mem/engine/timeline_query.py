@@ -1,0 +1,347 @@
+"""Paging and filtering of the classified history for the timeline pane, plus diff helpers.
+
+A page is read newest first with one `git log --raw` call per batch; when filters are set, further
+batches are read until the page is full or history ends. Classified commits are cached by sha
+(commits never change), so scrolling back and forth or re-filtering costs no blob reads.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+
+from desktop_mem.engine import front_matter
+from desktop_mem.engine.git_history import GitHistoryError, RawCommit
+from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
+from desktop_mem.engine.timeline import classify
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.facade import MemoryEngine
+
+DiffOp = Literal["equal", "insert", "delete"]
+DELETES_AND_REPLACEMENTS = frozenset({EventType.DELETE, EventType.EVICT, EventType.UPDATE})
+_MAX_BATCH = 400
+# Words, runs of punctuation and runs of whitespace: a diff of these keeps spacing exact.
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]+|\s+")
+
+
+@dataclass(frozen=True)
+class TimelineQuery:
+    """What the pane asks for; every field left at its default means "no filter"."""
+
+    conversation: str | None = None
+    event_types: AbstractSet[EventType] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    text: str | None = None
+    only_deletes_and_replacements: bool = False
+
+    def __post_init__(self) -> None:
+        # A frozenset keeps the query hashable (the pane keys "latest wins" requests by it).
+        if self.event_types is not None:
+            object.__setattr__(self, "event_types", frozenset(EventType(t) for t in self.event_types))
+        for name in ("since", "until"):
+            when = getattr(self, name)
+            if when is not None and when.tzinfo is None:  # naive means UTC, as in front matter
+                object.__setattr__(self, name, when.replace(tzinfo=UTC))
+
+    @property
+    def filtered(self) -> bool:
+        """True when some commits may be left out."""
+        return bool(self.conversation or self.event_types or self.since or self.until
+                    or (self.text or "").strip() or self.only_deletes_and_replacements)
+
+    def event_matches(self, commit: CommitInfo, event: TimelineEvent) -> bool:
+        """True when one event passes the event-level filters (conversation, type, text)."""
+        if self.conversation is not None and event.conversation_id != self.conversation:
+            return False
+        if self.event_types and event.type not in self.event_types:
+            return False
+        if self.only_deletes_and_replacements and event.type not in DELETES_AND_REPLACEMENTS:
+            return False
+        needle = (self.text or "").strip().casefold()
+        if needle:
+            hay = [commit.subject, event.old_text, event.new_text, event.memory_id, event.new_id]
+            if not any(needle in h.casefold() for h in hay if h):
+                return False
+        return True
+
+    def matching_events(self, commit: CommitInfo) -> tuple[TimelineEvent, ...]:
+        """The events of a commit the filters keep (the pane can dim the others)."""
+        return tuple(e for e in commit.events if self.event_matches(commit, e))
+
+    def matches(self, commit: CommitInfo) -> bool:
+        """True when the commit belongs on the filtered timeline."""
+        if not self._date_ok(commit.committed_at):
+            return False
+        if not (self.conversation or self.event_types or (self.text or "").strip()
+                or self.only_deletes_and_replacements):
+            return True
+        return bool(self.matching_events(commit))
+
+    def could_match(self, raw: RawCommit) -> bool:
+        """A cheap pre-check on the raw commit (no blob reads); False means surely not."""
+        if not self._date_ok(raw.committed_at):
+            return False
+        paths = [p for c in raw.changes for p in (c.old_path, c.new_path) if p]
+        if self.conversation is not None:
+            prefix = f"entries/{self.conversation}/"
+            if not any(p.startswith(prefix) for p in paths):
+                return False
+        if self.only_deletes_and_replacements:
+            # Every delete, evict or replacement removes a file or puts one under deleted/.
+            touches = any(c.status == "D" or (c.new_path and _in_deleted(c.new_path)) for c in raw.changes)
+            if not touches:
+                return False
+        return True
+
+    def _date_ok(self, when: datetime) -> bool:
+        return (self.since is None or when >= self.since) and (self.until is None or when <= self.until)
+
+
+@dataclass(frozen=True)
+class TimelineCursor:
+    """Where the next page starts: a git offset, and HEAD when it was counted.
+
+    If commits were made since (new ones appear at the top), the offset is moved down by their
+    number so the next page neither repeats nor skips a commit.
+    """
+
+    offset: int
+    head: str | None
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    """A page of commits, newest first; `next_cursor` is None when history has ended."""
+
+    commits: tuple[CommitInfo, ...]
+    next_cursor: TimelineCursor | None
+    scanned: int
+
+
+class CommitCache:
+    """A small thread-safe LRU of classified commits by sha (commits are immutable)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, CommitInfo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, sha: str) -> CommitInfo | None:
+        """The cached commit, marked as recently used."""
+        with self._lock:
+            info = self._items.get(sha)
+            if info is not None:
+                self._items.move_to_end(sha)
+            return info
+
+    def put(self, info: CommitInfo) -> None:
+        """Remember a commit, dropping the least recently used beyond capacity."""
+        with self._lock:
+            self._items[info.sha] = info
+            self._items.move_to_end(info.sha)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def classified(self, engine: MemoryEngine, raw: RawCommit) -> CommitInfo:
+        """The classified commit, from the cache or classified now."""
+        info = self.get(raw.sha)
+        if info is None:
+            info = classify(raw, engine.git.blob)
+            self.put(info)
+        return info
+
+    def commit(self, engine: MemoryEngine, sha: str) -> CommitInfo:
+        """One commit by sha (any revision git understands), classified."""
+        info = self.get(sha)
+        if info is None:
+            info = self.classified(engine, engine.git.commit_info(sha))
+        return info
+
+
+_CACHES: weakref.WeakKeyDictionary[MemoryEngine, CommitCache] = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def cache_for(engine: MemoryEngine) -> CommitCache:
+    """The commit cache shared by everything that reads this engine's timeline."""
+    with _CACHES_LOCK:
+        cache = _CACHES.get(engine)
+        if cache is None:
+            cache = _CACHES[engine] = CommitCache()
+        return cache
+
+
+def timeline_page(
+    engine: MemoryEngine,
+    query: TimelineQuery | None = None,
+    cursor: TimelineCursor | None = None,
+    page_size: int = 50,
+    cache: CommitCache | None = None,
+) -> TimelinePage:
+    """One page of the (filtered) timeline, newest first, starting at `cursor`."""
+    if page_size < 1:
+        raise ValueError(f"page_size must be at least 1, not {page_size}")
+    query = query or TimelineQuery()
+    cache = cache or cache_for(engine)
+    head = engine.git.head() if engine.git.exists() else None
+    if head is None:
+        return TimelinePage((), None, 0)
+    offset = _shifted_offset(engine, cursor, head)
+    found: list[CommitInfo] = []
+    scanned = 0
+    batch = page_size if not query.filtered else max(page_size, 100)
+    while True:
+        raws = engine.git.log(limit=batch, offset=offset)
+        for i, raw in enumerate(raws):
+            scanned += 1
+            if query.could_match(raw):
+                info = cache.classified(engine, raw)
+                if query.matches(info):
+                    found.append(info)
+            if len(found) == page_size:
+                more = i + 1 < len(raws) or len(raws) == batch
+                next_cursor = TimelineCursor(offset + i + 1, head) if more else None
+                return TimelinePage(tuple(found), next_cursor, scanned)
+        if len(raws) < batch:
+            return TimelinePage(tuple(found), None, scanned)
+        offset += len(raws)
+        batch = min(batch * 2, _MAX_BATCH)
+
+
+def _shifted_offset(engine: MemoryEngine, cursor: TimelineCursor | None, head: str) -> int:
+    if cursor is None:
+        return 0
+    if cursor.head is None or cursor.head == head:
+        return cursor.offset
+    try:
+        # Commits made since the cursor was handed out sit on top; skip past them too.
+        new = int(engine.git.repo.git.rev_list("--count", f"{cursor.head}..{head}"))
+    except Exception:  # noqa: BLE001 - history rewritten under us: keep the plain offset
+        return cursor.offset
+    return cursor.offset + new
+
+
+def commit_events(engine: MemoryEngine, sha: str, cache: CommitCache | None = None) -> CommitInfo:
+    """One commit, classified, through the shared cache."""
+    return (cache or cache_for(engine)).commit(engine, sha)
+
+
+# ---------------------------------------------------------------- diff helpers
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One front-matter key that differs: its value before and after as YAML text (None = absent)."""
+
+    key: str
+    old: str | None
+    new: str | None
+
+    @property
+    def change(self) -> str:
+        """'added', 'removed' or 'changed' - how the diff view labels the row."""
+        if self.old is None:
+            return "added"
+        if self.new is None:
+            return "removed"
+        return "changed"
+
+
+def word_diff(old: str, new: str) -> list[tuple[DiffOp, str]]:
+    """Word-level diff of two texts; concatenating equal+delete gives `old`, equal+insert `new`."""
+    a, b = _TOKEN_RE.findall(old), _TOKEN_RE.findall(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    out: list[tuple[DiffOp, str]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            _append(out, "equal", "".join(a[i1:i2]))
+            continue
+        if i2 > i1:
+            _append(out, "delete", "".join(a[i1:i2]))
+        if j2 > j1:
+            _append(out, "insert", "".join(b[j1:j2]))
+    return out
+
+
+def _append(out: list[tuple[DiffOp, str]], op: DiffOp, text: str) -> None:
+    if not text:
+        return
+    if out and out[-1][0] == op:
+        out[-1] = (op, out[-1][1] + text)
+    else:
+        out.append((op, text))
+
+
+def front_matter_changes(old_bytes: bytes | None, new_bytes: bytes | None) -> list[FieldChange]:
+    """Keys whose values differ between two versions of a file (known keys first, then unknown).
+
+    A missing side (an added or removed file) counts as no keys. Raises FrontMatterError when a
+    side cannot be parsed; the diff view then falls back to the raw git diff.
+    """
+    old = _meta(old_bytes)
+    new = _meta(new_bytes)
+    keys = [k for k in front_matter.KNOWN_KEYS if k in old or k in new]
+    keys += [k for k in _unique([*old, *new]) if k not in front_matter.KNOWN_KEYS]
+    changes = []
+    for key in keys:
+        before = _show(old[key]) if key in old else None
+        after = _show(new[key]) if key in new else None
+        if before != after:
+            changes.append(FieldChange(key, before, after))
+    return changes
+
+
+def _meta(raw: bytes | None) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    return dict(front_matter.parse(front_matter.decode(raw)).meta)
+
+
+def _unique(keys: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(keys))
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    dumped: str = yaml.safe_dump(value, allow_unicode=True, default_flow_style=True, width=4096)
+    return dumped.removesuffix("\n...\n").strip()
+
+
+def event_bytes(engine: MemoryEngine, event: TimelineEvent) -> tuple[bytes | None, bytes | None]:
+    """The file before and after an event (None for a side that did not exist), for the diff view."""
+    old: bytes | None = None
+    new: bytes | None = None
+    if event.old_path is not None:
+        try:
+            old = engine.git.show_file(event.old_path, f"{event.commit}^")
+        except GitHistoryError:
+            old = None
+    if not event.hard_delete:
+        try:
+            new = engine.git.show_file(event.path, event.commit)
+        except GitHistoryError:
+            new = None
+    return old, new
+
+
+def _in_deleted(path: str) -> bool:
+    return "deleted" in PurePosixPath(path).parts[2:3]

@@ -1,0 +1,49 @@
+"""Engine events (from any thread) as Qt signals on the GUI thread.
+
+The engine calls its listeners from whatever thread wrote: the writer pool, the chat write path,
+or the file watcher. The bridge lives on the GUI thread and re-emits each event through a queued
+connection, so every slot connected to `store_changed` / `outcome_ready` runs on the GUI thread,
+after the engine call that caused it has returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+
+from desktop_mem.engine.chat_types import WriteOutcome
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+
+
+class EngineBridge(QObject):
+    """Subscribes to one engine; re-emits its changes and write outcomes on the GUI thread."""
+
+    store_changed = Signal(object)  # StoreChange
+    outcome_ready = Signal(object)  # WriteOutcome
+
+    _change_posted = Signal(object)
+    _outcome_posted = Signal(object)
+
+    def __init__(self, engine: MemoryEngine, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._unsubscribe: list[Callable[[], None]] = []
+        queued = Qt.ConnectionType.QueuedConnection
+        self._change_posted.connect(self._on_change_posted, queued)
+        self._outcome_posted.connect(self._on_outcome_posted, queued)
+        self._unsubscribe.append(engine.subscribe(self._change_posted.emit))
+        self._unsubscribe.append(engine.subscribe_outcomes(self._outcome_posted.emit))
+
+    def close(self) -> None:
+        """Stop listening (the engine is about to close)."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe.clear()
+
+    @Slot(object)
+    def _on_change_posted(self, change: StoreChange) -> None:
+        self.store_changed.emit(change)
+
+    @Slot(object)
+    def _on_outcome_posted(self, outcome: WriteOutcome) -> None:
+        self.outcome_ready.emit(outcome)

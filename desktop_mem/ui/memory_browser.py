@@ -1,0 +1,306 @@
+"""The memory browser: search (keywords + meaning), filters, a sortable table, and problems.
+
+An empty search box lists memories (engine.list_memories); typed text runs the read path
+(engine.search, keyword and dense fused) keyed "latest wins", so only the newest query's results
+reach the table. All engine calls go through the TaskRunner; the table is a snapshot model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+
+from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDateEdit,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem
+from desktop_mem.engine.retrieval import ScoreBreakdown, SearchFilters
+from desktop_mem.ui.memory_model import SCORE_COLUMN, MemoryTableModel, ProblemsModel
+from desktop_mem.ui.task_runner import TaskRunner
+
+SEARCH_DELAY_MS = 250
+SEARCH_TOP_K = 100
+ANY = "Any"
+
+
+@dataclass(frozen=True)
+class BrowserQuery:
+    """What the browser shows: the search text and the filters."""
+
+    text: str
+    conversation_id: str | None
+    role: str | None
+    kind: str | None
+    since: datetime | None
+    until: datetime | None
+    include_deleted: bool
+
+
+@dataclass(frozen=True)
+class BrowserPage:
+    """One answer for the table: rows, their scores when searching, and the problem files."""
+
+    memories: tuple[Memory, ...]
+    scores: dict[str, ScoreBreakdown]
+    problems: tuple[Problem, ...]
+
+
+def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
+    """Run in a worker: list or search, then apply the filters the read path does not scope."""
+    problems = tuple(engine.problems())
+    if not query.text.strip():
+        listed = engine.list_memories(
+            conversation_id=query.conversation_id, role=query.role, kind=query.kind,
+            include_deleted=query.include_deleted, since=query.since, until=query.until,
+        )
+        listed.reverse()  # newest first: what a reader looks for
+        return BrowserPage(tuple(listed), {}, problems)
+    filters = SearchFilters(
+        conversation_id=query.conversation_id,
+        roles=(query.role,) if query.role else None,
+        kinds=(query.kind,) if query.kind else None,
+        since=query.since, until=query.until,
+        include_deleted=query.include_deleted,
+        include_summaries=query.role in (None, "summary"),
+    )
+    results = engine.search(query.text, top_k=SEARCH_TOP_K, filters=filters, use_mmr=False)
+    if query.conversation_id is not None:  # the read path adds global memories to a scope
+        results = [r for r in results if r.memory.conversation_id == query.conversation_id]
+    return BrowserPage(tuple(r.memory for r in results), {r.memory.id: r.scores for r in results},
+                       problems)
+
+
+class MemoryBrowser(QWidget):
+    """Search, filter and pick memories; shows files that failed to parse."""
+
+    memory_activated = Signal(object)  # Memory: the user picked a row
+    problem_activated = Signal(object)  # Problem
+    page_loaded = Signal(int)  # rows in the new snapshot
+
+    def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._runner = runner
+        self._model = MemoryTableModel(self)
+        self._problems = ProblemsModel(self)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._selected_id: str | None = None
+        self._setup_ui()
+        self._connect_signals()
+
+    # ---------------------------------------------------------------- setup
+
+    def _setup_ui(self) -> None:
+        self.search_edit = QLineEdit(self)
+        self.search_edit.setPlaceholderText("Search memories by meaning and keywords (Ctrl+F)")
+        self.search_edit.setClearButtonEnabled(True)
+        self.conversation_combo = QComboBox(self)
+        self.conversation_combo.addItem("All conversations", None)
+        self.role_combo = self._combo((ANY, *ROLES))
+        self.kind_combo = self._combo((ANY, *KINDS))
+        self.date_check = QCheckBox("From", self)
+        self.since_edit = QDateEdit(QDate.currentDate().addMonths(-1), self)
+        self.until_edit = QDateEdit(QDate.currentDate(), self)
+        for edit in (self.since_edit, self.until_edit):
+            edit.setCalendarPopup(True)
+            edit.setDisplayFormat("yyyy-MM-dd")
+            edit.setEnabled(False)
+        self.deleted_check = QCheckBox("Include deleted", self)
+        self.count_label = QLabel(self)
+        self.count_label.setObjectName("mutedLabel")
+
+        filters = QHBoxLayout()
+        for label, widget in (("Conversation", self.conversation_combo), ("Role", self.role_combo),
+                              ("Kind", self.kind_combo)):
+            filters.addWidget(QLabel(label, self))
+            filters.addWidget(widget)
+        filters.addSpacing(8)
+        filters.addWidget(self.date_check)
+        filters.addWidget(self.since_edit)
+        filters.addWidget(QLabel("to", self))
+        filters.addWidget(self.until_edit)
+        filters.addSpacing(8)
+        filters.addWidget(self.deleted_check)
+        filters.addStretch(1)
+        filters.addWidget(self.count_label)
+
+        self.table = QTableView(self)
+        self.table.setModel(self._model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setSortingEnabled(True)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().hide()
+        # Fixed row heights: the view never measures 100k rows.
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.verticalHeader().setDefaultSectionSize(24)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSortIndicatorShown(True)
+        for column, width in ((1, 120), (2, 80), (3, 80), (4, 130), (5, 70), (6, 60)):
+            self.table.setColumnWidth(column, width)
+
+        self.problems_table = QTableView(self)
+        self.problems_table.setModel(self._problems)
+        self.problems_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.problems_table.verticalHeader().hide()
+        self.problems_table.horizontalHeader().setStretchLastSection(True)
+        self.problems_table.setColumnWidth(0, 360)
+
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.table, "Memories")
+        self.tabs.addTab(self.problems_table, "Problems")
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.search_edit)
+        layout.addLayout(filters)
+        layout.addWidget(self.tabs, 1)
+
+    def _combo(self, items: tuple[str, ...]) -> QComboBox:
+        combo = QComboBox(self)
+        for item in items:
+            combo.addItem(item, None if item == ANY else item)
+        return combo
+
+    def _connect_signals(self) -> None:
+        self.search_edit.textChanged.connect(self._on_search_edit_text_changed)
+        self.search_edit.returnPressed.connect(self.refresh)
+        self._search_timer.timeout.connect(self.refresh)
+        for combo in (self.conversation_combo, self.role_combo, self.kind_combo):
+            combo.currentIndexChanged.connect(self.refresh)
+        self.date_check.toggled.connect(self._on_date_check_toggled)
+        self.since_edit.dateChanged.connect(self.refresh)
+        self.until_edit.dateChanged.connect(self.refresh)
+        self.deleted_check.toggled.connect(self.refresh)
+        self.table.selectionModel().currentRowChanged.connect(self._on_table_current_row_changed)
+        self.problems_table.doubleClicked.connect(self._on_problems_table_double_clicked)
+
+    # --------------------------------------------------------------- public
+
+    @property
+    def model(self) -> MemoryTableModel:
+        """The table's model (tests and the window read it)."""
+        return self._model
+
+    @property
+    def problems_model(self) -> ProblemsModel:
+        """The problems table's model."""
+        return self._problems
+
+    def focus_search(self) -> None:
+        """Ctrl+F: put the cursor in the search box."""
+        self.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search_edit.selectAll()
+
+    def set_conversations(self, conversations: list[str]) -> None:
+        """Offer these conversations in the filter (keeps the current choice if still there)."""
+        current = self.conversation_combo.currentData()
+        self.conversation_combo.blockSignals(True)
+        self.conversation_combo.clear()
+        self.conversation_combo.addItem("All conversations", None)
+        for conv in conversations:
+            self.conversation_combo.addItem(conv, conv)
+        found = self.conversation_combo.findData(current)
+        self.conversation_combo.setCurrentIndex(max(found, 0))
+        self.conversation_combo.blockSignals(False)
+
+    def select_memory(self, memory_id: str) -> None:
+        """Select a memory's row when it is in the current snapshot."""
+        self._selected_id = memory_id
+        row = self._model.row_of(memory_id)
+        if row is not None:
+            self.table.selectRow(row)
+            self.table.scrollTo(self._model.index(row, 0))
+
+    def query(self) -> BrowserQuery:
+        """The search text and filters as shown."""
+        since = until = None
+        if self.date_check.isChecked():
+            since = datetime.combine(self.since_edit.date().toPython(), time.min).astimezone(UTC)
+            until = datetime.combine(self.until_edit.date().toPython(), time.max).astimezone(UTC)
+        return BrowserQuery(
+            text=self.search_edit.text().strip(),
+            conversation_id=self.conversation_combo.currentData(),
+            role=self.role_combo.currentData(),
+            kind=self.kind_combo.currentData(),
+            since=since, until=until,
+            include_deleted=self.deleted_check.isChecked(),
+        )
+
+    @Slot()
+    def refresh(self) -> None:
+        """Ask for a new snapshot; only the newest request's answer is shown."""
+        self._search_timer.stop()
+        query = self.query()
+        self.count_label.setText("searching…" if query.text else "loading…")
+        self._runner.submit(load_page, self._engine, query, key="browser-page",
+                            on_result=self._on_page_loaded, on_error=self._on_page_failed)
+
+    def on_store_changed(self, change: StoreChange) -> None:
+        """Something changed in the store (this app or an outside editor): reload soon."""
+        self._search_timer.start()
+
+    # ---------------------------------------------------------------- slots
+
+    @Slot(str)
+    def _on_search_edit_text_changed(self, _text: str) -> None:
+        self._search_timer.start()  # search-as-you-type, debounced
+
+    @Slot(bool)
+    def _on_date_check_toggled(self, on: bool) -> None:
+        self.since_edit.setEnabled(on)
+        self.until_edit.setEnabled(on)
+        self.refresh()
+
+    def _on_page_loaded(self, page: BrowserPage) -> None:
+        header = self.table.horizontalHeader()
+        self._model.set_memories(page.memories, page.scores)
+        if page.scores:
+            header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rank order
+        elif header.sortIndicatorSection() >= 0:
+            self._model.sort(header.sortIndicatorSection(), header.sortIndicatorOrder())
+        self.table.setColumnHidden(SCORE_COLUMN, not page.scores)
+        self._problems.set_problems(page.problems)
+        self.tabs.setTabText(1, f"Problems ({len(page.problems)})" if page.problems else "Problems")
+        noun = "result" if page.scores else "memory"
+        plural = "results" if page.scores else "memories"
+        total = len(page.memories)
+        self.count_label.setText(f"{total:,} {noun if total == 1 else plural}")
+        if self._selected_id is not None:
+            self.select_memory(self._selected_id)
+        self.page_loaded.emit(total)
+
+    def _on_page_failed(self, error: BaseException) -> None:
+        self.count_label.setText(f"Search failed: {error}")
+
+    @Slot(QModelIndex, QModelIndex)
+    def _on_table_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        memory = self._model.memory_at(current.row())
+        if memory is not None:
+            self._selected_id = memory.id
+            self.memory_activated.emit(memory)
+
+    @Slot(QModelIndex)
+    def _on_problems_table_double_clicked(self, index: QModelIndex) -> None:
+        problem = self._problems.problem_at(index.row())
+        if problem is not None:
+            self.problem_activated.emit(problem)

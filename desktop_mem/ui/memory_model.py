@@ -1,0 +1,214 @@
+"""Item models of the memory browser: memories (a lazily exposed snapshot) and problems.
+
+Both are read-only views over lists handed in by the GUI thread; `data()` never does I/O. The
+memory model exposes rows in batches through canFetchMore/fetchMore so a 100k-row store opens
+and scrolls without building 100k rows of view state at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from desktop_mem.engine.models import Memory, Problem
+from desktop_mem.engine.retrieval import ScoreBreakdown
+
+Index = QModelIndex | QPersistentModelIndex
+MEMORY_ROLE = Qt.ItemDataRole.UserRole + 1  # data(index, MEMORY_ROLE) -> Memory
+FETCH_BATCH = 500
+_DELETED_BRUSH = QBrush(QColor("#8a8f98"))
+
+
+def when(value: datetime | None) -> str:
+    """A timestamp in local time, minute precision (what a reader needs in a list)."""
+    return value.astimezone().strftime("%Y-%m-%d %H:%M") if value is not None else ""
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first non-empty line of a memory, clipped for one table cell."""
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def _kind_label(m: Memory) -> str:
+    return m.kind or ""
+
+
+_Column = tuple[str, Callable[[Memory], str], Callable[[Memory], Any]]
+COLUMNS: tuple[_Column, ...] = (
+    ("Text", lambda m: first_line(m.text), lambda m: m.text.lower()),
+    ("Conversation", lambda m: m.conversation_id, lambda m: m.conversation_id),
+    ("Role", lambda m: m.role, lambda m: m.role),
+    ("Kind", _kind_label, _kind_label),
+    ("Created", lambda m: when(m.created_at), lambda m: m.created_at),
+    ("Status", lambda m: "deleted" if m.deleted else "", lambda m: m.deleted),
+)
+SCORE_COLUMN = len(COLUMNS)
+
+
+class MemoryTableModel(QAbstractTableModel):
+    """Memories as rows; in search mode an extra ranked "Score" column."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[Memory] = []
+        self._scores: dict[str, ScoreBreakdown] = {}
+        self._loaded = 0
+
+    # ------------------------------------------------------------- content
+
+    def set_memories(self, memories: Sequence[Memory],
+                     scores: Mapping[str, ScoreBreakdown] | None = None) -> None:
+        """Replace the snapshot (a list result or search results in rank order)."""
+        self.beginResetModel()
+        self._rows = list(memories)
+        self._scores = dict(scores or {})
+        self._loaded = min(len(self._rows), FETCH_BATCH)
+        self.endResetModel()
+
+    @property
+    def searching(self) -> bool:
+        """True when the rows are search results (they carry scores)."""
+        return bool(self._scores)
+
+    def total(self) -> int:
+        """All rows of the snapshot, fetched or not."""
+        return len(self._rows)
+
+    def memory_at(self, row: int) -> Memory | None:
+        """The memory shown in `row`, if any."""
+        return self._rows[row] if 0 <= row < self._loaded else None
+
+    def row_of(self, memory_id: str) -> int | None:
+        """The row of a memory (fetching rows up to it when needed)."""
+        for row, memory in enumerate(self._rows):
+            if memory.id == memory_id:
+                if row >= self._loaded:
+                    self.beginInsertRows(QModelIndex(), self._loaded, row)
+                    self._loaded = row + 1
+                    self.endInsertRows()
+                return row
+        return None
+
+    # ------------------------------------------------------ the model API
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else self._loaded
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(COLUMNS) + 1
+
+    def canFetchMore(self, parent: Index) -> bool:  # noqa: N802
+        return not parent.isValid() and self._loaded < len(self._rows)
+
+    def fetchMore(self, parent: Index) -> None:  # noqa: N802
+        if parent.isValid():
+            return
+        more = min(FETCH_BATCH, len(self._rows) - self._loaded)
+        if more <= 0:
+            return
+        self.beginInsertRows(QModelIndex(), self._loaded, self._loaded + more - 1)
+        self._loaded += more
+        self.endInsertRows()
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if section == SCORE_COLUMN:
+            return "Score"
+        return COLUMNS[section][0] if 0 <= section < len(COLUMNS) else None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= self._loaded or index.column() > SCORE_COLUMN:
+            return None
+        memory = self._rows[index.row()]
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == SCORE_COLUMN:
+                score = self._scores.get(memory.id)
+                return f"{score.final:.3f}" if score is not None else ""
+            return COLUMNS[column][1](memory)
+        if role == Qt.ItemDataRole.ToolTipRole and column == 0:
+            text = memory.text
+            return text if len(text) <= 600 else text[:599] + "…"
+        if role == Qt.ItemDataRole.ForegroundRole and memory.deleted:
+            return _DELETED_BRUSH
+        if role == Qt.ItemDataRole.FontRole and memory.deleted:
+            font = QFont()
+            font.setItalic(True)
+            return font
+        if role == MEMORY_ROLE:
+            return memory
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort the whole snapshot (not just the fetched rows) by a column."""
+        if not 0 <= column <= SCORE_COLUMN:
+            return
+        reverse = order == Qt.SortOrder.DescendingOrder
+        if column == SCORE_COLUMN:
+            def key(m: Memory) -> Any:
+                score = self._scores.get(m.id)
+                return score.final if score is not None else -1.0
+        else:
+            key = COLUMNS[column][2]
+        self.layoutAboutToBeChanged.emit()
+        old = self.persistentIndexList()
+        old_ids = [self._rows[i.row()].id if i.row() < len(self._rows) else None for i in old]
+        self._rows.sort(key=key, reverse=reverse)
+        position = {m.id: row for row, m in enumerate(self._rows[: self._loaded])}
+        new = [self.index(position[i], o.column()) if i in position else QModelIndex()
+               for i, o in zip(old_ids, old, strict=True)]
+        self.changePersistentIndexList(old, new)
+        self.layoutChanged.emit()
+
+
+class ProblemsModel(QAbstractTableModel):
+    """Files that failed to parse: path and reason."""
+
+    HEADERS = ("File", "Reason")
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[Problem] = []
+
+    def set_problems(self, problems: Sequence[Problem]) -> None:
+        """Replace the list."""
+        self.beginResetModel()
+        self._rows = list(problems)
+        self.endResetModel()
+
+    def problem_at(self, row: int) -> Problem | None:
+        """The problem in `row`, if any."""
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole \
+                and 0 <= section < len(self.HEADERS):
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        problem = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return problem.path if index.column() == 0 else problem.reason
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{problem.reason}\n\n{problem.hint}"
+        return None

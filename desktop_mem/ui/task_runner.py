@@ -1,0 +1,165 @@
+"""Engine calls off the GUI thread: a read pool, one writer, results back on the GUI thread.
+
+As in Picard: reads run in a QThreadPool; every store mutation (and every chat turn, which
+writes turns) runs in a one-thread pool so files, index and git never race. Results travel back
+through one queued signal and the callbacks run on the GUI thread; workers never touch widgets.
+Requests submitted with a `key` are "latest wins": an older result for the same key is dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
+
+log = logging.getLogger(__name__)
+
+ResultCallback = Callable[[Any], None]
+ErrorCallback = Callable[[BaseException], None]
+
+
+@dataclass
+class _Ticket:
+    """Bookkeeping of one submitted task; only the GUI thread reads or writes it."""
+
+    key: str | None
+    on_result: ResultCallback | None
+    on_error: ErrorCallback | None
+    stale: bool = False  # read by the worker before it starts: skips superseded searches
+
+
+class _Job(QRunnable):
+    """Runs one call in a pool thread and reports through the runner's queued signal."""
+
+    def __init__(self, runner: TaskRunner, task_id: int, ticket: _Ticket,
+                 fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        self._runner = runner
+        self._task_id = task_id
+        self._ticket = ticket
+        self._fn = fn
+        self._args = args
+        self._kwargs = kwargs
+
+    def run(self) -> None:
+        if self._ticket.stale:  # a newer request with the same key was submitted meanwhile
+            self._runner._finished.emit(self._task_id, None, None)
+            return
+        try:
+            result = self._fn(*self._args, **self._kwargs)
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the GUI thread
+            self._runner._finished.emit(self._task_id, None, exc)
+            return
+        self._runner._finished.emit(self._task_id, result, None)
+
+
+class TaskRunner(QObject):
+    """Run engine calls in background threads; deliver results on the GUI thread."""
+
+    # (task id, result, error): emitted from pool threads, received on the runner's thread.
+    _finished = Signal(int, object, object)
+    # Emitted on the GUI thread after every delivered (non-stale) task: tests and the status bar.
+    task_done = Signal()
+
+    def __init__(self, parent: QObject | None = None, *, read_threads: int = 4) -> None:
+        super().__init__(parent)
+        self._read_pool = QThreadPool(self)
+        self._read_pool.setMaxThreadCount(read_threads)
+        self._write_pool = QThreadPool(self)
+        self._write_pool.setMaxThreadCount(1)  # one writer: mutations never race
+        self._write_pool.setExpiryTimeout(-1)
+        self._ids = itertools.count(1)
+        self._tickets: dict[int, _Ticket] = {}
+        self._latest: dict[str, int] = {}
+        # Queued even when emitted on this thread (SyncTaskRunner): callbacks never run inside submit.
+        self._finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
+
+    # ---------------------------------------------------------------- submit
+
+    def submit(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        key: str | None = None,
+        on_result: ResultCallback | None = None,
+        on_error: ErrorCallback | None = None,
+        **kwargs: Any,
+    ) -> int:
+        """Run a read in the read pool. With `key`, only the newest request's result arrives."""
+        return self._start(self._read_pool, fn, args, kwargs, key, on_result, on_error)
+
+    def submit_write(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        on_result: ResultCallback | None = None,
+        on_error: ErrorCallback | None = None,
+        **kwargs: Any,
+    ) -> int:
+        """Run a mutation (or chat turn) on the single writer thread, in submission order."""
+        return self._start(self._write_pool, fn, args, kwargs, None, on_result, on_error)
+
+    def _start(self, pool: QThreadPool, fn: Callable[..., Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any], key: str | None, on_result: ResultCallback | None,
+               on_error: ErrorCallback | None) -> int:
+        task_id = next(self._ids)
+        ticket = _Ticket(key, on_result, on_error)
+        if key is not None:
+            older = self._tickets.get(self._latest.get(key, -1))
+            if older is not None:
+                older.stale = True
+            self._latest[key] = task_id
+        self._tickets[task_id] = ticket
+        self._run(pool, _Job(self, task_id, ticket, fn, args, kwargs))
+        return task_id
+
+    def _run(self, pool: QThreadPool, job: _Job) -> None:
+        pool.start(job)
+
+    # --------------------------------------------------------------- deliver
+
+    @Slot(int, object, object)
+    def _on_finished(self, task_id: int, result: Any, error: BaseException | None) -> None:
+        ticket = self._tickets.pop(task_id, None)
+        if ticket is None:
+            return
+        if ticket.key is not None:
+            if self._latest.get(ticket.key) != task_id:
+                return  # superseded: a newer request with this key owns the view
+            del self._latest[ticket.key]
+        try:
+            if error is not None:
+                if ticket.on_error is not None:
+                    ticket.on_error(error)
+                else:
+                    log.error("background task failed", exc_info=error)
+            elif ticket.on_result is not None:
+                ticket.on_result(result)
+        finally:
+            self.task_done.emit()
+
+    # --------------------------------------------------------------- control
+
+    @property
+    def busy(self) -> bool:
+        """True while any submitted task has not been delivered."""
+        return bool(self._tickets)
+
+    def wait_for_done(self, msecs: int = 30000) -> bool:
+        """Block until both pools are idle (shutdown only; never while the window runs)."""
+        ok_read = self._read_pool.waitForDone(msecs)
+        return self._write_pool.waitForDone(msecs) and ok_read
+
+
+class SyncTaskRunner(TaskRunner):
+    """Runs every task inline on the calling thread (tests). Delivery is still a queued signal,
+
+    so callbacks run from the event loop exactly as in the app, never inside `submit`.
+    """
+
+    def _run(self, pool: QThreadPool, job: _Job) -> None:
+        job.run()
