@@ -8,7 +8,6 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine import prompts
@@ -122,7 +121,8 @@ class ChatService:
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
         past.append({"role": "user", "content": message})
-        name = resolve_strategy(strategy, engine.conversation_strategy(conversation_id), cfg["context.strategy"])
+        saved = engine.conversation_strategy(conversation_id)
+        name = resolve_strategy(strategy, saved, cfg["context.strategy"])
         context = build_context(
             past,
             strategy=name,
@@ -230,9 +230,10 @@ def strategy_settings(cfg: Config) -> StrategySettings:
     return StrategySettings(
         max_turns=cfg["context.max_turns"], keep_last_turns=cfg["context.keep_last_turns"],
         window_messages=cfg["context.window_messages"], summary_threshold=cfg["memory.summary_threshold"],
-        summary_keep_last=cfg["memory.summary_keep_last"], compact_trigger_turns=cfg["context.compact_trigger_turns"],
-        compact_keep_turns=cfg["context.compact_keep_turns"], trigger=cfg["context.trigger"],
-        max_tokens=cfg["context.max_tokens"],
+        summary_keep_last=cfg["memory.summary_keep_last"],
+        compact_trigger_turns=cfg["context.compact_trigger_turns"],
+        compact_keep_turns=cfg["context.compact_keep_turns"],
+        trigger=cfg["context.trigger"], max_tokens=cfg["context.max_tokens"],
     )
 
 
@@ -244,8 +245,3 @@ def _opt_path(value: str) -> Any:
     from pathlib import Path
 
     return Path(value).expanduser() if value else None
-
-
-def now_precise() -> datetime:
-    """Turn timestamps keep microseconds so a user turn and its reply sort in order."""
-    return datetime.now(UTC)

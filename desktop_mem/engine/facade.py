@@ -654,12 +654,10 @@ class MemoryEngine:
         self, conversation_id: str, role: str, text: str, extra: Mapping[str, Any] | None = None
     ) -> Memory:
         """Write a turn file now (no commit: the write path commits the whole turn)."""
-        from datetime import UTC
-
         with self._write_lock:
             memory = self.store.new_memory(text, conversation_id=conversation_id, role=role,
                                            source="llm" if role == "assistant" else "manual",
-                                           created_at=datetime.now(UTC), extra=extra)
+                                           extra=extra)
             self._remember(memory)
         return memory
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-import frontmatter
+from frontmatter.default_handlers import YAMLHandler
 import yaml
 
 MAX_FRONT_MATTER_CHARS = 64 * 1024
@@ -33,7 +33,7 @@ KNOWN_KEYS = (
     "summarized_count",
 )
 
-_HANDLER = frontmatter.YAMLHandler()
+_HANDLER = YAMLHandler()
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

@@ -180,7 +180,9 @@ def _update_summary(
         return current, False, None
     result = update_summary(llm, current.text if current else None, material)
     if result.text is None:
-        note = f"Summary not updated ({result.error}); the previous summary was kept." if result.error else None
+        note = None
+        if result.error:
+            note = f"Summary not updated ({result.error}); the previous summary was kept."
         return current, False, note
     with engine._write_lock:
         memory = engine.store.write_summary(conv, result.text, new_count)

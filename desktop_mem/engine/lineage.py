@@ -72,7 +72,7 @@ class Lineage:
 def lineage(engine: MemoryEngine, memory_id: str, cache: CommitCache | None = None) -> Lineage:
     """The chain of `replaced_by` through `memory_id` (NotFoundError for an unknown id)."""
     start = engine.get(memory_id)
-    cache = cache or cache_for(engine)
+    cache = cache if cache is not None else cache_for(engine)
     pointing: defaultdict[str, list[Memory]] = defaultdict(list)
     for memory in engine.list_memories(include_deleted=True, include_summaries=True):
         if memory.replaced_by:
@@ -154,8 +154,10 @@ class _StepBuilder:
     def _commits(self, memory: Memory) -> tuple[RawCommit | None, RawCommit | None]:
         if not self.git_ok:
             return None, None
+        # Both places the file can have lived (live and under deleted/), without `--follow`:
+        # git's follow pairs an added fact with any similar removed file, e.g. the fact it replaced.
         try:
-            log = self.engine.git.file_history(memory.path, _FILE_LOG_LIMIT)
+            log = self.engine.git.log(limit=_FILE_LOG_LIMIT, paths=_both_places(memory))
         except GitHistoryError:
             return None, None
         if not log:
@@ -199,6 +201,13 @@ def _event_for(commit: CommitInfo | None, memory_id: str, *, created: bool) -> T
         if not created and event.type in (EventType.UPDATE, EventType.DELETE, EventType.EVICT):
             return event
     return None
+
+
+def _both_places(memory: Memory) -> list[str]:
+    conv = f"entries/{memory.conversation_id}/"
+    inner = memory.path[len(conv):]
+    other = inner[len("deleted/"):] if inner.startswith("deleted/") else f"deleted/{inner}"
+    return [memory.path, conv + other]
 
 
 def _in_deleted(path: str) -> bool:

@@ -200,7 +200,8 @@ class MarkdownStore:
             raise ValidationError(f"role {role!r} is not one of memory, user, assistant")
         if kind is not None and kind not in KINDS:
             raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
-        created = created_at or utc_now()
+        # Turns keep microseconds so a user message and its reply always sort in order.
+        created = created_at or (datetime.now(UTC) if role in ("user", "assistant") else utc_now())
         mid = memory_id or str(uuid.uuid4())
         stamp = created.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         rel = f"{ENTRIES}/{conversation_id}/{_ROLE_DIRS[role]}/{stamp}__{_safe_name(mid)}.md"

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop_mem.engine.embedder import Embedder
-from desktop_mem.engine.keyword_index import KeywordIndex
+from desktop_mem.engine.keyword_index import _WORD, STOPWORDS, KeywordIndex
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
 from desktop_mem.engine.reranker import Reranker
 from desktop_mem.engine.vector_index import VectorIndex
@@ -36,6 +36,13 @@ class RetrievalSettings:
     score_threshold: float = 0.35
     keyword_weight: float = 0.6
     candidates: int = 40
+    fusion: str = "score"  # "score": min-max convex combination; "rrf": reciprocal-rank fusion
+    rrf_k: int = 60
+    prf_docs: int = 0  # pseudo-relevance feedback: first-pass keyword hits used (0 = off)
+    prf_terms: int = 10
+    prf_weight: float = 0.3
+    mmr_centred: bool = False
+    dense_prf: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,8 @@ class Retriever:
         query_vec = self.embedder.embed([query])[0]
         dense = self._dense(query_vec, f, pool)
         keyword = self._keyword(query, f, pool)
+        if self.settings.prf_docs > 0 and keyword:
+            keyword = self._feedback(query, keyword, f, pool)
         candidates = self._fuse(dense, keyword, f, now or utc_now())
         if not candidates:
             return []
@@ -153,6 +162,30 @@ class Retriever:
         )
         return {h.id: h.score for h in hits}
 
+    def _feedback(self, query: str, first: dict[str, float], f: SearchFilters, n: int) -> dict[str, float]:
+        s = self.settings
+        top = sorted(first.items(), key=lambda kv: kv[1], reverse=True)[: s.prf_docs]
+        norm = _minmax(dict(top))
+        qterms = set(_WORD.findall(query.lower()))
+        weights: dict[str, float] = {}
+        for mid, _ in top:
+            m = self.lookup(mid)
+            if m is None:
+                continue
+            words = [w for w in _WORD.findall(m.text.lower()) if w not in STOPWORDS and not w.isdigit()]
+            if not words:
+                continue
+            for w in set(words):
+                if w in qterms or len(w) < 3:
+                    continue
+                weights[w] = weights.get(w, 0.0) + (0.5 + 0.5 * norm[mid]) * words.count(w) / len(words)
+        terms = [w for w, _ in sorted(weights.items(), key=lambda kv: kv[1], reverse=True)[: s.prf_terms]]
+        if not terms:
+            return first
+        second = self._keyword(" ".join(terms), f, n)
+        a, b = _minmax(first), _minmax(second)
+        return {i: (1 - s.prf_weight) * a.get(i, 0.0) + s.prf_weight * b.get(i, 0.0) for i in first}
+
     def _fuse(
         self,
         dense: dict[str, tuple[float, Vector]],
@@ -160,8 +193,12 @@ class Retriever:
         f: SearchFilters,
         now: datetime,
     ) -> list[SearchResult]:
-        d_norm = _minmax({i: s for i, (s, _) in dense.items()})
-        k_norm = _minmax(keyword)
+        if self.settings.fusion == "rrf":
+            d_norm = _rrf({i: s for i, (s, _) in dense.items()}, self.settings.rrf_k)
+            k_norm = _rrf(keyword, self.settings.rrf_k)
+        else:
+            d_norm = _minmax({i: s for i, (s, _) in dense.items()})
+            k_norm = _minmax(keyword)
         w = self.settings.keyword_weight if keyword else 0.0
         results: list[SearchResult] = []
         for mid in dict.fromkeys([*keyword, *dense]):
@@ -201,6 +238,11 @@ class Retriever:
         stored = self.vectors.get_embeddings(missing) if missing else {}
         vectors = [r.embedding if r.embedding is not None else stored.get(r.memory.id) for r in ranked]
         lam = self.settings.mmr_lambda
+        if self.settings.mmr_centred:
+            present = [v for v in vectors if v is not None]
+            if len(present) > 1:
+                mean = np.mean(np.stack(present), axis=0)
+                vectors = [None if v is None else _unit(v - mean) for v in vectors]
         chosen: list[int] = []
         remaining = list(range(len(ranked)))
         while remaining and len(chosen) < k:
@@ -232,6 +274,16 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
     if hi - lo < 1e-12:
         return {k: 1.0 for k in scores}
     return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def _rrf(scores: dict[str, float], k: int) -> dict[str, float]:
+    ranked = sorted(scores, key=lambda i: scores[i], reverse=True)
+    return {i: (k + 1) / (k + r) for r, i in enumerate(ranked, start=1)}
+
+
+def _unit(v: Vector) -> Vector:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 1e-12 else v
 
 
 def _passes(m: Memory, f: SearchFilters) -> bool:

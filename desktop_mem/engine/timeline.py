@@ -24,6 +24,13 @@ from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 BlobReader = Callable[[str | None], bytes | None]
 
 
+class _Unset:
+    """Marks "take the new text from the new side" (None is a meaningful value)."""
+
+
+_UNSET = _Unset()
+
+
 @dataclass(frozen=True)
 class _Side:
     path: str
@@ -134,22 +141,23 @@ def _event(
     new: _Side | None,
     *,
     old_text: str | None = None,
-    new_text: str | None = ...,  # type: ignore[assignment]
+    new_text: str | None | _Unset = _UNSET,
     new_id: str | None = None,
     replaced_by: str | None = None,
     hard_delete: bool = False,
 ) -> TimelineEvent:
     main = new or old
     assert main is not None
+    first = old or main
     return TimelineEvent(
         type=kind,
         commit=sha,
-        memory_id=(old or new).memory_id if (old or new) else None,
+        memory_id=first.memory_id,
         conversation_id=main.conversation_id,
         path=main.path,
         old_path=old.path if old else None,
         old_text=old_text if old_text is not None else (old.text if old else None),
-        new_text=(new.text if new else None) if new_text is ... else new_text,
+        new_text=(new.text if new else None) if isinstance(new_text, _Unset) else new_text,
         replaced_by=replaced_by,
         new_id=new_id,
         role=main.role,

@@ -198,7 +198,7 @@ def timeline_page(
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, not {page_size}")
     query = query or TimelineQuery()
-    cache = cache or cache_for(engine)
+    cache = cache if cache is not None else cache_for(engine)
     head = engine.git.head() if engine.git.exists() else None
     if head is None:
         return TimelinePage((), None, 0)
@@ -239,7 +239,7 @@ def _shifted_offset(engine: MemoryEngine, cursor: TimelineCursor | None, head: s
 
 def commit_events(engine: MemoryEngine, sha: str, cache: CommitCache | None = None) -> CommitInfo:
     """One commit, classified, through the shared cache."""
-    return (cache or cache_for(engine)).commit(engine, sha)
+    return (cache if cache is not None else cache_for(engine)).commit(engine, sha)
 
 
 # ---------------------------------------------------------------- diff helpers
@@ -264,18 +264,33 @@ class FieldChange:
 
 
 def word_diff(old: str, new: str) -> list[tuple[DiffOp, str]]:
-    """Word-level diff of two texts; concatenating equal+delete gives `old`, equal+insert `new`."""
+    """Word-level diff of two texts; concatenating equal+delete gives `old`, equal+insert `new`.
+
+    A bare space left "equal" between two changes is folded into them, so a changed phrase reads
+    as one deletion and one insertion rather than a confetti of single words.
+    """
     a, b = _TOKEN_RE.findall(old), _TOKEN_RE.findall(new)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    out: list[tuple[DiffOp, str]] = []
+    # Runs of (old text, new text); equal runs have both the same.
+    runs: list[tuple[str, str, bool]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            _append(out, "equal", "".join(a[i1:i2]))
+        runs.append(("".join(a[i1:i2]), "".join(b[j1:j2]), tag == "equal"))
+    for i in range(1, len(runs) - 1):
+        text, _, equal = runs[i]
+        if equal and not text.strip() and not runs[i - 1][2] and not runs[i + 1][2]:
+            runs[i] = (text, text, False)
+    out: list[tuple[DiffOp, str]] = []
+    deleted: list[str] = []
+    inserted: list[str] = []
+    for before, after, equal in [*runs, ("", "", True)]:
+        if not equal:
+            deleted.append(before)
+            inserted.append(after)
             continue
-        if i2 > i1:
-            _append(out, "delete", "".join(a[i1:i2]))
-        if j2 > j1:
-            _append(out, "insert", "".join(b[j1:j2]))
+        _append(out, "delete", "".join(deleted))
+        _append(out, "insert", "".join(inserted))
+        deleted, inserted = [], []
+        _append(out, "equal", before)
     return out
 
 

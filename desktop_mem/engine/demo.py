@@ -1,0 +1,65 @@
+"""A small demo store for first run and screenshots: every change is a real commit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from desktop_mem.engine.models import utc_now
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.facade import MemoryEngine
+
+_TURNS = {
+    "trip-to-lisbon": [
+        ("user", "I'm planning a trip to Lisbon in May with my sister Anna."),
+        ("assistant", "Lovely! May is a great time for Lisbon. Do you want help with neighbourhoods?"),
+        ("user", "Yes please, we like quiet places and good seafood."),
+        ("assistant", "Then Alfama in the morning and Cais do Sodré for seafood in the evening."),
+    ],
+    "garden": [
+        ("user", "My tomatoes get yellow leaves. I water them every evening."),
+        ("assistant", "Evening watering keeps leaves wet overnight; try mornings, at the soil."),
+    ],
+}
+
+
+def create_demo_store(engine: MemoryEngine) -> None:
+    """Fill an (empty) store with conversations, facts, a replacement, a soft delete and summaries."""
+    start = utc_now() - timedelta(days=20)
+    engine.add("The user's name is Sam", kind="fact", created_at=start)
+    engine.add("The user prefers short answers with examples", kind="preference",
+               created_at=start + timedelta(hours=1))
+    old_job = engine.add("The user works as a teacher in Porto", kind="fact",
+                         created_at=start + timedelta(days=1))
+    engine.new_conversation("Trip to Lisbon")
+    engine.new_conversation("Garden")
+    engine.new_conversation("Work notes")
+    for conv, turns in _TURNS.items():
+        for role, text in turns:
+            engine.add(text, conversation_id=conv, role=role, source="manual" if role == "user" else "llm")
+    engine.add("The user travels with their sister Anna", conversation_id="trip-to-lisbon")
+    engine.add("The user likes quiet places and seafood", conversation_id="trip-to-lisbon", kind="preference")
+    engine.add("The user waters the tomatoes in the evening", conversation_id="garden")
+    engine.add("The user's tomato plants have yellow leaves", conversation_id="garden", kind="context")
+    engine.replace(old_job.id, "The user works as a data analyst in Lisbon")
+    scratch = engine.add("The user wants to learn Portuguese", conversation_id="work-notes")
+    engine.delete(scratch.id)
+    with engine._write_lock:
+        summary = engine.store.write_summary(
+            "trip-to-lisbon",
+            "Sam plans a May trip to **Lisbon** with their sister Anna. They like quiet places and "
+            "seafood; suggested Alfama (mornings) and Cais do Sodré (evenings).",
+            summarized_count=2,
+        )
+        engine._remember(summary)
+        engine._after_write([summary], [], "summary", "Update summary of trip-to-lisbon", "trip-to-lisbon")
+    with engine._write_lock:
+        summary = engine.store.write_summary(
+            "trip-to-lisbon",
+            "Sam plans a May trip to **Lisbon** with their sister Anna.\n\n- Likes quiet places and "
+            "seafood\n- Alfama in the mornings, Cais do Sodré for dinner",
+            summarized_count=4,
+        )
+        engine._remember(summary)
+        engine._after_write([summary], [], "summary", "Update summary of trip-to-lisbon", "trip-to-lisbon")

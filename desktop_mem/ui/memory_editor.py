@@ -1,0 +1,388 @@
+"""The memory editor: body and front matter, validated, saved without overwriting outside edits.
+
+Saves go to the writer with the content hash the form was loaded from; if the file changed on
+disk meanwhile (ConflictError, or a store change for the open memory while the form has edits),
+the editor says so and offers Reload or Keep mine. Keep mine asks first, then saves against the
+new hash: nothing is ever overwritten silently, and the overwritten text stays in git.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+from PySide6.QtCore import QDateTime, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDateTimeEdit,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory
+from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.task_runner import TaskRunner
+
+
+@dataclass(frozen=True)
+class FormValues:
+    """What the form holds, in engine terms."""
+
+    text: str
+    kind: str | None
+    source: str | None
+    expires_at: datetime | None
+
+
+class MemoryEditor(QWidget):
+    """Edit one memory (or write a new one)."""
+
+    saved = Signal(object)  # Memory as written
+    conflict_shown = Signal(str)  # the message shown in the conflict banner
+
+    def __init__(self, engine: MemoryEngine, runner: TaskRunner, confirm: Confirm = ask,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._runner = runner
+        self._confirm = confirm
+        self._memory: Memory | None = None
+        self._new_conversation: str | None = None
+        self._base_hash: str | None = None
+        self._saving = False
+        self._setup_ui()
+        self._connect_signals()
+        self._show(None)
+
+    # ---------------------------------------------------------------- setup
+
+    def _setup_ui(self) -> None:
+        self.title_label = QLabel(self)
+        self.title_label.setObjectName("paneTitle")
+        self.banner = QFrame(self)
+        self.banner.setObjectName("warningBanner")
+        self.banner_label = QLabel(self.banner)
+        self.banner_label.setWordWrap(True)
+        self.reload_button = QPushButton("Reload", self.banner)
+        self.keep_button = QPushButton("Keep mine", self.banner)
+        banner_layout = QHBoxLayout(self.banner)
+        banner_layout.addWidget(self.banner_label, 1)
+        banner_layout.addWidget(self.reload_button)
+        banner_layout.addWidget(self.keep_button)
+
+        self.kind_combo = QComboBox(self)
+        self.kind_combo.addItems(list(KINDS))
+        self.source_combo = QComboBox(self)
+        self.source_combo.setEditable(True)
+        self.source_combo.addItems(["", *SOURCES])
+        self.expires_check = QCheckBox("Expires", self)
+        self.expires_edit = QDateTimeEdit(self)
+        self.expires_edit.setCalendarPopup(True)
+        self.expires_edit.setDisplayFormat("yyyy-MM-dd HH:mm")
+        expires = QHBoxLayout()
+        expires.addWidget(self.expires_check)
+        expires.addWidget(self.expires_edit, 1)
+        self.info_label = QLabel(self)
+        self.info_label.setObjectName("mutedLabel")
+        self.info_label.setWordWrap(True)
+        self.info_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.extra_view = QPlainTextEdit(self)
+        self.extra_view.setReadOnly(True)
+        self.extra_view.setMaximumHeight(70)
+        self.extra_view.setToolTip("Front matter keys desktop-mem does not know; kept as they are.")
+        form = QFormLayout()
+        form.addRow("Kind", self.kind_combo)
+        form.addRow("Source", self.source_combo)
+        form.addRow("", expires)
+        form.addRow("Other keys", self.extra_view)
+
+        self.body_edit = QPlainTextEdit(self)
+        self.body_edit.setPlaceholderText("The memory, in Markdown")
+        self.error_label = QLabel(self)
+        self.error_label.setObjectName("errorLabel")
+        self.error_label.setWordWrap(True)
+
+        self.new_button = QPushButton("New", self)
+        self.save_button = QPushButton("Save", self)
+        self.save_button.setDefault(True)
+        self.delete_button = QPushButton("Delete", self)
+        self.external_button = QPushButton("Open in external editor", self)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.new_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.external_button)
+        buttons.addWidget(self.delete_button)
+        buttons.addWidget(self.save_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 0, 0, 0)
+        layout.addWidget(self.title_label)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.info_label)
+        layout.addLayout(form)
+        layout.addWidget(self.body_edit, 1)
+        layout.addWidget(self.error_label)
+        layout.addLayout(buttons)
+        self._save_shortcut = QShortcut(QKeySequence.StandardKey.Save, self)
+
+    def _connect_signals(self) -> None:
+        self.save_button.clicked.connect(self.save)
+        self._save_shortcut.activated.connect(self.save)
+        self.new_button.clicked.connect(self._on_new_button_clicked)
+        self.delete_button.clicked.connect(self._on_delete_button_clicked)
+        self.external_button.clicked.connect(self.open_external)
+        self.reload_button.clicked.connect(self.reload)
+        self.keep_button.clicked.connect(self.keep_mine)
+        self.expires_check.toggled.connect(self.expires_edit.setEnabled)
+
+    # --------------------------------------------------------------- public
+
+    @property
+    def memory(self) -> Memory | None:
+        """The memory as last loaded or saved (None for a new or empty form)."""
+        return self._memory
+
+    def open_memory(self, memory: Memory) -> bool:
+        """Show a memory; asks before dropping unsaved edits. Returns False if the user kept them."""
+        if self._memory is not None and memory.id == self._memory.id and self.is_dirty():
+            return True
+        if self.is_dirty() and not self._confirm(
+                self, "Discard changes?", "The open memory has unsaved changes. Discard them?"):
+            return False
+        self._show(memory)
+        return True
+
+    def new_memory(self, conversation_id: str = GLOBAL_CONVERSATION) -> None:
+        """Start a new fact in a conversation."""
+        if self.is_dirty() and not self._confirm(
+                self, "Discard changes?", "The open memory has unsaved changes. Discard them?"):
+            return
+        self._show(None, new_conversation=conversation_id)
+        self.body_edit.setFocus()
+
+    def values(self) -> FormValues:
+        """The form's current values."""
+        expires = None
+        if self.expires_check.isChecked():
+            expires = datetime.fromtimestamp(self.expires_edit.dateTime().toSecsSinceEpoch(), UTC)
+        source = self.source_combo.currentText().strip() or None
+        return FormValues(self.body_edit.toPlainText(), self.kind_combo.currentText() or None,
+                          source, expires)
+
+    def validate(self) -> list[str]:
+        """Reasons the form cannot be saved (empty when it can)."""
+        values = self.values()
+        errors = []
+        if not values.text.strip():
+            errors.append("The memory needs some text.")
+        if self._is_fact() and values.kind not in KINDS:
+            errors.append(f"Kind must be one of {', '.join(KINDS)}.")
+        created = self._memory.created_at if self._memory else datetime.now(UTC)
+        if values.expires_at is not None and values.expires_at <= created:
+            errors.append("Expiry must be later than the creation time "
+                          f"({when(created)}); untick Expires for no expiry.")
+        return errors
+
+    def changes(self) -> tuple[str | None, dict[str, Any]]:
+        """(new text or None, changed front matter keys) against the loaded memory."""
+        memory = self._memory
+        if memory is None:
+            return None, {}
+        values = self.values()
+        text = values.text if values.text.strip() != memory.text.strip() else None
+        meta: dict[str, Any] = {}
+        if self._is_fact() and values.kind != memory.kind:
+            meta["kind"] = values.kind
+        if values.source != memory.source:
+            meta["source"] = values.source
+        if values.expires_at != memory.expires_at:
+            meta["expires_at"] = values.expires_at
+        return text, meta
+
+    def is_dirty(self) -> bool:
+        """True when the form holds edits that are not saved."""
+        if self._new_conversation is not None:
+            return bool(self.body_edit.toPlainText().strip())
+        text, meta = self.changes()
+        return text is not None or bool(meta)
+
+    @Slot()
+    def save(self) -> None:
+        """Validate, then write on the writer thread (add, or edit against the loaded hash)."""
+        if self._engine.read_only or self._saving:
+            return
+        errors = self.validate()
+        self.error_label.setText("\n".join(errors))
+        if errors:
+            return
+        values = self.values()
+        if self._new_conversation is not None:
+            self._saving = True
+            self._runner.submit_write(
+                self._engine.add, values.text, conversation_id=self._new_conversation,
+                kind=values.kind or "fact", source=values.source or "manual", expires_at=values.expires_at,
+                on_result=self._on_saved, on_error=self._on_save_failed)
+            return
+        assert self._memory is not None
+        text, meta = self.changes()
+        if text is None and not meta:
+            return
+        self._saving = True
+        self._runner.submit_write(self._engine.edit, self._memory.id, text=text, meta=meta or None,
+                                  expected_hash=self._base_hash,
+                                  on_result=self._on_saved, on_error=self._on_save_failed)
+
+    @Slot()
+    def reload(self) -> None:
+        """Drop the form's edits and show the file as it is on disk now."""
+        if self._memory is None:
+            return
+        self._runner.submit(self._engine.get, self._memory.id, key="editor-load",
+                            on_result=self._show, on_error=self._on_failed)
+
+    @Slot()
+    def keep_mine(self) -> None:
+        """After the user confirms, save the form over the changed file (old text stays in git)."""
+        if self._memory is None or not self._confirm(
+                self, "Keep your version?",
+                "The file changed on disk. Save your version over it? The other version stays "
+                "in the history and can be restored."):
+            return
+        self._runner.submit(self._engine.get, self._memory.id, key="editor-load",
+                            on_result=self._on_keep_mine_loaded, on_error=self._on_failed)
+
+    @Slot()
+    def open_external(self) -> None:
+        """Open the Markdown file in the desktop's editor; the watcher brings the edit back."""
+        if self._memory is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._engine.root / self._memory.path)))
+
+    def on_store_changed(self, change: StoreChange) -> None:
+        """Reload the open memory when it changed elsewhere, or flag a conflict if edited here."""
+        memory = self._memory
+        if memory is None or self._saving:
+            return
+        if memory.id not in change.memory_ids and memory.path not in change.paths:
+            return
+        if self.is_dirty():
+            self._show_conflict("This memory changed on disk while you were editing it. Your edits "
+                                "are still here: reload to see the other version, or keep yours.")
+        else:
+            self.reload()
+
+    # -------------------------------------------------------------- private
+
+    def _is_fact(self) -> bool:
+        return self._new_conversation is not None or (self._memory is not None
+                                                      and self._memory.role == "memory")
+
+    def _show(self, memory: Memory | None, new_conversation: str | None = None) -> None:
+        self._memory = memory
+        self._new_conversation = new_conversation
+        self._base_hash = memory.content_hash if memory else None
+        self.banner.hide()
+        self.error_label.clear()
+        editing = memory is not None or new_conversation is not None
+        writable = editing and not self._engine.read_only
+        self.body_edit.setPlainText(memory.text if memory else "")
+        self.body_edit.setEnabled(editing)
+        self.kind_combo.setCurrentText(memory.kind if memory and memory.kind else "fact")
+        self.kind_combo.setEnabled(writable and self._is_fact())
+        self.source_combo.setCurrentText(memory.source or "" if memory else "manual")
+        self.source_combo.setEnabled(writable)
+        has_expiry = memory is not None and memory.expires_at is not None
+        self.expires_check.setChecked(has_expiry)
+        self.expires_check.setEnabled(writable)
+        self.expires_edit.setEnabled(writable and has_expiry)
+        self.expires_edit.setDateTime(
+            QDateTime.fromSecsSinceEpoch(int(memory.expires_at.timestamp())) if memory and memory.expires_at
+            else QDateTime.currentDateTime().addDays(30))
+        extra = dict(memory.extra) if memory else {}
+        self.extra_view.setPlainText(yaml.safe_dump(extra, allow_unicode=True, sort_keys=False,
+                                                    default_flow_style=False) if extra else "")
+        self.extra_view.setVisible(bool(extra))
+        self.save_button.setEnabled(writable)
+        self.delete_button.setEnabled(writable and memory is not None)
+        self.delete_button.setText("Restore" if memory and memory.deleted else "Delete")
+        self.external_button.setEnabled(memory is not None)
+        self.new_button.setEnabled(not self._engine.read_only)
+        self.title_label.setText(self._title(memory, new_conversation))
+        self.info_label.setText(self._info(memory))
+
+    @staticmethod
+    def _title(memory: Memory | None, new_conversation: str | None) -> str:
+        if new_conversation is not None:
+            return f"New fact in “{new_conversation}”"
+        if memory is None:
+            return "Pick a memory to read or edit it"
+        noun = {"memory": memory.kind or "fact", "user": "user turn", "assistant": "assistant turn"}
+        state = " (deleted)" if memory.deleted else ""
+        return f"{noun.get(memory.role, memory.role).capitalize()} in “{memory.conversation_id}”{state}"
+
+    @staticmethod
+    def _info(memory: Memory | None) -> str:
+        if memory is None:
+            return ""
+        parts = [f"created {when(memory.created_at)}"]
+        if memory.updated_at:
+            parts.append(f"updated {when(memory.updated_at)}")
+        if memory.deleted_at:
+            parts.append(f"deleted {when(memory.deleted_at)}")
+        if memory.replaced_by:
+            parts.append(f"replaced by {memory.replaced_by[:8]}")
+        parts.append(memory.path)
+        return " · ".join(parts)
+
+    def _show_conflict(self, message: str) -> None:
+        self.banner_label.setText(message)
+        self.banner.show()
+        self.conflict_shown.emit(message)
+
+    def _on_saved(self, memory: Memory) -> None:
+        self._saving = False
+        self._show(memory)
+        self.saved.emit(memory)
+
+    def _on_save_failed(self, error: BaseException) -> None:
+        self._saving = False
+        if isinstance(error, ConflictError):
+            self._show_conflict("This memory changed on disk since you opened it; nothing was "
+                                "overwritten. Reload to see the other version, or keep yours.")
+        else:
+            self.error_label.setText(f"Could not save: {error}")
+
+    def _on_keep_mine_loaded(self, current: Memory) -> None:
+        # Diff the form against the file as it is now, so every difference is written.
+        self._memory = current
+        self._base_hash = current.content_hash
+        self.banner.hide()
+        self.save()
+
+    def _on_failed(self, error: BaseException) -> None:
+        self.error_label.setText(str(error))
+
+    @Slot()
+    def _on_new_button_clicked(self) -> None:
+        conversation = self._memory.conversation_id if self._memory else GLOBAL_CONVERSATION
+        self.new_memory(conversation)
+
+    @Slot()
+    def _on_delete_button_clicked(self) -> None:
+        memory = self._memory
+        if memory is None or self._saving:
+            return
+        action = self._engine.restore if memory.deleted else self._engine.delete
+        self._saving = True
+        self._runner.submit_write(action, memory.id, on_result=self._on_saved, on_error=self._on_save_failed)

@@ -1,0 +1,61 @@
+"""UI test fixtures: Qt warnings fail tests, a synchronous runner, a real engine with its index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+UI_DIR = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/ui fails on a Qt warning (pytest-qt's qt_log_level_fail)."""
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(UI_DIR):
+            item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
+
+
+@pytest.fixture
+def runner(qtbot: Any) -> Iterator[Any]:
+    """A SyncTaskRunner: tasks run inline, results still arrive through the event loop."""
+    from desktop_mem.ui.task_runner import SyncTaskRunner
+
+    task_runner = SyncTaskRunner()
+    yield task_runner
+    task_runner.deleteLater()
+
+
+@pytest.fixture
+def settle(qtbot: Any) -> Callable[[Any], None]:
+    """Wait until a runner delivered every result it owes."""
+
+    def wait(task_runner: Any, timeout: int = 20000) -> None:
+        qtbot.waitUntil(lambda: not task_runner.busy, timeout=timeout)
+
+    return wait
+
+
+@pytest.fixture
+def indexed_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[Any]:
+    """A writing engine with its real index open, pointed at the scripted LLM server."""
+    from desktop_mem.engine.facade import MemoryEngine
+
+    eng = MemoryEngine(make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model",
+                                   llm__api_key="test"))
+    eng.open_index()
+    yield eng
+    eng.wait_idle(30)
+    eng.close()
+
+
+@pytest.fixture
+def bridge(indexed_engine: Any, qtbot: Any) -> Iterator[Any]:
+    """The engine's changes and write outcomes as Qt signals."""
+    from desktop_mem.ui.engine_bridge import EngineBridge
+
+    engine_bridge = EngineBridge(indexed_engine)
+    yield engine_bridge
+    engine_bridge.close()

@@ -1,0 +1,115 @@
+"""The memory browser over a real engine: listing, filters, search, problems, live updates."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from desktop_mem.ui.memory_browser import MemoryBrowser
+from desktop_mem.ui.memory_model import FETCH_BATCH, MemoryTableModel
+
+
+def _texts(browser: MemoryBrowser) -> list[str]:
+    model = browser.model
+    return [model.memory_at(r).text for r in range(model.rowCount())]  # type: ignore[union-attr]
+
+
+def _browser(qtbot: Any, engine: Any, runner: Any, settle: Any) -> MemoryBrowser:
+    browser = MemoryBrowser(engine, runner)
+    qtbot.addWidget(browser)
+    browser.refresh()
+    settle(runner)
+    return browser
+
+
+def test_lists_filters_and_hides_deleted_until_asked(qtbot: Any, indexed_engine: Any, runner: Any,
+                                                      settle: Any, qtmodeltester: Any) -> None:
+    indexed_engine.add("The user likes green tea", kind="preference")
+    indexed_engine.add("The user lives in Lisbon", conversation_id="trip")
+    gone = indexed_engine.add("The user owns a red bicycle")
+    indexed_engine.delete(gone.id)
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    qtmodeltester.check(browser.model)
+    assert sorted(_texts(browser)) == ["The user likes green tea", "The user lives in Lisbon"]
+    assert browser.count_label.text() == "2 memories"
+
+    browser.set_conversations(indexed_engine.conversations())
+    browser.conversation_combo.setCurrentIndex(browser.conversation_combo.findData("trip"))
+    settle(runner)
+    assert _texts(browser) == ["The user lives in Lisbon"]
+
+    browser.conversation_combo.setCurrentIndex(0)
+    browser.kind_combo.setCurrentIndex(browser.kind_combo.findData("preference"))
+    settle(runner)
+    assert _texts(browser) == ["The user likes green tea"]
+
+    browser.kind_combo.setCurrentIndex(0)
+    browser.deleted_check.setChecked(True)
+    settle(runner)
+    assert "The user owns a red bicycle" in _texts(browser)
+    row = _texts(browser).index("The user owns a red bicycle")
+    assert browser.model.index(row, 5).data() == "deleted"
+
+
+def test_search_combines_meaning_and_keywords_and_shows_scores(qtbot: Any, indexed_engine: Any, runner: Any,
+                                                                settle: Any) -> None:
+    indexed_engine.add("The user drinks green tea every morning")
+    indexed_engine.add("The user's car is a blue Volvo")
+    indexed_engine.add("The user is allergic to peanuts")
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    qtbot.keyClicks(browser.search_edit, "tea")
+    qtbot.waitUntil(lambda: browser.model.searching, timeout=5000)
+    settle(runner)
+    texts = _texts(browser)
+    assert texts[0] == "The user drinks green tea every morning"
+    assert browser.count_label.text().endswith("results") or browser.count_label.text() == "1 result"
+    assert not browser.table.isColumnHidden(6)
+    assert float(browser.model.index(0, 6).data()) > 0
+
+    browser.search_edit.clear()
+    qtbot.waitUntil(lambda: not browser.model.searching, timeout=5000)
+    settle(runner)
+    assert len(_texts(browser)) == 3 and browser.table.isColumnHidden(6)
+
+
+def test_broken_files_are_listed_as_problems(qtbot: Any, indexed_engine: Any, runner: Any, settle: Any,
+                                            qtmodeltester: Any) -> None:
+    bad = indexed_engine.root / "entries" / "global" / "facts" / "broken.md"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text("---\nkind: [unclosed\n---\n\nbody\n", encoding="utf-8")
+    indexed_engine.refresh()
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    qtmodeltester.check(browser.problems_model)
+    assert browser.tabs.tabText(1) == "Problems (1)"
+    assert browser.problems_model.index(0, 0).data() == "entries/global/facts/broken.md"
+    assert browser.problems_model.index(0, 1).data()
+
+
+def test_an_outside_edit_appears_in_the_list(qtbot: Any, indexed_engine: Any, bridge: Any, runner: Any,
+                                             settle: Any) -> None:
+    memory = indexed_engine.add("The user likes cats")
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    bridge.store_changed.connect(browser.on_store_changed)
+    path = indexed_engine.root / memory.path
+    path.write_text(path.read_text(encoding="utf-8").replace("likes cats", "likes dogs"), encoding="utf-8")
+    # What the watcher does, from its own thread.
+    watcher = threading.Thread(target=indexed_engine.apply_external_changes, args=([memory.path],))
+    watcher.start()
+    watcher.join()
+    qtbot.waitUntil(lambda: _texts(browser) == ["The user likes dogs"], timeout=5000)
+
+
+def test_the_model_exposes_big_snapshots_lazily_and_sorts_all_rows(qtmodeltester: Any,
+                                                                   indexed_engine: Any) -> None:
+    for i in range(3):
+        indexed_engine.add(f"fact number {i}")
+    memories = indexed_engine.list_memories() * (FETCH_BATCH // 3 + 10)
+    model = MemoryTableModel()
+    model.set_memories(memories)
+    assert model.rowCount() == FETCH_BATCH and model.total() == len(memories)
+    assert model.canFetchMore(model.index(-1, -1))
+    model.fetchMore(model.index(-1, -1))
+    assert model.rowCount() == len(memories)
+    model.sort(0)
+    assert model.index(0, 0).data() == "fact number 0"
+    qtmodeltester.check(model)

@@ -1,0 +1,66 @@
+"""The task runner: results on the GUI thread, one writer in order, latest wins by key."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from PySide6.QtCore import QThread
+
+from desktop_mem.ui.task_runner import SyncTaskRunner, TaskRunner
+
+
+def test_results_arrive_on_the_gui_thread_from_worker_threads(qtbot: Any) -> None:
+    runner = TaskRunner()
+    gui = QThread.currentThread()
+    seen: list[tuple[str, bool, bool]] = []
+
+    def work(name: str) -> str:
+        return f"{name}:{threading.current_thread() is threading.main_thread()}"
+
+    runner.submit(work, "read", on_result=lambda r: seen.append((r, QThread.currentThread() is gui, True)))
+    runner.submit_write(work, "write", on_result=lambda r: seen.append((r, QThread.currentThread() is gui, True)))
+    qtbot.waitUntil(lambda: len(seen) == 2)
+    assert sorted(seen) == [("read:False", True, True), ("write:False", True, True)]
+
+
+def test_the_writer_runs_one_task_at_a_time_in_submission_order(qtbot: Any) -> None:
+    runner = TaskRunner()
+    order: list[int] = []
+    active = []
+    overlap = []
+    lock = threading.Lock()
+
+    def write(n: int) -> int:
+        with lock:
+            active.append(n)
+            overlap.append(len(active) > 1)
+        threading.Event().wait(0.01)
+        with lock:
+            active.remove(n)
+        return n
+
+    for n in range(8):
+        runner.submit_write(write, n, on_result=order.append)
+    qtbot.waitUntil(lambda: len(order) == 8)
+    assert order == list(range(8))
+    assert not any(overlap)
+
+
+def test_latest_wins_drops_stale_results_for_the_same_key(qtbot: Any) -> None:
+    runner = SyncTaskRunner()
+    shown: list[str] = []
+    for text in ("t", "te", "tea"):
+        runner.submit(str.upper, text, key="search", on_result=shown.append)
+    qtbot.waitUntil(lambda: not runner.busy)
+    assert shown == ["TEA"]
+
+
+def test_errors_go_to_the_error_callback_not_the_result(qtbot: Any) -> None:
+    runner = SyncTaskRunner()
+    errors: list[BaseException] = []
+    results: list[Any] = []
+    runner.submit(int, "not a number", on_result=results.append, on_error=errors.append)
+    assert errors == []  # never delivered inside submit
+    qtbot.waitUntil(lambda: not runner.busy)
+    assert results == [] and isinstance(errors[0], ValueError)
