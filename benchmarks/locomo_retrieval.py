@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -124,9 +124,11 @@ def main() -> int:
     for sample in samples:
         conv = re.sub(r"[^A-Za-z0-9._-]", "-", sample["sample_id"])
         known: set[str] = set()
-        for dia_id, text, when in load_turns(sample):
+        for index, (dia_id, text, when) in enumerate(load_turns(sample)):
+            # A session has one time stamp; + index seconds keeps the turns in order, as a live
+            # chat's own turn times would (the read path indexes a turn with the one before it).
             engine.add(text, conversation_id=conv, role="user", memory_id=f"{conv}:{dia_id}",
-                       created_at=when, source="import")
+                       created_at=when + timedelta(seconds=index), source="import")
             known.add(dia_id)
             n_turns += 1
         for qa in sample["qa"]:

@@ -82,10 +82,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reindex", help="rebuild the search indexes from the Markdown files")
 
+    _add_chat_parsers(sub)
+
     p = sub.add_parser("config", help="show the resolved settings")
     p.add_argument("--list", action="store_true", help="list every declared setting")
     p.add_argument("--json", action="store_true")
     return parser
+
+
+def _add_chat_parsers(sub: Any) -> None:
+    from desktop_mem.engine.context import STRATEGY_NAMES
+
+    p = sub.add_parser("chat", help="chat in the terminal (streams; shows injected and stored memory)")
+    p.add_argument("--conversation", default="default", help="conversation id (default: default)")
+    p.add_argument("--strategy", choices=STRATEGY_NAMES, help="in-session context strategy for this run")
+    p.add_argument("--message", help="send this one message, print the reply and exit")
+
+    p = sub.add_parser("serve", help="OpenAI-compatible endpoint with memory (+ sessions and memory API)")
+    p.add_argument("--host", help="address to bind (default: server.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: server.port, 8100)")
+    p.add_argument("--token", help="bearer token clients must send (default: DESKTOP_MEM_TOKEN)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -339,11 +355,25 @@ def cmd_config(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_chat(args: argparse.Namespace, config: Config) -> int:
+    from desktop_mem.chat_cli import run_chat
+
+    return run_chat(config, args.conversation, args.strategy, args.message)
+
+
+def cmd_serve(args: argparse.Namespace, config: Config) -> int:
+    from desktop_mem.server import serve
+
+    serve(config, args.host, args.port, token=args.token)
+    return 0
+
+
 Handler = Callable[[argparse.Namespace, Config], int]
 HANDLERS: dict[str, Handler] = {
     "add": cmd_add, "list": cmd_list, "show": cmd_show, "edit": cmd_edit, "delete": cmd_delete,
     "restore": cmd_restore, "history": cmd_history, "diff": cmd_diff, "doctor": cmd_doctor,
     "config": cmd_config, "search": cmd_search, "reindex": cmd_reindex,
+    "chat": cmd_chat, "serve": cmd_serve,
 }
 
 

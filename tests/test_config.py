@@ -57,3 +57,12 @@ def test_every_setting_is_documented() -> None:
     doc = settings_markdown()
     for s in SETTINGS:
         assert f"`{s.name}`" in doc and s.description
+
+
+def test_configuration_doc_is_generated_from_the_declarations() -> None:
+    doc = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+    assert doc.read_text(encoding="utf-8") == settings_markdown(), (
+        "docs/configuration.md is stale: regenerate it with "
+        "python -c 'from desktop_mem.engine.config import settings_markdown; print(settings_markdown(), end=\"\")' "
+        "> docs/configuration.md"
+    )

@@ -108,6 +108,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("server.port", int, 8100, "Port of `desktop-mem serve`.", minimum=1, maximum=65535),
     S("server.token", str, "", "Bearer token required by `serve` (required when not on loopback).",
       env="DESKTOP_MEM_TOKEN", secret=True),
+    S("sync.remote_url", str, "", "Git remote the store syncs with (`desktop-mem sync`): a URL or a "
+      "folder (empty: no sync).", env="DESKTOP_MEM_SYNC_URL"),
+    S("sync.branch", str, "main", "Branch of the sync remote that holds the store."),
 )
 del S
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -117,6 +117,7 @@ class MemoryEngine:
 
     def close(self) -> None:
         """Release the store lock and git helpers (idempotent)."""
+        self.stop_watcher()
         if self._closed:
             return
         self._closed = True
@@ -132,6 +133,26 @@ class MemoryEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def start_watcher(self) -> bool:
+        """Apply edits made outside the app as they happen, if `watcher.enabled` (True if running)."""
+        from desktop_mem.engine.watcher import StoreWatcher
+
+        if self.read_only or self._closed or not self.config["watcher.enabled"]:
+            return False
+        watcher: StoreWatcher | None = getattr(self, "_watcher", None)
+        if watcher is None:
+            watcher = StoreWatcher(self, self.config["watcher.debounce_ms"])
+            self._watcher: StoreWatcher | None = watcher
+        watcher.start()
+        return True
+
+    def stop_watcher(self) -> None:
+        """Stop the file watcher, if one runs (idempotent)."""
+        watcher = getattr(self, "_watcher", None)
+        self._watcher = None
+        if watcher is not None:
+            watcher.stop()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener` after every change; returns a function that unsubscribes."""

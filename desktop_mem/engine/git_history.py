@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+import threading
 from pathlib import Path
 
 import git
@@ -94,6 +95,7 @@ class GitHistory:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._repo: git.Repo | None = None
+        self._lock = threading.RLock()
 
     @property
     def repo(self) -> git.Repo:
@@ -227,14 +229,17 @@ class GitHistory:
         if not sha or sha == _ZERO:
             return None
         try:
-            return bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
+            with self._lock:  # GitPython's persistent cat-file process is not thread-safe
+                return bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
         except (ValueError, OSError):
             return None
 
     def show_file(self, path: str, revision: str) -> bytes:
         """A file's bytes as of a revision."""
         try:
-            data: bytes = self.repo.git.show(f"{revision}:{path}", stdout_as_string=False)
+            with self._lock:
+                data: bytes = self.repo.git.show(f"{revision}:{path}", stdout_as_string=False,
+                                                 strip_newline_in_stdout=False)
         except GitCommandError:
             raise GitHistoryError(f"{path} does not exist at {revision[:10]}") from None
         return data

@@ -226,7 +226,10 @@ class IndexSync:
         meta_only: list[Memory] = []
         unchanged = 0
         for m in changed:
-            text_hash, meta_hash = _digest(self.turns.text_for(m)), _digest(index_metadata(m))
+            # The vector depends on the text alone; the keyword doc also on the turn before it,
+            # so that context counts as "metadata": a change there re-uses the stored vector.
+            text_hash = _digest(m.text)
+            meta_hash = _digest([index_metadata(m), self.turns.text_for(m)])
             known = self.manifest.indexed.get(m.id)
             if known == (text_hash, meta_hash):
                 unchanged += 1
@@ -238,7 +241,7 @@ class IndexSync:
         batch = 256
         for start in range(0, total, batch):
             chunk = to_embed[start:start + batch]
-            vectors = self.embedder.embed([self.turns.text_for(m) for m in chunk])
+            vectors = self.embedder.embed([m.text for m in chunk])
             self._write(chunk, vectors)
             if progress is not None:
                 progress(min(start + batch, total), total)
@@ -249,7 +252,7 @@ class IndexSync:
             if ready:
                 self._write(ready, np.stack([stored[m.id] for m in ready]))
             if missing:
-                self._write(missing, self.embedder.embed([self.turns.text_for(m) for m in missing]))
+                self._write(missing, self.embedder.embed([m.text for m in missing]))
         return SyncReport(len(to_embed), len(meta_only), len(removed), unchanged)
 
     def _write(self, memories: Sequence[Memory], vectors: Any) -> None:
@@ -261,7 +264,7 @@ class IndexSync:
             for m, t in zip(memories, texts, strict=True)
         ])
         for m, t in zip(memories, texts, strict=True):
-            self.manifest.indexed[m.id] = (_digest(t), _digest(index_metadata(m)))
+            self.manifest.indexed[m.id] = (_digest(m.text), _digest([index_metadata(m), t]))
 
     def status(self) -> str:
         """One line for `doctor` and the status bar."""

@@ -1,11 +1,15 @@
-"""The text that goes into the indexes for a memory: a turn is indexed with the turn before it.
+"""The keyword-index text of a memory: a turn is indexed with the turn before it.
 
 Why: in a conversation a reply often carries no topic words of its own ("Yes, it was amazing!",
 "I did, last Friday"); what it is about is in the turn it answers. Indexing a user or assistant
 turn together with the previous live turn of the same conversation makes such a reply findable
-by the question's topic (contextual indexing, as in "late chunking" / contextual retrieval).
-Facts and summaries are self-contained and are indexed as they are. The file itself never
-changes: this is derived index text only, rebuilt from the files like the rest of the index.
+by the question's topic words (contextual indexing, as in contextual retrieval). Only the keyword
+index gets the context: measured on LoCoMo, context in the keyword text lifted recall@5 by 0.045,
+in the MiniLM vectors by 0.012 and in both by 0.028 (mean pooling blurs a short reply into its
+context, and MMR then sees neighbouring turns as near-duplicates). So vectors stay the turn's
+own text, and a neighbour's edit never needs a re-embedding. Facts and summaries are
+self-contained and are indexed as they are. The file itself never changes: this is derived
+index text only, rebuilt from the files like the rest of the index.
 """
 
 from __future__ import annotations

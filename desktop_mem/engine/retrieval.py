@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
 
 from desktop_mem.engine.embedder import Embedder
-from desktop_mem.engine.keyword_index import _WORD, STOPWORDS, KeywordIndex
+from desktop_mem.engine.keyword_index import KeywordIndex
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
 from desktop_mem.engine.reranker import Reranker
 from desktop_mem.engine.vector_index import VectorIndex
@@ -36,13 +36,6 @@ class RetrievalSettings:
     score_threshold: float = 0.35
     keyword_weight: float = 0.6
     candidates: int = 40
-    fusion: str = "score"  # "score": min-max convex combination; "rrf": reciprocal-rank fusion
-    rrf_k: int = 60
-    prf_docs: int = 0  # pseudo-relevance feedback: first-pass keyword hits used (0 = off)
-    prf_terms: int = 10
-    prf_weight: float = 0.3
-    mmr_centred: bool = False
-    dense_prf: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -121,8 +114,6 @@ class Retriever:
         query_vec = self.embedder.embed([query])[0]
         dense = self._dense(query_vec, f, pool)
         keyword = self._keyword(query, f, pool)
-        if self.settings.prf_docs > 0 and keyword:
-            keyword = self._feedback(query, keyword, f, pool)
         candidates = self._fuse(dense, keyword, f, now or utc_now())
         if not candidates:
             return []
@@ -162,30 +153,6 @@ class Retriever:
         )
         return {h.id: h.score for h in hits}
 
-    def _feedback(self, query: str, first: dict[str, float], f: SearchFilters, n: int) -> dict[str, float]:
-        s = self.settings
-        top = sorted(first.items(), key=lambda kv: kv[1], reverse=True)[: s.prf_docs]
-        norm = _minmax(dict(top))
-        qterms = set(_WORD.findall(query.lower()))
-        weights: dict[str, float] = {}
-        for mid, _ in top:
-            m = self.lookup(mid)
-            if m is None:
-                continue
-            words = [w for w in _WORD.findall(m.text.lower()) if w not in STOPWORDS and not w.isdigit()]
-            if not words:
-                continue
-            for w in set(words):
-                if w in qterms or len(w) < 3:
-                    continue
-                weights[w] = weights.get(w, 0.0) + (0.5 + 0.5 * norm[mid]) * words.count(w) / len(words)
-        terms = [w for w, _ in sorted(weights.items(), key=lambda kv: kv[1], reverse=True)[: s.prf_terms]]
-        if not terms:
-            return first
-        second = self._keyword(" ".join(terms), f, n)
-        a, b = _minmax(first), _minmax(second)
-        return {i: (1 - s.prf_weight) * a.get(i, 0.0) + s.prf_weight * b.get(i, 0.0) for i in first}
-
     def _fuse(
         self,
         dense: dict[str, tuple[float, Vector]],
@@ -193,12 +160,10 @@ class Retriever:
         f: SearchFilters,
         now: datetime,
     ) -> list[SearchResult]:
-        if self.settings.fusion == "rrf":
-            d_norm = _rrf({i: s for i, (s, _) in dense.items()}, self.settings.rrf_k)
-            k_norm = _rrf(keyword, self.settings.rrf_k)
-        else:
-            d_norm = _minmax({i: s for i, (s, _) in dense.items()})
-            k_norm = _minmax(keyword)
+        # Score fusion, not reciprocal-rank fusion: RRF throws away how far ahead the best
+        # keyword hit is, and measured lower on LoCoMo (recall@5 0.531 vs 0.573, same index).
+        d_norm = _minmax({i: s for i, (s, _) in dense.items()})
+        k_norm = _minmax(keyword)
         w = self.settings.keyword_weight if keyword else 0.0
         results: list[SearchResult] = []
         for mid in dict.fromkeys([*keyword, *dense]):
@@ -226,7 +191,8 @@ class Retriever:
             if rel < self.settings.score_threshold:
                 continue  # 001 §3 step 2: hard-pruned
             s = cand.scores
-            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, rel, rel, s.recency, (1 - rw) * rel + rw * s.recency)
+            final = (1 - rw) * rel + rw * s.recency
+            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, rel, rel, s.recency, final)
             kept.append(SearchResult(cand.memory, scores, cand.embedding))
         return kept
 
@@ -234,26 +200,30 @@ class Retriever:
 
     def _mmr(self, ranked: list[SearchResult], k: int) -> list[SearchResult]:
         """Maximal Marginal Relevance: λ·relevance − (1−λ)·max cosine to what is already chosen."""
+        if not ranked:  # the reranker's threshold can prune every candidate
+            return []
         missing = [r.memory.id for r in ranked if r.embedding is None]
         stored = self.vectors.get_embeddings(missing) if missing else {}
         vectors = [r.embedding if r.embedding is not None else stored.get(r.memory.id) for r in ranked]
         lam = self.settings.mmr_lambda
-        if self.settings.mmr_centred:
-            present = [v for v in vectors if v is not None]
-            if len(present) > 1:
-                mean = np.mean(np.stack(present), axis=0)
-                vectors = [None if v is None else _unit(v - mean) for v in vectors]
+        # MMR weighs relevance against a cosine similarity in [0, 1], so relevance must span
+        # [0, 1] too: rescale the final scores over the candidate pool (best = 1). Otherwise the
+        # trade-off drifts with the score scale - e.g. final = 0.8 * fused for memories older than
+        # a few months (recency ~ 0), which let redundancy win too often (LoCoMo recall@5 0.590
+        # -> 0.605 with the rescale; 0.612 with no MMR at all).
+        rel = list(_minmax({str(i): r.scores.final for i, r in enumerate(ranked)}).values())
+        # Pairwise cosines once (vectors are unit length); a memory without a vector has none.
+        has = np.array([v is not None for v in vectors])
+        dim = next((v.shape[0] for v in vectors if v is not None), 1)
+        matrix = np.stack([v if v is not None else np.zeros(dim, np.float32) for v in vectors])
+        sims = matrix @ matrix.T
         chosen: list[int] = []
         remaining = list(range(len(ranked)))
         while remaining and len(chosen) < k:
             best, best_score = remaining[0], -math.inf
             for i in remaining:
-                penalty = 0.0
-                vi = vectors[i]
-                if chosen and vi is not None:
-                    sims = [float(np.dot(vi, vectors[j])) for j in chosen if vectors[j] is not None]
-                    penalty = max(sims, default=0.0)
-                score = lam * ranked[i].scores.final - (1 - lam) * penalty
+                penalty = float(sims[i, chosen].max()) if chosen and has[i] else 0.0
+                score = lam * rel[i] - (1 - lam) * penalty
                 if score > best_score:
                     best, best_score = i, score
             chosen.append(best)
@@ -261,9 +231,7 @@ class Retriever:
         out: list[SearchResult] = []
         for rank, i in enumerate(chosen, start=1):
             r = ranked[i]
-            s = r.scores
-            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, s.rerank, s.relevance, s.recency, s.final, rank)
-            out.append(SearchResult(r.memory, scores, r.embedding))
+            out.append(SearchResult(r.memory, replace(r.scores, mmr_rank=rank), r.embedding))
         return out
 
 
@@ -274,16 +242,6 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
     if hi - lo < 1e-12:
         return {k: 1.0 for k in scores}
     return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
-
-
-def _rrf(scores: dict[str, float], k: int) -> dict[str, float]:
-    ranked = sorted(scores, key=lambda i: scores[i], reverse=True)
-    return {i: (k + 1) / (k + r) for r, i in enumerate(ranked, start=1)}
-
-
-def _unit(v: Vector) -> Vector:
-    n = float(np.linalg.norm(v))
-    return v / n if n > 1e-12 else v
 
 
 def _passes(m: Memory, f: SearchFilters) -> bool:
@@ -305,3 +263,4 @@ def _passes(m: Memory, f: SearchFilters) -> bool:
 def injection_lines(results: Sequence[SearchResult]) -> list[str]:
     """001 §3 step 5: each memory as `[<role>] <content>` (scores are not shown to the model)."""
     return [f"[{r.memory.role}] {' '.join(r.memory.text.split())}" for r in results]
+

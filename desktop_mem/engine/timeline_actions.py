@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from git.exc import GitError
+from gitdb.exc import ODBError
+
 from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.git_history import GitHistoryError
 from desktop_mem.engine.markdown_store import atomic_write, content_hash
 from desktop_mem.engine.models import (
     ConflictError,
@@ -23,6 +25,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
+from desktop_mem.engine.timeline_query import file_bytes_at
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine
@@ -110,10 +113,9 @@ def restore_summary_version(
     engine._require_writer()
     sha = event_or_sha.commit if isinstance(event_or_sha, TimelineEvent) else event_or_sha
     rel = f"entries/{conversation}/{SUMMARY_FILE}"
-    try:
-        raw = engine.git.show_file(rel, sha)
-    except GitHistoryError:
-        raise NotFoundError(f"conversation {conversation!r} had no summary at {sha[:10]}") from None
+    raw = file_bytes_at(engine, rel, sha)
+    if raw is None:
+        raise NotFoundError(f"conversation {conversation!r} had no summary at {sha[:10]}")
     old = engine.store.memory_from_bytes(rel, raw)
     with engine._write_lock:
         current = engine.summary(conversation)
@@ -141,22 +143,23 @@ def restore_summary_version(
 
 def memory_at(engine: MemoryEngine, memory_id: str, sha: str) -> Memory:
     """A memory as it was at a commit (read-only; its `path` is where it lived then)."""
+    try:
+        engine.git.repo.commit(sha)
+    except (ValueError, GitError, ODBError):
+        raise NotFoundError(f"{sha!r} is not a commit of this store") from None
     current = engine.lookup(memory_id)
     if current is not None:
         for rel in _candidate_paths(current):
-            try:
-                return engine.store.memory_from_bytes(rel, engine.git.show_file(rel, sha))
-            except GitHistoryError:
-                continue
+            raw = file_bytes_at(engine, rel, sha)
+            if raw is not None:
+                return engine.store.memory_from_bytes(rel, raw)
     # Gone now, or moved under another name: look for it in that commit's tree.
-    try:
-        listing = engine.git.repo.git.ls_tree("-r", "--name-only", sha, "--", "entries")
-    except Exception:  # noqa: BLE001 - GitPython raises several types for a bad revision
-        raise NotFoundError(f"{sha!r} is not a commit of this store") from None
+    listing = engine.git.repo.git.ls_tree("-r", "--name-only", sha, "--", "entries")
     for rel in listing.splitlines():
         if rel.endswith(".md") and memory_id in PurePosixPath(rel).name:
-            memory = engine.store.memory_from_bytes(rel, engine.git.show_file(rel, sha))
-            if memory.id == memory_id:
+            raw = file_bytes_at(engine, rel, sha)
+            memory = engine.store.memory_from_bytes(rel, raw) if raw is not None else None
+            if memory is not None and memory.id == memory_id:
                 return memory
     raise NotFoundError(f"memory {memory_id} did not exist at {sha[:10]}")
 
@@ -176,11 +179,10 @@ def _check_unchanged(engine: MemoryEngine, current: Memory, event_path: str, sha
         raise ConflictError(
             f"memory {current.id} moved since {sha[:10]} (now {current.path}); nothing was changed"
         )
-    try:
-        then = content_hash(engine.git.show_file(event_path, sha))
-    except GitHistoryError:
-        raise ConflictError(f"{event_path} is not in commit {sha[:10]}; nothing was changed") from None
-    if _disk_hash(engine, current.path) != then:
+    then = file_bytes_at(engine, event_path, sha)
+    if then is None:
+        raise ConflictError(f"{event_path} is not in commit {sha[:10]}; nothing was changed")
+    if _disk_hash(engine, current.path) != content_hash(then):
         raise ConflictError(
             f"memory {current.id} was edited after {sha[:10]}; nothing was changed. Look at its "
             "history, then restore it anyway if that is what you want"
@@ -203,10 +205,9 @@ def _recreate(engine: MemoryEngine, event: TimelineEvent, memory_id: str) -> Mem
     path = engine.store.abspath(rel)
     if path.exists():
         raise ConflictError(f"another file now sits at {rel}; move it away first. Nothing was changed")
-    try:
-        raw = engine.git.show_file(rel, f"{event.commit}^")
-    except GitHistoryError:
-        raise NotFoundError(f"the deleted file is not in the commit before {event.commit[:10]}") from None
+    raw = file_bytes_at(engine, rel, f"{event.commit}^")
+    if raw is None:
+        raise NotFoundError(f"the deleted file is not in the commit before {event.commit[:10]}")
     memory = engine.store.memory_from_bytes(rel, raw)
     atomic_write(path, raw)
     engine._remember(memory)

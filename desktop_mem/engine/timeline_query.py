@@ -20,9 +20,11 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
+from git.exc import GitError
+from gitdb.exc import ODBError
 
 from desktop_mem.engine import front_matter
-from desktop_mem.engine.git_history import GitHistoryError, RawCommit
+from desktop_mem.engine.git_history import RawCommit
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.engine.timeline import classify
 
@@ -341,20 +343,24 @@ def _show(value: Any) -> str:
     return dumped.removesuffix("\n...\n").strip()
 
 
+def file_bytes_at(engine: MemoryEngine, path: str, revision: str) -> bytes | None:
+    """A file's exact bytes at a revision, None if it did not exist there.
+
+    Read from the commit's tree through GitPython's object database (not `git show`, whose output
+    GitPython strips of the final newline), so content hashes match the file on disk.
+    """
+    try:
+        blob = engine.git.repo.commit(revision).tree / path
+        data: bytes = blob.data_stream.read()
+    except (KeyError, ValueError, GitError, ODBError):
+        return None
+    return data
+
+
 def event_bytes(engine: MemoryEngine, event: TimelineEvent) -> tuple[bytes | None, bytes | None]:
     """The file before and after an event (None for a side that did not exist), for the diff view."""
-    old: bytes | None = None
-    new: bytes | None = None
-    if event.old_path is not None:
-        try:
-            old = engine.git.show_file(event.old_path, f"{event.commit}^")
-        except GitHistoryError:
-            old = None
-    if not event.hard_delete:
-        try:
-            new = engine.git.show_file(event.path, event.commit)
-        except GitHistoryError:
-            new = None
+    old = file_bytes_at(engine, event.old_path, f"{event.commit}^") if event.old_path else None
+    new = None if event.hard_delete else file_bytes_at(engine, event.path, event.commit)
     return old, new
 
 

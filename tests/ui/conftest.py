@@ -16,6 +16,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(UI_DIR):
             item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
+            # The offscreen platform itself says this about every shown top-level window.
+            item.add_marker(pytest.mark.qt_log_ignore("does not support propagateSizeHints", extend=True))
 
 
 @pytest.fixture

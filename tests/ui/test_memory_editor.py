@@ -120,7 +120,7 @@ def test_a_conflict_is_caught_and_never_overwrites_silently(qtbot: Any, indexed_
         editor.save()
     path = indexed_engine.root / memory.path
     assert "likes dogs" in path.read_text(encoding="utf-8")
-    assert editor.banner.isVisible() or not editor.isVisible()
+    assert not editor.banner.isHidden()
     assert "changed on disk" in editor.banner_label.text()
     assert editor.body_edit.toPlainText() == "The user likes birds"
     if keep_mine:

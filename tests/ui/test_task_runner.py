@@ -13,15 +13,18 @@ from desktop_mem.ui.task_runner import SyncTaskRunner, TaskRunner
 def test_results_arrive_on_the_gui_thread_from_worker_threads(qtbot: Any) -> None:
     runner = TaskRunner()
     gui = QThread.currentThread()
-    seen: list[tuple[str, bool, bool]] = []
+    seen: list[tuple[str, bool]] = []
+
+    def record(result: str) -> None:
+        seen.append((result, QThread.currentThread() is gui))
 
     def work(name: str) -> str:
         return f"{name}:{threading.current_thread() is threading.main_thread()}"
 
-    runner.submit(work, "read", on_result=lambda r: seen.append((r, QThread.currentThread() is gui, True)))
-    runner.submit_write(work, "write", on_result=lambda r: seen.append((r, QThread.currentThread() is gui, True)))
+    runner.submit(work, "read", on_result=record)
+    runner.submit_write(work, "write", on_result=record)
     qtbot.waitUntil(lambda: len(seen) == 2)
-    assert sorted(seen) == [("read:False", True, True), ("write:False", True, True)]
+    assert sorted(seen) == [("read:False", True), ("write:False", True)]
 
 
 def test_the_writer_runs_one_task_at_a_time_in_submission_order(qtbot: Any) -> None:

@@ -1,0 +1,106 @@
+"""Read-path latency at 1k / 10k / 100k synthetic memories, without and with a reranker.
+
+Each store is built once under --dir (kept, so a re-run only opens it): files are written through
+the real store (MarkdownStore.new_memory; git versioning off, as a bulk import would be), then
+MemoryEngine.open_index() embeds and indexes them. Queries are scoped to a conversation, as the
+per-turn read path is. The reranker row uses the tiny test cross-encoder from
+tests/tiny_cross_encoder.py (a few-KB model: it exercises the code path, it is NOT the cost of a
+real ms-marco MiniLM cross-encoder). Usage:
+
+    python benchmarks/read_latency.py [--sizes 1000,10000,100000] [--queries 200] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.synthetic import memories, queries  # noqa: E402
+from desktop_mem.engine.config import load_config  # noqa: E402
+from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
+from desktop_mem.engine.reranker import OnnxReranker  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def config(root: Path, threads: int) -> Any:
+    return load_config(flags={"store.path": str(root), "store.git_versioning": False, "watcher.enabled": False,
+                              "embedding.threads": threads})
+
+
+def build(root: Path, n: int, threads: int) -> None:
+    """Write n memories as files through the store and index them (skipped if already built)."""
+    if (root / "memory_index.json").exists():
+        return
+    with MemoryEngine(config(root, threads)) as engine:
+        start = time.perf_counter()
+        for m in memories(n):
+            engine.store.new_memory(m.text, conversation_id=m.conversation_id, role=m.role, kind=m.kind,
+                                    source="import", created_at=m.created_at)
+        engine.refresh()
+        wrote = time.perf_counter() - start
+        start = time.perf_counter()
+        engine.open_index()
+        print(f"  built {n}: files {wrote:.0f} s, index {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def measure(engine: MemoryEngine, n_queries: int) -> dict[str, float]:
+    rng = random.Random(3)
+    convs = [c for c in engine.conversations() if c != "global"]
+    qs = queries(n_queries)
+    for q in qs[:5]:  # warm-up: first-query costs (ONNX session, sqlite pages) are not per-turn costs
+        engine.search(q, conversation_id=rng.choice(convs))
+    times: list[float] = []
+    for q in qs:
+        conv = rng.choice(convs)
+        start = time.perf_counter()
+        engine.search(q, conversation_id=conv)
+        times.append((time.perf_counter() - start) * 1000)
+    return {"p50_ms": statistics.median(times), "p95_ms": pct(times, 0.95)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "desktop-mem-bench")
+    parser.add_argument("--build-threads", type=int, default=2, help="embedder threads while building")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    from tests.tiny_cross_encoder import write_cross_encoder
+
+    tiny = write_cross_encoder(Path(tempfile.mkdtemp(prefix="tiny-ce-")))
+    rows: list[dict[str, Any]] = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        root = args.dir / f"store-{n}"
+        build(root, n, args.build_threads)
+        with MemoryEngine(config(root, 1)) as engine:  # queries with the default 1 embedder thread
+            engine.open_index()
+            plain = measure(engine, args.queries)
+            engine.retriever.reranker = OnnxReranker(tiny)
+            ranked = measure(engine, args.queries)
+        rows.append({"memories": n, "p50_ms": plain["p50_ms"], "p95_ms": plain["p95_ms"],
+                     "rerank_p50_ms": ranked["p50_ms"], "rerank_p95_ms": ranked["p95_ms"]})
+        r = rows[-1]
+        print(f"{n:>8} memories: p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms   with tiny reranker: "
+              f"p50 {r['rerank_p50_ms']:6.1f} ms  p95 {r['rerank_p95_ms']:6.1f} ms", flush=True)
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Timeline paging benchmark: first and next page of `timeline_page` over a 5,000-commit store.
+
+The store is generated with `git fast-import` (seconds instead of minutes) from memory files
+rendered exactly as the app writes them, in a realistic mix: facts added, edited, replaced
+(tombstone with replaced_by + new fact), deleted, evicted, restored, turns, rolling summaries,
+and a few commits made by hand without trailers. Each run uses a fresh (cold) commit cache.
+Usage:
+
+    python benchmarks/timeline_pages.py [--commits 5000] [--runs 7] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from desktop_mem.engine import front_matter
+from desktop_mem.engine.config import load_config
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.git_history import GITIGNORE, format_message
+from desktop_mem.engine.models import EventType
+from desktop_mem.engine.timeline_query import CommitCache, TimelineQuery, timeline_page
+
+TARGET_FIRST_MS = 300.0
+TARGET_NEXT_MS = 150.0
+_SUBJECTS = ["lives in", "works at", "likes", "has a", "prefers", "is learning", "visited", "owns"]
+_OBJECTS = ["Berlin", "a small bakery", "jazz records", "grey cat", "green tea over coffee", "Rust",
+            "Lisbon last spring", "an old bicycle", "the night shift", "board games", "Hamburg"]
+_OPS = [("add", 26), ("turns", 24), ("edit", 10), ("update", 12), ("delete", 8), ("evict", 4),
+        ("restore", 4), ("summary", 8), ("hand", 4)]
+
+
+@dataclass
+class _File:
+    meta: dict[str, Any]
+    body: str
+
+    def render(self) -> bytes:
+        return front_matter.render(self.meta, self.body).encode()
+
+
+@dataclass
+class _Sim:
+    """The simulated store: live and deleted files by path, and the fast-import stream."""
+
+    rng: random.Random
+    live: dict[str, _File] = field(default_factory=dict)
+    deleted: dict[str, _File] = field(default_factory=dict)
+    out: list[bytes] = field(default_factory=list)
+    now: datetime = datetime(2025, 1, 1, tzinfo=UTC)
+    mark: int = 0
+
+    def fact_text(self) -> str:
+        return f"User {self.rng.choice(_SUBJECTS)} {self.rng.choice(_OBJECTS)} ({self.rng.randrange(10**6)})"
+
+    def new_file(self, conv: str, role: str, text: str) -> tuple[str, _File]:
+        mid = str(uuid.UUID(int=self.rng.getrandbits(128)))
+        folder = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant"}[role]
+        stamp = self.now.strftime("%Y%m%dT%H%M%SZ")
+        meta = {"id": mid, "role": role, "conversation_id": conv,
+                "kind": "fact" if role == "memory" else None, "source": "llm", "created_at": self.now}
+        return f"entries/{conv}/{folder}/{stamp}__{mid}.md", _File({k: v for k, v in meta.items() if v}, text)
+
+    def commit(self, subject: str, trailers: dict[str, str], changes: list[tuple[str, str, bytes]]) -> None:
+        self.mark += 1
+        self.now += timedelta(seconds=self.rng.randrange(20, 900))
+        msg = format_message(subject, trailers).encode()
+        author = b"desktop-mem <desktop-mem@localhost>" if trailers else b"Me <me@example.org>"
+        head = b"commit refs/heads/main\nmark :%d\ncommitter %s %d +0000\ndata %d\n%s\n" % (
+            self.mark, author, int(self.now.timestamp()), len(msg), msg)
+        self.out.append(head)
+        for op, path, data in changes:
+            if op == "D":
+                self.out.append(f"D {path}\n".encode())
+            else:
+                self.out.append(f"M 100644 inline {path}\n".encode() + b"data %d\n%s\n" % (len(data), data))
+        self.out.append(b"\n")
+
+    def pick(self, pool: dict[str, _File], role: str = "memory") -> str | None:
+        paths = [p for p, f in pool.items() if f.meta["role"] == role]
+        return self.rng.choice(paths[-400:]) if paths else None  # recent ones, as in real use
+
+
+def _to_deleted(path: str) -> str:
+    conv_root = "/".join(path.split("/")[:2])
+    return f"{conv_root}/deleted/{path[len(conv_root) + 1:]}"
+
+
+def _step(sim: _Sim, op: str, conv: str) -> None:
+    rng = sim.rng
+    trail = {"Conversation": conv}
+    if op == "add" or (op in ("edit", "update", "delete", "evict", "hand") and sim.pick(sim.live) is None):
+        path, f = sim.new_file(conv, "memory", sim.fact_text())
+        sim.live[path] = f
+        sim.commit(f"Add fact: {f.body}", {"Operation": "add", "Ids": f.meta["id"], **trail},
+                   [("M", path, f.render())])
+    elif op == "turns":
+        u_path, u = sim.new_file(conv, "user", "Can you remember that " + sim.fact_text().lower() + "?")
+        reply = "Sure - noted. " + " ".join(sim.fact_text() for _ in range(3))
+        a_path, a = sim.new_file(conv, "assistant", reply)
+        sim.live.update({u_path: u, a_path: a})
+        ids = f"{u.meta['id']}, {a.meta['id']}"
+        sim.commit(f"Turn: {u.body[:60]}", {"Operation": "turn", "Ids": ids, **trail},
+                   [("M", u_path, u.render()), ("M", a_path, a.render())])
+    elif op == "summary":
+        path = f"entries/{conv}/summaries/summary.md"
+        old = sim.live.get(path)
+        text = " ".join(sim.fact_text() + "." for _ in range(rng.randrange(6, 14)))
+        fresh: dict[str, Any] = {"id": f"summary-{conv}", "role": "summary", "conversation_id": conv,
+                 "summary_kind": "rolling", "created_at": sim.now}
+        meta = dict(old.meta) if old else fresh
+        meta.update(updated_at=sim.now, summarized_count=int(meta.get("summarized_count", 0)) + 4)
+        sim.live[path] = _File(meta, text)
+        sim.commit("Update summary", {"Operation": "summary", "Ids": f"summary-{conv}", **trail},
+                   [("M", path, sim.live[path].render())])
+    elif op == "edit":
+        picked = sim.pick(sim.live)
+        assert picked
+        f = sim.live[picked]
+        f.body = f.body.rsplit(" (", 1)[0] + f" ({rng.randrange(10**6)})"
+        f.meta["updated_at"] = sim.now
+        sim.commit(f"Edit fact: {f.body}", {"Operation": "edit", "Ids": f.meta["id"], **trail},
+                   [("M", picked, f.render())])
+    elif op in ("update", "hand", "delete", "evict"):
+        picked = sim.pick(sim.live)
+        assert picked
+        f = sim.live.pop(picked)
+        tomb = _to_deleted(picked)
+        f.meta["deleted_at"] = sim.now
+        changes = [("D", picked, b"")]
+        if op in ("update", "hand"):
+            new_path, new = sim.new_file(f.meta["conversation_id"], "memory", sim.fact_text())
+            f.meta["replaced_by"] = new.meta["id"]
+            sim.live[new_path] = new
+            changes.append(("M", new_path, new.render()))
+        sim.deleted[tomb] = f
+        changes.append(("M", tomb, f.render()))
+        if op == "hand":
+            sim.commit("replace a fact by hand", {}, changes)
+        else:
+            verb = {"update": "Update", "delete": "Delete", "evict": "Evict"}[op]
+            sim.commit(f"{verb} fact: {f.body}", {"Operation": op, "Ids": f.meta["id"], **trail}, changes)
+    elif op == "restore":
+        tombs = [p for p, f in sim.deleted.items() if not f.meta.get("replaced_by")]
+        if not tombs:
+            _step(sim, "add", conv)
+            return
+        tomb = rng.choice(tombs)
+        f = sim.deleted.pop(tomb)
+        f.meta.pop("deleted_at", None)
+        f.meta["updated_at"] = sim.now
+        path = tomb.replace("/deleted/", "/", 1)
+        sim.live[path] = f
+        sim.commit(f"Restore fact: {f.body}", {"Operation": "restore", "Ids": f.meta["id"], **trail},
+                   [("D", tomb, b""), ("M", path, f.render())])
+
+
+def build_store(root: Path, commits: int, seed: int = 7) -> None:
+    """A git store at `root` with `commits` commits in a realistic mix."""
+    sim = _Sim(random.Random(seed))
+    sim.commit("Create the store", {"Operation": "init"}, [("M", ".gitignore", GITIGNORE.encode())])
+    names, weights = zip(*_OPS, strict=True)
+    convs = ["global"] + [f"c{i:02d}" for i in range(1, 21)]
+    while sim.mark < commits:
+        _step(sim, sim.rng.choices(names, weights)[0], sim.rng.choice(convs))
+    root.mkdir(parents=True)
+    run = {"cwd": root, "check": True, "capture_output": True}
+    subprocess.run(["git", "init", "-q", "-b", "main"], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "fast-import", "--quiet"], input=b"".join(sim.out), **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "reset", "--hard", "-q"], **run)  # type: ignore[call-overload]
+
+
+def measure(engine: MemoryEngine, runs: int, query: TimelineQuery) -> tuple[float, float, int]:
+    """Median first-page and next-page times (ms) with a cold cache, and the events on page 1."""
+    firsts, nexts = [], []
+    events = 0
+    for _ in range(runs):
+        cache = CommitCache()  # cold: nothing classified yet
+        start = time.perf_counter()
+        first = timeline_page(engine, query, None, 50, cache)
+        firsts.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        timeline_page(engine, query, first.next_cursor, 50, cache)
+        nexts.append((time.perf_counter() - start) * 1000)
+        events = sum(len(c.events) for c in first.commits)
+    return statistics.median(firsts), statistics.median(nexts), events
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--commits", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "store"
+        t0 = time.perf_counter()
+        build_store(root, args.commits)
+        build_s = time.perf_counter() - t0
+        config = load_config(flags={"store.path": str(root), "watcher.enabled": False})
+        with MemoryEngine(config) as engine:
+            total = engine.git.count()
+            mix = Counter(e.type for c in engine.history(limit=total) for e in c.events)
+            results: dict[str, Any] = {
+                "commits": total,
+                "build_seconds": round(build_s, 1),
+                "event_mix": {str(k): mix.get(k, 0) for k in EventType},
+                "all": measure(engine, args.runs, TimelineQuery()),
+                "only_deletes_and_replacements": measure(
+                    engine, args.runs, TimelineQuery(only_deletes_and_replacements=True)),
+                "conversation_c07": measure(engine, args.runs, TimelineQuery(conversation="c07")),
+            }
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"store: {results['commits']} commits, built in {results['build_seconds']} s")
+    print(f"event mix: {results['event_mix']}")
+    for name in ("all", "only_deletes_and_replacements", "conversation_c07"):
+        first, nxt, events = results[name]
+        print(f"{name:32s} first page {first:7.1f} ms   next page {nxt:7.1f} ms   "
+              f"({events} events on page 1)")
+    first, nxt, _ = results["all"]
+    ok = first <= TARGET_FIRST_MS and nxt <= TARGET_NEXT_MS
+    verdict = "met" if ok else "MISSED"
+    print(f"targets: first <= {TARGET_FIRST_MS:.0f} ms, next <= {TARGET_NEXT_MS:.0f} ms -> {verdict}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

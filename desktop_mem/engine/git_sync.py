@@ -1,0 +1,286 @@
+"""Keep one store on several machines through a git remote (`sync.remote_url`, `sync.branch`).
+
+`sync(engine)`: commit local changes, fetch, merge the remote branch, push. A memory changed on
+both sides is never lost: our version stays in place and theirs becomes a new memory beside it
+(fresh id, `conflict_of: <id>`, `source: import`), so both show in the app and the user picks.
+Everything runs under the engine's writer lock; afterwards the catalog and index follow the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from git.exc import GitCommandError
+
+from desktop_mem.engine.front_matter import FrontMatterError
+from desktop_mem.engine.git_history import format_message
+from desktop_mem.engine.markdown_store import atomic_write
+from desktop_mem.engine.models import EngineError, Memory, ValidationError
+
+if TYPE_CHECKING:
+    import git
+
+    from desktop_mem.engine.facade import MemoryEngine
+
+log = logging.getLogger(__name__)
+REMOTE = "desktop-mem-sync"  # our own remote name, so a user's `origin` is left alone
+GIT_TIMEOUT_S = 120
+ATTEMPTS = 3  # a push rejected because another machine pushed meanwhile is retried
+
+
+class SyncError(EngineError):
+    """Sync could not finish; the message says what and what to do. Local memory is intact."""
+
+
+@dataclass(frozen=True)
+class SyncConflict:
+    """A file changed on both sides: ours kept at `path`, theirs saved as `their_copy`."""
+
+    memory_id: str | None
+    path: str
+    their_copy_id: str | None
+    their_copy_path: str | None
+    note: str
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What came in, what went out, and the conflicts that were kept side by side."""
+
+    remote: str
+    branch: str
+    incoming_commits: int
+    incoming_paths: tuple[str, ...]
+    outgoing_commits: int
+    conflicts: tuple[SyncConflict, ...]
+    pushed: bool
+
+
+def sync(engine: MemoryEngine) -> SyncResult:
+    """Commit, fetch, merge (conflicts kept side by side), push; raises SyncError on failure."""
+    engine._require_writer()
+    url = str(engine.config["sync.remote_url"]).strip()
+    branch = str(engine.config["sync.branch"]).strip() or "main"
+    if not url:
+        raise SyncError("no sync remote is set: set sync.remote_url (a git URL or a folder) in the "
+                        "settings or with --set sync.remote_url=...")
+    if not engine.config["store.git_versioning"]:
+        raise SyncError("sync needs git versioning: set store.git_versioning to true")
+    repo = engine.git.repo
+    with engine._write_lock, _quiet_git(repo):
+        _abort_stale_merge(repo)
+        engine.commit("Record changes before sync", "sync", (), None)
+        _set_remote(repo, url)
+        incoming, outgoing = 0, 0
+        paths: list[str] = []
+        conflicts: list[SyncConflict] = []
+        for attempt in range(1, ATTEMPTS + 1):
+            n, changed, found = _pull(engine, repo, url, branch)
+            incoming, conflicts = incoming + n, conflicts + found
+            paths += [p for p in changed if p not in paths]
+            outgoing = _count(repo, f"refs/remotes/{REMOTE}/{branch}..HEAD")
+            if _push(repo, url, branch, last=attempt == ATTEMPTS):
+                break
+        _follow_files(engine, paths)
+    return SyncResult(url, branch, incoming, tuple(paths), outgoing, tuple(conflicts), True)
+
+
+@contextlib.contextmanager
+def _quiet_git(repo: git.Repo) -> Iterator[None]:
+    # Never wait on a password prompt: sync runs from the app and from scripts.
+    ssh = os.environ.get("GIT_SSH_COMMAND") or "ssh -o BatchMode=yes"
+    with repo.git.custom_environment(GIT_TERMINAL_PROMPT="0", GIT_SSH_COMMAND=ssh):
+        yield
+
+
+def _git(repo: git.Repo, *args: str) -> str:
+    out: str = repo.git.execute(["git", *args], kill_after_timeout=GIT_TIMEOUT_S)
+    return out
+
+
+def _abort_stale_merge(repo: git.Repo) -> None:
+    """A sync killed mid-merge leaves MERGE_HEAD; the committed history is intact, so start over."""
+    if (Path(repo.git_dir) / "MERGE_HEAD").exists():
+        log.warning("aborting a merge left by an interrupted sync")
+        _git(repo, "merge", "--abort")
+
+
+def _set_remote(repo: git.Repo, url: str) -> None:
+    names = [r.name for r in repo.remotes]
+    if REMOTE in names:
+        if repo.remote(REMOTE).url != url:
+            _git(repo, "remote", "set-url", REMOTE, url)
+    else:
+        _git(repo, "remote", "add", REMOTE, url)
+
+
+def _count(repo: git.Repo, spec: str) -> int:
+    base = spec.split("..", 1)[0]
+    if base and not _exists(repo, base):
+        spec = spec.split("..", 1)[1]
+    return int(_git(repo, "rev-list", "--count", spec) or 0)
+
+
+def _exists(repo: git.Repo, ref: str) -> bool:
+    try:
+        _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        return True
+    except GitCommandError:
+        return False
+
+
+def _reason(exc: GitCommandError) -> str:
+    stderr = exc.stderr if isinstance(exc.stderr, str) else str(exc)
+    return " ".join(stderr.replace("stderr:", "").split())[:300] or str(exc)
+
+
+def _pull(
+    engine: MemoryEngine, repo: git.Repo, url: str, branch: str
+) -> tuple[int, list[str], list[SyncConflict]]:
+    """Fetch and merge the remote branch; returns (commits in, paths changed, conflicts)."""
+    tracking = f"refs/remotes/{REMOTE}/{branch}"
+    try:
+        listed = _git(repo, "ls-remote", "--heads", REMOTE, f"refs/heads/{branch}")
+        if not listed.strip():
+            return 0, [], []  # an empty remote: the push below creates the branch
+        _git(repo, "fetch", "--no-tags", REMOTE, f"+refs/heads/{branch}:{tracking}")
+    except GitCommandError as exc:
+        raise SyncError(f"cannot reach the sync remote {url}: {_reason(exc)}. Check sync.remote_url "
+                        "and your network; nothing was changed.") from None
+    before = engine.git.head()
+    incoming = _count(repo, f"HEAD..{tracking}") if before else _count(repo, tracking)
+    if incoming == 0:
+        return 0, [], []
+    conflicts: list[SyncConflict] = []
+    try:
+        _git(repo, "merge", "--no-edit", "--no-ff", "--allow-unrelated-histories", "--no-commit", tracking)
+    except GitCommandError:
+        if not _unmerged(repo):
+            _git(repo, "merge", "--abort")
+            raise SyncError("git could not merge the remote branch; nothing was changed. "
+                            "Run `desktop-mem doctor` and retry.") from None
+    copies: list[tuple[str, bytes]] = []
+    for path, stages in _unmerged(repo).items():
+        conflicts.append(_keep_both(repo, engine, path, stages, copies))
+    message = format_message(f"Sync: merge {incoming} commits from {branch}",
+                             {"Operation": "sync", "Conflicts": str(len(conflicts))})
+    _git(repo, "commit", "--no-verify", "--quiet", "--allow-empty", "-m", message)
+    if copies:
+        conflicts = _write_copies(engine, conflicts, copies)
+    changed = _git(repo, "diff", "--name-only", "-z", f"{before}..HEAD").split("\0") if before else \
+        _git(repo, "ls-files", "-z").split("\0")
+    return incoming, [p for p in changed if p], conflicts
+
+
+def _unmerged(repo: git.Repo) -> dict[str, dict[int, str]]:
+    """Conflicted paths with their stages: 1 base, 2 ours, 3 theirs (blob ids)."""
+    result: dict[str, dict[int, str]] = {}
+    for line in _git(repo, "ls-files", "--unmerged", "-z").split("\0"):
+        if "\t" in line:
+            info, path = line.split("\t", 1)
+            _mode, blob, stage = info.split()
+            result.setdefault(path, {})[int(stage)] = blob
+    return result
+
+
+def _keep_both(
+    repo: git.Repo, engine: MemoryEngine, path: str, stages: dict[int, str], copies: list[tuple[str, bytes]]
+) -> SyncConflict:
+    """Resolve one path so nothing is lost: ours in place, theirs queued as a separate copy."""
+    ours, theirs = stages.get(2), stages.get(3)
+    keep = ours or theirs
+    assert keep is not None  # an unmerged path has stage 2 or 3
+    data = engine.git.blob(keep) or b""
+    atomic_write(engine.root / path, data)
+    _git(repo, "add", "--", path)
+    memory_id = _id_of(engine, path, data)
+    if ours and theirs and path.startswith("entries/") and path.endswith(".md"):
+        their_data = engine.git.blob(theirs) or b""
+        copies.append((path, their_data))
+        return SyncConflict(memory_id, path, None, None, "changed on both machines: both versions kept")
+    side = "ours" if ours else "theirs"
+    note = {"ours": "deleted on the other machine, changed here: kept",
+            "theirs": "deleted here, changed on the other machine: kept"}[side]
+    if not path.endswith(".md"):
+        note = "changed on both machines: this machine's version kept (theirs is in the history)"
+        if not ours:
+            note = "changed on both machines: the other machine's version kept"
+    return SyncConflict(memory_id, path, None, None, note)
+
+
+def _id_of(engine: MemoryEngine, path: str, data: bytes) -> str | None:
+    try:
+        return engine.store.memory_from_bytes(path, data).id
+    except (FrontMatterError, ValidationError):
+        return None
+
+
+def _write_copies(
+    engine: MemoryEngine, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]]
+) -> list[SyncConflict]:
+    """Save the other machine's versions as new memories (conflict_of) in one more commit."""
+    store = engine.store
+    saved: dict[str, Memory | str] = {}
+    for path, data in copies:
+        try:
+            theirs = store.memory_from_bytes(path, data)
+        except (FrontMatterError, ValidationError):
+            # Not a readable memory: keep its bytes beside ours; the app lists it as a problem.
+            rel = f"{path[:-3]}.conflict.md"
+            atomic_write(store.abspath(rel), data)
+            saved[path] = rel
+            continue
+        if theirs.role == "summary":
+            saved[path] = "the other machine's summary is in the history; the summary here was kept"
+            continue
+        extra = {"conflict_of": theirs.id, **{k: v for k, v in theirs.extra.items() if k != "conflict_of"}}
+        copy = store.new_memory(theirs.text, conversation_id=theirs.conversation_id, role=theirs.role,
+                                kind=theirs.kind if theirs.role == "memory" else None, source="import",
+                                created_at=theirs.created_at, expires_at=theirs.expires_at, extra=extra)
+        if theirs.deleted:
+            copy = store.soft_delete(copy)
+        saved[path] = copy
+    result: list[SyncConflict] = []
+    for c in conflicts:
+        item = saved.get(c.path)
+        if isinstance(item, Memory):
+            c = SyncConflict(c.memory_id, c.path, item.id, item.path, c.note)
+        elif isinstance(item, str):
+            c = SyncConflict(c.memory_id, c.path, None, item if item.endswith(".md") else None,
+                             c.note if item.endswith(".md") else item)
+        result.append(c)
+    ids = tuple(c.their_copy_id for c in result if c.their_copy_id)
+    engine.commit(f"Sync conflict: kept both versions of {len(copies)} memories", "add", ids, None,
+                  {"Sync-Conflicts": ", ".join(c.memory_id or c.path for c in result if c.their_copy_path)})
+    return result
+
+
+def _push(repo: git.Repo, url: str, branch: str, *, last: bool) -> bool:
+    """Push HEAD to the remote branch; False when rejected as out of date (pull again)."""
+    try:
+        _git(repo, "push", "--porcelain", REMOTE, f"HEAD:refs/heads/{branch}")
+        _git(repo, "fetch", "--no-tags", REMOTE, f"+refs/heads/{branch}:refs/remotes/{REMOTE}/{branch}")
+        return True
+    except GitCommandError as exc:
+        reason = _reason(exc)
+        rejected = "rejected" in reason or "non-fast-forward" in reason or "fetch first" in reason
+        if rejected and not last:
+            return False
+        if rejected:
+            raise SyncError(f"the sync remote {url} keeps changing while syncing ({reason}); "
+                            "your changes are committed locally, run sync again") from None
+        raise SyncError(f"could not push to the sync remote {url}: {reason}. Your changes are "
+                        "committed locally; check the remote and run sync again.") from None
+
+
+def _follow_files(engine: MemoryEngine, paths: list[str]) -> None:
+    """Bring catalog and index in step with what the merge changed on disk."""
+    if paths:
+        engine.apply_external_changes(paths)
+    engine.refresh()

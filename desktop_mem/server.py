@@ -1,0 +1,504 @@
+"""`desktop-mem serve`: an OpenAI-compatible chat endpoint with memory, plus sessions and memory APIs.
+
+A thin FastAPI front end over MemoryEngine: every route turns HTTP into one engine call. Blocking
+engine work runs in worker threads so the event loop only shuttles bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from desktop_mem import __version__
+from desktop_mem.engine.chat_types import ChatReply, MemoryUsed
+from desktop_mem.engine.config import Config
+from desktop_mem.engine.context import STRATEGY_NAMES
+from desktop_mem.engine.conversation_ids import validate_conversation_id
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.llm_client import LLMError
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    KINDS,
+    ROLES,
+    ConflictError,
+    EngineError,
+    Memory,
+    NotFoundError,
+    ReadOnlyError,
+    StoreLockedError,
+    ValidationError,
+)
+
+MAX_BODY_BYTES = 1_000_000
+_LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
+_ENGINE_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (NotFoundError, 404), (ConflictError, 409), (ReadOnlyError, 409), (StoreLockedError, 409),
+    (ValidationError, 400), (ValueError, 400), (EngineError, 400),
+)
+
+
+class ChatMessage(BaseModel):
+    """One OpenAI chat message (content as text or content parts)."""
+
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """An OpenAI chat completion request; unknown fields (temperature, tools ...) are accepted."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    memory_id: str | None = None
+    conversation_id: str | None = None
+    strategy: str | None = None
+
+
+class NewMemory(BaseModel):
+    """Body of POST /api/memories."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str
+    type: str = "fact"
+    conversation_id: str = GLOBAL_CONVERSATION
+    expires_at: datetime | None = None
+
+
+# ------------------------------------------------------------------------------------- app
+
+
+def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
+    """The HTTP app over an open engine; with `token`, every request needs `Bearer <token>`."""
+    app = FastAPI(title="desktop-mem", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_Guard, token=token or None, max_body=MAX_BODY_BYTES)
+    _install_error_handlers(app)
+    model_name = str(engine.config["llm.model"])
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__, "memories": len(engine.list_memories())}
+
+    @app.get("/v1/models")
+    def models() -> dict[str, Any]:
+        ids = engine.chat_service.llm.list_models()
+        return {"object": "list",
+                "data": [{"id": i, "object": "model", "created": 0, "owned_by": "upstream"} for i in ids]}
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(
+        body: ChatRequest,
+        request: Request,
+        x_memory_id: str | None = Header(default=None),
+        x_conversation_id: str | None = Header(default=None),
+    ) -> JSONResponse | StreamingResponse:
+        conv = validate_conversation_id(
+            body.memory_id or body.conversation_id or x_memory_id or x_conversation_id or "default"
+        )
+        if body.strategy is not None and body.strategy not in STRATEGY_NAMES:
+            raise ValidationError(f"Unknown context strategy {body.strategy!r}; choose one of "
+                                  f"{', '.join(STRATEGY_NAMES)}.")
+        message, history = split_messages(body.messages)
+        turn = _Turn(engine, conv, message, history, body.strategy, body.model or model_name)
+        if body.stream:
+            return turn.stream()
+        reply = await run_in_threadpool(turn.run)
+        return turn.completion(reply)
+
+    @app.get("/api/chat/sessions")
+    def sessions() -> dict[str, Any]:
+        return {"sessions": [_session(engine, c) for c in engine.conversations()]}
+
+    @app.get("/api/chat/sessions/{conversation_id}")
+    def session(conversation_id: str) -> dict[str, Any]:
+        validate_conversation_id(conversation_id)
+        if conversation_id not in engine.conversations():
+            raise NotFoundError(f"no conversation {conversation_id!r}; GET /api/chat/sessions lists them")
+        return {**_session(engine, conversation_id), "messages": engine.messages(conversation_id)}
+
+    @app.get("/api/memories")
+    def list_memories(
+        type: str | None = None,  # noqa: A002 - the API's parameter name
+        conversation: str | None = None,
+        search: str | None = None,
+        limit: int = Query(50, ge=1, le=1000),
+        offset: int = Query(0, ge=0),
+        deleted: bool = False,
+    ) -> dict[str, Any]:
+        items = _filtered(engine, type, conversation, search, deleted)
+        page = items[offset: offset + limit]
+        return {"object": "list", "data": [memory_json(m) for m in page], "total": len(items),
+                "limit": limit, "offset": offset, "has_more": offset + limit < len(items)}
+
+    @app.post("/api/memories", status_code=201)
+    def add_memory(body: NewMemory) -> dict[str, Any]:
+        if body.type not in KINDS:
+            raise ValidationError(f"type {body.type!r} is not one of {', '.join(KINDS)}")
+        expires = body.expires_at
+        if expires is not None:
+            expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
+            if expires <= datetime.now(UTC):
+                raise ValidationError(f"expires_at {expires.isoformat()} is in the past")
+        memory = engine.add(body.content, conversation_id=body.conversation_id, kind=body.type,
+                            expires_at=expires)
+        return memory_json(memory)
+
+    @app.get("/api/memories/{memory_id}")
+    def get_memory(memory_id: str) -> dict[str, Any]:
+        return memory_json(engine.get(memory_id))
+
+    @app.delete("/api/memories/{memory_id}")
+    def delete_memory(memory_id: str) -> dict[str, Any]:
+        if engine.get(memory_id).deleted:
+            raise ConflictError(f"memory {memory_id} is already deleted")
+        return memory_json(engine.delete(memory_id))
+
+    return app
+
+
+def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any]] | None]:
+    """The new user turn and the client's earlier transcript.
+
+    A client that sends only the new message gets the stored transcript (None): the server is
+    the memory. System messages are left out; the engine builds its own system prompt.
+    """
+    last = messages[-1]
+    text = _text(last.content)
+    if last.role != "user":
+        raise ValidationError(f"the last message must be a user message, not {last.role!r}")
+    if not text.strip():
+        raise ValidationError("the last user message is empty")
+    earlier = [{"role": m.role, "content": _text(m.content)} for m in messages[:-1] if m.role != "system"]
+    return text, earlier or None
+
+
+def _text(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if p.get("type", "text") == "text")
+    return content or ""
+
+
+class _Turn:
+    """One chat completion request: runs the engine turn and renders it as OpenAI JSON or SSE."""
+
+    def __init__(self, engine: MemoryEngine, conv: str, message: str,
+                 history: list[dict[str, Any]] | None, strategy: str | None, model: str) -> None:
+        self.engine, self.conv, self.message, self.history = engine, conv, message, history
+        self.strategy, self.model = strategy, model
+        self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+
+    def run(self, on_token: Callable[[str], None] | None = None,
+            on_used: Callable[[MemoryUsed], None] | None = None,
+            cancel: threading.Event | None = None) -> ChatReply:
+        return self.engine.chat(self.conv, self.message, strategy=self.strategy, on_token=on_token,
+                                on_used=on_used, cancel=cancel, history=self.history)
+
+    def completion(self, reply: ChatReply) -> JSONResponse:
+        if reply.error:
+            return llm_error_response(reply.error_kind, reply.error)
+        prompt = reply.used.tokens_after
+        done = self.engine.chat_service.counter.count(reply.text)
+        return JSONResponse({
+            "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
+                         "finish_reason": "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done},
+            "x_memory": x_memory(reply.used),
+        })
+
+    def stream(self) -> StreamingResponse:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def put(kind: str, value: Any) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+        def work() -> None:
+            try:
+                put("done", self.run(lambda t: put("token", t), lambda u: put("used", u), cancel))
+            except Exception as exc:  # reported to the client as an error event
+                put("raised", exc)
+
+        threading.Thread(target=work, name=f"chat-{self.conv}", daemon=True).start()
+        return StreamingResponse(self._events(queue, cancel), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    async def _events(
+        self, queue: asyncio.Queue[tuple[str, Any]], cancel: threading.Event
+    ) -> AsyncIterator[str]:
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "used":
+                    yield _sse(self._chunk({"role": "assistant", "content": ""}, x_memory=x_memory(value)))
+                elif kind == "token":
+                    yield _sse(self._chunk({"content": value}))
+                elif kind == "raised":
+                    status, err = _error_of(value)
+                    yield _sse({"error": {**err, "status": status}})
+                    break
+                else:
+                    if value.error:
+                        yield _sse({"error": {"message": value.error, "type": "upstream_error",
+                                              "code": value.error_kind, "param": None}})
+                    else:
+                        yield _sse(self._chunk({}, finish="stop"))
+                    break
+            yield "data: [DONE]\n\n"
+        finally:
+            cancel.set()  # the client went away (or we finished): stop generating
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                "model": self.model, "choices": [choice], **extra}
+
+
+def _sse(payload: Mapping[str, Any]) -> str:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+def x_memory(used: MemoryUsed) -> dict[str, Any]:
+    """The `x_memory` extension: what memory the turn was given (ignored by OpenAI clients)."""
+    return {
+        "conversation_id": used.conversation_id, "strategy": used.strategy,
+        "tokens_before": used.tokens_before, "tokens_after": used.tokens_after,
+        "tokens_freed": used.tokens_freed, "summary": used.summary.text if used.summary else None,
+        "memories": [{"id": r.memory.id, "text": r.memory.text, "score": round(r.scores.final, 4),
+                      "kind": r.memory.kind, "conversation_id": r.memory.conversation_id}
+                     for r in used.memories],
+    }
+
+
+# ---------------------------------------------------------------------------- sessions, memories
+
+
+def _session(engine: MemoryEngine, conv: str) -> dict[str, Any]:
+    items = engine.list_memories(conversation_id=conv)
+    summary = engine.summary(conv)
+    updated = max((m.updated_at or m.created_at for m in items), default=None)
+    return {
+        "id": conv, "title": engine.conversation_title(conv),
+        "summary": summary.text if summary else None,
+        "summarizedCount": (summary.summarized_count or 0) if summary else 0,
+        "messageCount": sum(1 for m in items if m.role in ("user", "assistant")),
+        "updatedAt": updated.isoformat() if updated else None,
+    }
+
+
+def _filtered(engine: MemoryEngine, type_: str | None, conversation: str | None, search: str | None,
+              deleted: bool) -> list[Memory]:
+    """Memories for GET /api/memories, newest first (no type: facts and summaries, not turns)."""
+    if type_ is not None and type_ not in KINDS and type_ not in ROLES:
+        raise ValidationError(f"type {type_!r} is not one of {', '.join(KINDS + ROLES)}")
+    if conversation is not None:
+        validate_conversation_id(conversation)
+    items = engine.list_memories(
+        conversation_id=conversation, include_deleted=deleted,
+        kind=type_ if type_ in KINDS else None, role=type_ if type_ in ROLES else None,
+    )
+    now = datetime.now(UTC)
+    items = [m for m in items if (type_ is not None or m.role in ("memory", "summary"))
+             and (deleted or not m.expired(now))]
+    if search:
+        needle = search.casefold()
+        items = [m for m in items if needle in m.text.casefold()]
+    items.sort(key=lambda m: (m.created_at, m.path), reverse=True)
+    return items
+
+
+def memory_json(m: Memory) -> dict[str, Any]:
+    """A memory as the REST API shows it."""
+    def when(d: datetime | None) -> str | None:
+        return d.isoformat() if d else None
+
+    return {
+        "id": m.id, "type": m.kind or m.role, "role": m.role, "kind": m.kind, "content": m.text,
+        "conversation_id": m.conversation_id, "source": m.source, "created_at": when(m.created_at),
+        "updated_at": when(m.updated_at), "expires_at": when(m.expires_at), "deleted": m.deleted,
+        "deleted_at": when(m.deleted_at), "replaced_by": m.replaced_by, "path": m.path,
+    }
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+def _error_body(status: int, message: str, code: str | None, type_: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "code": code or str(status), "param": None}}
+
+
+def llm_error_response(kind: str | None, message: str) -> JSONResponse:
+    """An upstream failure as OpenAI error JSON; the turn is stored, so clients must not retry it."""
+    status = _LLM_STATUS.get(kind or "", 502)
+    return JSONResponse(_error_body(status, message, kind, "upstream_error"), status_code=status,
+                        headers={"x-should-retry": "false"})
+
+
+def _error_of(exc: Exception) -> tuple[int, dict[str, Any]]:
+    if isinstance(exc, LLMError):
+        status = _LLM_STATUS.get(exc.kind, 502)
+        return status, _error_body(status, exc.message, exc.kind, "upstream_error")["error"]
+    status = next((s for t, s in _ENGINE_STATUS if isinstance(exc, t)), 500)
+    message = str(exc) if status != 500 else f"internal error: {type(exc).__name__}: {exc}"
+    return status, _error_body(status, message, None, "invalid_request_error" if status < 500
+                               else "server_error")["error"]
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    async def on_exception(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, LLMError):
+            return llm_error_response(exc.kind, exc.message)
+        status, err = _error_of(exc)
+        return JSONResponse({"error": err}, status_code=status)
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        message = exc.detail if exc.status_code != 404 else f"no route {request.method} {request.url.path}"
+        return JSONResponse(_error_body(exc.status_code, str(message), None, "invalid_request_error"),
+                            status_code=exc.status_code, headers=exc.headers)
+
+    async def on_invalid(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        parts = [f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body')}: {e.get('msg')}"
+                 for e in exc.errors()]
+        message = "invalid request: " + "; ".join(parts[:5])
+        return JSONResponse(_error_body(400, message, "invalid_request", "invalid_request_error"),
+                            status_code=400)
+
+    for kind in (LLMError, EngineError, ValueError, Exception):
+        app.add_exception_handler(kind, on_exception)
+    app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_invalid)
+
+
+# ---------------------------------------------------------------------------------- security
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_of(value: str) -> str:
+    """The host part of a Host header or an Origin URL."""
+    value = value.split("://", 1)[-1].split("/", 1)[0]
+    if value.startswith("["):
+        return value[1: value.find("]")]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class _Guard:
+    """Bearer token, browser cross-origin refusal and the request size limit, before any route."""
+
+    def __init__(self, app: ASGIApp, token: str | None, max_body: int) -> None:
+        self.app, self.token, self.max_body = app, token, max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refused = self._refusal(headers)
+        if refused is not None:
+            status, message, extra = refused
+            await JSONResponse(_error_body(status, message, None, "invalid_request_error"),
+                               status_code=status, headers=extra)(scope, receive, send)
+            return
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_body:  # chunked uploads have no Content-Length to check first
+                raise HTTPException(413, self._too_large())
+            return message
+
+        await self.app(scope, limited, send)
+
+    def _refusal(self, headers: Headers) -> tuple[int, str, dict[str, str]] | None:
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            scheme, _, value = given.partition(" ")
+            valid = hmac.compare_digest(value.strip().encode(), self.token.encode())
+            if scheme.lower() != "bearer" or not valid:
+                return (401, "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                        "(the token is server.token / DESKTOP_MEM_TOKEN)", {"WWW-Authenticate": "Bearer"})
+        else:
+            # Without a token only local clients may talk to us; a web page that rebinds its DNS
+            # name to 127.0.0.1, or posts cross-origin, must not read or change memories.
+            host = headers.get("host", "127.0.0.1")
+            if not is_loopback(_host_of(host)):
+                return 403, f"Host {host!r} is not a loopback name; set a token to serve other hosts", {}
+            origin = headers.get("origin")
+            if origin and origin != "null" and not is_loopback(_host_of(origin)):
+                return 403, f"cross-origin request from {origin!r} refused", {}
+            if origin == "null":
+                return 403, "cross-origin request from an opaque origin refused", {}
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            return 413, self._too_large(), {}
+        return None
+
+    def _too_large(self) -> str:
+        return f"request body larger than {self.max_body} bytes; send less (e.g. fewer or shorter messages)"
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to serve beyond loopback without a bearer token."""
+    if not is_loopback(host) and not token:
+        raise ValidationError(
+            f"refusing to serve on {host!r} without a token: anyone on the network could read your "
+            "memories. Set --token (or DESKTOP_MEM_TOKEN / server.token), or bind 127.0.0.1."
+        )
+
+
+def serve(
+    config: Config, host: str | None = None, port: int | None = None, *, token: str | None = None
+) -> None:
+    """Open the store once, index it, watch it, and serve until Ctrl-C (one worker)."""
+    import uvicorn
+
+    host = host or str(config["server.host"])
+    port = port or int(config["server.port"])
+    token = token or str(config["server.token"]) or None
+    check_bind(host, token)
+    engine = MemoryEngine(config)
+    try:
+        engine.open_index()
+        if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
+            engine.start_watcher()
+        print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1"
+              f"{' (bearer token required)' if token else ''}", flush=True)
+        uvicorn.run(create_app(engine, token), host=host, port=port, workers=1, log_level="info",
+                    lifespan="off")
+    finally:
+        engine.close()

@@ -1,0 +1,42 @@
+"""`run_app(config)`: the QApplication, icon and style sheet, and the main window."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from desktop_mem.engine.config import Config
+from desktop_mem.resources import resource_path
+
+APP_ID = "desktop-mem"
+
+
+def application(argv: Sequence[str] | None = None) -> QApplication:
+    """The one QApplication, named (for QSettings) and styled."""
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(list(argv or sys.argv))
+    app.setApplicationName(APP_ID)
+    app.setOrganizationName(APP_ID)
+    app.setApplicationDisplayName("desktop-mem")
+    app.setDesktopFileName(APP_ID)
+    icon = resource_path("icons/desktop-mem.svg")
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+    style = resource_path("style.qss")
+    if style.exists():
+        app.setStyleSheet(style.read_text(encoding="utf-8"))
+    return app
+
+
+def run_app(config: Config, argv: Sequence[str] | None = None) -> int:
+    """Show the window at once and open the store behind it; returns the exit code."""
+    from desktop_mem.ui.main_window import MainWindow
+
+    app = application(argv)
+    window = MainWindow(config)
+    window.show()
+    window.open_store()
+    return app.exec()

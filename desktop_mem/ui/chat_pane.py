@@ -1,0 +1,342 @@
+"""The chat pane: the transcript, a streaming reply, stop, "memory used" and "memory updated".
+
+A turn runs `engine.chat` on the writer thread. Tokens arrive on that thread and go into a
+locked buffer; a 30 ms timer on the GUI thread drains it, so the view repaints at a steady rate
+however fast the model streams. The "memory used" value crosses threads through a queued signal;
+the write path's outcome arrives later through the EngineBridge.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+from shiboken6 import isValid
+
+from desktop_mem.engine.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.ui.chat_message import ChatMessage
+from desktop_mem.ui.task_runner import TaskRunner
+
+REPAINT_MS = 30
+
+
+class TokenBuffer:
+    """Tokens from the chat thread, drained by the GUI thread's repaint timer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: list[str] = []
+        self.count = 0  # tokens received in this reply (how a user sees streaming happen)
+
+    def push(self, token: str) -> None:
+        """Called on the chat thread for every streamed token."""
+        with self._lock:
+            self._parts.append(token)
+            self.count += 1
+
+    def drain(self) -> str:
+        """Everything received since the last drain."""
+        with self._lock:
+            text = "".join(self._parts)
+            self._parts.clear()
+        return text
+
+
+@dataclass
+class _Turn:
+    """The reply being streamed: its widget, buffer and cancel switch."""
+
+    conversation_id: str
+    user_text: str
+    message: ChatMessage | None
+    buffer: TokenBuffer = field(default_factory=TokenBuffer)
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+class ChatPane(QWidget):
+    """Chat in one conversation."""
+
+    memory_requested = Signal(str)  # open this memory in the editor
+    settings_requested = Signal()
+    reply_finished = Signal(object)  # ChatReply
+    reply_progressed = Signal(str)  # the reply text so far, after each repaint
+    outcome_shown = Signal(str)
+    llm_problem = Signal(str)  # one line for the status bar
+
+    _used_received = Signal(object)  # MemoryUsed, from the chat thread
+
+    def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._runner = runner
+        self._conversation: str | None = None
+        self._turn: _Turn | None = None
+        self.last_token_count = 0  # tokens the last reply streamed in (0: it came in one piece)
+        # (conversation, user text, reply widget) of replies whose write path has not reported yet
+        self._awaiting_outcome: list[tuple[str, str, ChatMessage | None]] = []
+        self._repaint = QTimer(self)
+        self._repaint.setInterval(REPAINT_MS)
+        self._setup_ui()
+        self._connect_signals()
+        self._set_busy(False)
+
+    # ---------------------------------------------------------------- setup
+
+    def _setup_ui(self) -> None:
+        self.banner = QFrame(self)
+        self.banner.setObjectName("warningBanner")
+        self.banner_label = QLabel(self.banner)
+        self.banner_label.setWordWrap(True)
+        self.banner_label.setTextFormat(Qt.TextFormat.RichText)
+        self.banner_close = QToolButton(self.banner)
+        self.banner_close.setText("✕")
+        self.banner_close.setAutoRaise(True)
+        banner = QHBoxLayout(self.banner)
+        banner.addWidget(self.banner_label, 1)
+        banner.addWidget(self.banner_close, 0, Qt.AlignmentFlag.AlignTop)
+        self.banner.hide()
+
+        self.transcript = QWidget(self)
+        self.transcript.setObjectName("transcript")
+        self._messages = QVBoxLayout(self.transcript)
+        self._messages.setContentsMargins(12, 12, 12, 12)
+        self._messages.setSpacing(10)
+        self._messages.addStretch(1)
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(self.transcript)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+        self.empty_label = QLabel("Say hello. Facts you mention are remembered; the panel under "
+                                  "each reply shows what memory was used.", self.transcript)
+        self.empty_label.setObjectName("mutedLabel")
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._messages.insertWidget(0, self.empty_label)
+
+        self.input = QPlainTextEdit(self)
+        self.input.setObjectName("chatInput")
+        self.input.setPlaceholderText("Message (Ctrl+Enter to send)")
+        self.input.setMaximumHeight(96)
+        self.send_button = QPushButton("Send", self)
+        self.send_button.setObjectName("primaryButton")
+        self.send_button.setToolTip("Send (Ctrl+Enter)")
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop the reply; what arrived so far is kept")
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        compose = QHBoxLayout()
+        compose.addWidget(self.input, 1)
+        compose.addLayout(buttons)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.scroll, 1)
+        layout.addLayout(compose)
+        self.send_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
+        self.send_shortcut_enter = QShortcut(QKeySequence("Ctrl+Enter"), self.input)
+
+    def _connect_signals(self) -> None:
+        self.send_button.clicked.connect(self.send)
+        self.stop_button.clicked.connect(self.stop)
+        self.send_shortcut.activated.connect(self.send)
+        self.send_shortcut_enter.activated.connect(self.send)
+        self.banner_close.clicked.connect(self.banner.hide)
+        self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
+        self._repaint.timeout.connect(self._on_repaint_timeout)
+        self._used_received.connect(self._on_used_received, Qt.ConnectionType.QueuedConnection)
+        self.scroll.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
+
+    # --------------------------------------------------------------- public
+
+    @property
+    def conversation(self) -> str | None:
+        """The conversation shown."""
+        return self._conversation
+
+    @property
+    def busy(self) -> bool:
+        """True while a reply is being produced."""
+        return self._turn is not None
+
+    def messages(self) -> list[ChatMessage]:
+        """The transcript's message widgets, oldest first."""
+        found = (self._messages.itemAt(i).widget() for i in range(self._messages.count()))
+        return [w for w in found if isinstance(w, ChatMessage)]
+
+    def set_conversation(self, conversation_id: str | None) -> None:
+        """Show a conversation's stored turns (loaded off the GUI thread)."""
+        if conversation_id == self._conversation:
+            return
+        self._conversation = conversation_id
+        if self._turn is not None:
+            self._turn.message = None  # the reply keeps running; its conversation is no longer shown
+        self._clear()
+        if conversation_id is not None:
+            self._runner.submit(self._engine.messages, conversation_id, key="chat-history",
+                                on_result=self._on_history_loaded, on_error=self._on_history_failed)
+
+    @Slot()
+    def send(self) -> None:
+        """Send the typed message; the reply streams in below it."""
+        text = self.input.toPlainText().strip()
+        if not text or self._turn is not None or self._conversation is None:
+            return
+        if self._engine.read_only:
+            self.show_problem("This window opened the store read-only (another desktop-mem is writing "
+                              "to it), so it cannot chat. Close the other one and reopen.")
+            return
+        self.input.clear()
+        self.banner.hide()
+        self._add_message("user", text)
+        reply = self._add_message("assistant", "")
+        reply.view.setPlaceholderText("…")
+        turn = _Turn(self._conversation, text, reply)
+        self._turn = turn
+        self._set_busy(True)
+        self._repaint.start()
+        self._runner.submit_write(
+            self._engine.chat, turn.conversation_id, text,
+            on_token=turn.buffer.push, on_used=self._used_received.emit, cancel=turn.cancel,
+            on_result=self._on_reply, on_error=self._on_chat_error)
+
+    @Slot()
+    def stop(self) -> None:
+        """Stop the reply being streamed (the text so far is kept and stored)."""
+        if self._turn is not None:
+            self._turn.cancel.set()
+            self.stop_button.setEnabled(False)
+
+    def focus_input(self) -> None:
+        """Put the cursor in the message box."""
+        self.input.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def show_problem(self, message: str) -> None:
+        """A non-modal banner with a link to Settings (LLM unreachable or misconfigured)."""
+        safe = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        self.banner_label.setText(f"{safe} &nbsp;<a href=\"settings\">Open Settings…</a>")
+        self.banner.show()
+
+    def on_outcome(self, outcome: WriteOutcome) -> None:
+        """The write path of a turn finished: say what changed under that reply."""
+        users = {m.text.strip() for m in outcome.turns if m.role == "user"}
+        candidates = [p for p in self._awaiting_outcome if p[0] == outcome.conversation_id]
+        match = next((p for p in candidates if p[1] in users), candidates[0] if candidates else None)
+        if match is None:
+            return
+        self._awaiting_outcome.remove(match)
+        message = match[2]
+        if message is None or not isValid(message) or match[0] != self._conversation:
+            return  # its conversation is not shown any more
+        text = outcome.describe()
+        message.set_outcome(text)
+        self.outcome_shown.emit(text)
+
+    # -------------------------------------------------------------- private
+
+    def _add_message(self, role: str, text: str) -> ChatMessage:
+        self.empty_label.hide()
+        message = ChatMessage(role, text, self.transcript)
+        message.memory_requested.connect(self.memory_requested)
+        self._messages.insertWidget(self._messages.count() - 1, message)
+        return message
+
+    def _clear(self) -> None:
+        for message in self.messages():
+            self._messages.removeWidget(message)
+            message.setParent(None)
+            message.deleteLater()
+        self._awaiting_outcome = [p for p in self._awaiting_outcome if p[0] == self._conversation]
+        self.empty_label.show()
+
+    def _set_busy(self, busy: bool) -> None:
+        self.send_button.setEnabled(not busy)
+        self.stop_button.setEnabled(busy)
+
+    def _finish_turn(self) -> _Turn | None:
+        turn = self._turn
+        self._turn = None
+        self._repaint.stop()
+        self._set_busy(False)
+        if turn is not None:
+            self.last_token_count = turn.buffer.count
+        if turn is not None and turn.message is not None:
+            turn.message.append_text(turn.buffer.drain())
+        return turn
+
+    @Slot()
+    def _on_repaint_timeout(self) -> None:
+        turn = self._turn
+        if turn is None or turn.message is None:
+            return
+        chunk = turn.buffer.drain()
+        if chunk:
+            turn.message.append_text(chunk)
+            self.reply_progressed.emit(turn.message.text)
+
+    @Slot(object)
+    def _on_used_received(self, used: MemoryUsed) -> None:
+        turn = self._turn
+        if turn is not None and turn.message is not None and used.conversation_id == turn.conversation_id:
+            turn.message.set_used(used)
+
+    def _on_reply(self, reply: ChatReply) -> None:
+        turn = self._finish_turn()
+        message = turn.message if turn is not None else None
+        if turn is not None:
+            self._awaiting_outcome.append((turn.conversation_id, turn.user_text, message))
+        if message is not None:
+            if reply.text != message.text:
+                message.set_text(reply.text)
+            if message.used_panel is None:
+                message.set_used(reply.used)
+            if reply.cancelled:
+                message.set_status("Stopped. The text so far was kept.")
+            elif reply.error:
+                message.set_status(reply.error)
+        if reply.error:
+            self.show_problem(reply.error)
+            self.llm_problem.emit(reply.error)
+        self.reply_finished.emit(reply)
+
+    def _on_chat_error(self, error: BaseException) -> None:
+        turn = self._finish_turn()
+        text = f"The message could not be sent: {error}"
+        if turn is not None and turn.message is not None:
+            turn.message.set_status(text)
+        self.show_problem(text)
+
+    def _on_history_loaded(self, messages: list[dict[str, object]]) -> None:
+        for item in messages:
+            role = str(item.get("role"))
+            if role in ("user", "assistant"):
+                self._add_message(role, str(item.get("content") or ""))
+
+    def _on_history_failed(self, error: BaseException) -> None:
+        self.show_problem(f"Could not load this conversation: {error}")
+
+    @Slot(str)
+    def _on_banner_label_link_activated(self, _link: str) -> None:
+        self.settings_requested.emit()
+
+    @Slot(int, int)
+    def _on_scroll_range_changed(self, _minimum: int, maximum: int) -> None:
+        bar = self.scroll.verticalScrollBar()
+        bar.setValue(maximum)  # follow the newest text

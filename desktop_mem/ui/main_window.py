@@ -1,0 +1,316 @@
+"""The main window: opens the store off the GUI thread, then shows the welcome page or the panes.
+
+The window appears at once with "Loading store…"; the engine is built on the writer thread (lock,
+git, catalog) and the index opens after the panes are shown, so the list is usable while the
+embedder loads. A second instance on the same store gets a dialog offering read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget
+
+from desktop_mem.engine.config import Config
+from desktop_mem.engine.demo import create_demo_store
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import StoreLockedError
+from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.ui.engine_bridge import EngineBridge
+from desktop_mem.ui.settings_dialog import SettingsDialog
+from desktop_mem.ui.status_bar import StatusBar
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.welcome_page import WelcomePage
+from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB, Workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OpenedStore:
+    """The result of opening a store in a worker."""
+
+    engine: MemoryEngine
+    empty: bool
+
+
+def open_store(config: Config, read_only: bool) -> OpenedStore:
+    """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
+    engine = MemoryEngine(config, read_only=read_only)
+    empty = not engine.list_memories(include_deleted=True) and not engine.store.conversations()
+    return OpenedStore(engine, empty)
+
+
+def open_index_and_watch(engine: MemoryEngine) -> str:
+    """Run on the writer after the panes show: sync the index, then watch for outside edits."""
+    engine.open_index()
+    start = getattr(engine, "start_watcher", None)  # the watcher lands in the facade separately
+    if engine.read_only or not engine.config["watcher.enabled"] or start is None:
+        return "off"
+    start()
+    return "on"
+
+
+def close_engine(engine: MemoryEngine) -> None:
+    """Run on the writer: stop watching, let write paths finish, release the lock."""
+    stop = getattr(engine, "stop_watcher", None)
+    if stop is not None:
+        stop()
+    engine.wait_idle(30)
+    engine.close()
+
+
+class MainWindow(QMainWindow):
+    """desktop-mem's window."""
+
+    store_opened = Signal()  # panes or welcome page are shown
+    index_ready = Signal()
+
+    def __init__(self, config: Config, runner: TaskRunner | None = None, *,
+                 settings: QSettings | None = None, confirm: Confirm = ask) -> None:
+        super().__init__()
+        self.config = config
+        self.runner = runner or TaskRunner(self)
+        self._settings = settings or QSettings()
+        self._confirm = confirm
+        self.engine: MemoryEngine | None = None
+        self.bridge: EngineBridge | None = None
+        self.workspace: Workspace | None = None
+        self.welcome: WelcomePage | None = None
+        self._setup_ui()
+        self._setup_menus()
+        self._restore_state()
+
+    # ---------------------------------------------------------------- setup
+
+    def _setup_ui(self) -> None:
+        self.setWindowTitle("desktop-mem")
+        self.resize(1200, 780)
+        self.stack = QStackedWidget(self)
+        self.loading_label = QLabel("Loading store…", self)
+        self.loading_label.setObjectName("loadingLabel")
+        self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.loading_label.setWordWrap(True)
+        self.stack.addWidget(self.loading_label)
+        self.setCentralWidget(self.stack)
+        self.status = StatusBar(self.runner, self)
+        self.setStatusBar(self.status)
+
+    def _setup_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.new_conversation_action = self._action(
+            file_menu, "&New conversation", QKeySequence.StandardKey.New, self._on_new_conversation_triggered)
+        self._action(file_menu, "New &memory", "Ctrl+Shift+N", self._on_new_memory_triggered)
+        file_menu.addSeparator()
+        self.settings_action = self._action(file_menu, "&Settings…", "Ctrl+,", self.open_settings)
+        self._action(file_menu, "Open store &folder", None, self._on_open_folder_triggered)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+        edit_menu = bar.addMenu("&Edit")
+        self.find_action = self._action(edit_menu, "&Find memories", QKeySequence.StandardKey.Find,
+                                        self._on_find_triggered)
+        chat_menu = bar.addMenu("&Chat")
+        # Ctrl+Enter belongs to the message box's own shortcut; a second binding would be ambiguous.
+        self._action(chat_menu, "&Send message\tCtrl+Enter", None, self._on_send_triggered)
+        self._action(chat_menu, "S&top reply", "Esc", self._on_stop_triggered)
+        view_menu = bar.addMenu("&View")
+        for tab, name in ((CHAT_TAB, "&Chat"), (MEMORIES_TAB, "&Memories"), (SUMMARY_TAB, "S&ummary"),
+                          (TIMELINE_TAB, "&Timeline")):
+            self._action(view_menu, name, f"Ctrl+{tab + 1}", lambda _=False, t=tab: self.show_tab(t))
+
+    def _action(self, menu: object, text: str, shortcut: QKeySequence.StandardKey | str | None,
+                slot: object) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)  # type: ignore[attr-defined]
+        return action
+
+    def _restore_state(self) -> None:
+        geometry = self._settings.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        state = self._settings.value("window/state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def open_store(self, read_only: bool = False) -> None:
+        """Open the configured store on the writer thread; the window stays responsive."""
+        self.loading_label.setText(f"Loading store…\n{self.config.store_path}")
+        self.stack.setCurrentWidget(self.loading_label)
+        self.runner.submit_write(open_store, self.config, read_only,
+                                 on_result=self._on_store_opened, on_error=self._on_store_failed)
+
+    def show_tab(self, tab: int) -> None:
+        """Switch to a pane (Ctrl+1..4)."""
+        if self.workspace is not None:
+            self.stack.setCurrentWidget(self.workspace)
+            self.workspace.tabs.setCurrentIndex(tab)
+
+    @Slot()
+    def open_settings(self) -> None:
+        """Ctrl+,: the settings dialog; saving reopens the store with the new settings."""
+        dialog = SettingsDialog(self.config, self.runner, self)
+        dialog.saved.connect(self._on_settings_saved)
+        dialog.open()
+
+    def shutdown(self) -> None:
+        """Save window state, stop a running reply, close the engine (waits for the writer)."""
+        self._settings.setValue("window/geometry", self.saveGeometry())
+        self._settings.setValue("window/state", self.saveState())
+        if self.workspace is not None:
+            self._settings.setValue("window/splitter", self.workspace.splitter.saveState())
+            self._settings.setValue("window/tab", self.workspace.tabs.currentIndex())
+            self.workspace.chat.stop()
+        self._settings.sync()
+        self._close_engine()
+        self.runner.wait_for_done()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if self.workspace is not None and self.workspace.editor.is_dirty() and not self._confirm(
+                self, "Quit?", "The memory in the editor has unsaved changes. Quit anyway?"):
+            event.ignore()
+            return
+        self.shutdown()
+        event.accept()
+
+    # -------------------------------------------------------------- private
+
+    def _on_store_opened(self, opened: OpenedStore) -> None:
+        engine = opened.engine
+        self.engine = engine
+        self.bridge = EngineBridge(engine, self)
+        self.workspace = Workspace(engine, self.runner, self.bridge, self._confirm, self)
+        self.workspace.settings_requested.connect(self.open_settings)
+        self.workspace.llm_problem.connect(self.status.show_llm_problem)
+        self.bridge.store_changed.connect(self.status.refresh)
+        self.stack.addWidget(self.workspace)
+        splitter = self._settings.value("window/splitter")
+        if isinstance(splitter, QByteArray):
+            self.workspace.splitter.restoreState(splitter)
+        tab = self._settings.value("window/tab")
+        self.workspace.tabs.setCurrentIndex(int(tab) if tab is not None else CHAT_TAB)
+        mode = " (read-only)" if engine.read_only else ""
+        self.setWindowTitle(f"desktop-mem — {engine.root}{mode}")
+        if opened.empty and not engine.read_only:
+            self._show_welcome()
+        else:
+            self._show_workspace()
+        self.status.set_engine(engine)
+        self.status.set_index_state("Indexing…")
+        self.status.set_watcher(False, "starts once the index is ready")
+        self.runner.submit_write(open_index_and_watch, engine, on_result=self._on_index_opened,
+                                 on_error=self._on_index_failed)
+        self.store_opened.emit()
+
+    def _on_store_failed(self, error: BaseException) -> None:
+        if isinstance(error, StoreLockedError) and self._confirm(
+                self, "Store in use",
+                f"{error}\n\nOpen it read-only? You can read and search, but not chat or edit."):
+            self.open_store(read_only=True)
+            return
+        self.loading_label.setText(f"Could not open the store {self.config.store_path}:\n{error}\n\n"
+                                   "Fix the problem (or pick another store in Settings, Ctrl+,) and restart.")
+
+    def _on_index_opened(self, watcher: str) -> None:
+        self.status.set_index_state("Index ready")
+        self.status.set_watcher(watcher == "on", "" if watcher == "on" else "watcher.enabled is off or "
+                                "the store is read-only")
+        if self.workspace is not None:
+            self.workspace.browser.refresh()
+        self.index_ready.emit()
+
+    def _on_index_failed(self, error: BaseException) -> None:
+        log.error("index failed to open", exc_info=error)
+        self.status.set_index_state("Index unavailable")
+        self.status.index_label.setToolTip(f"Search by meaning is off: {error}")
+
+    def _show_welcome(self) -> None:
+        assert self.engine is not None
+        self.welcome = WelcomePage(str(self.engine.root), self)
+        self.welcome.demo_requested.connect(self._on_welcome_demo_requested)
+        self.welcome.start_requested.connect(self._show_workspace)
+        self.stack.addWidget(self.welcome)
+        self.stack.setCurrentWidget(self.welcome)
+
+    @Slot()
+    def _show_workspace(self) -> None:
+        if self.workspace is None:
+            return
+        self.stack.setCurrentWidget(self.workspace)
+        self.workspace.start()
+
+    @Slot()
+    def _on_welcome_demo_requested(self) -> None:
+        if self.engine is None or self.welcome is None:
+            return
+        self.welcome.set_busy("Creating the demo store…")
+        self.runner.submit_write(create_demo_store, self.engine, on_result=lambda _: self._show_workspace(),
+                                 on_error=lambda e: self.welcome and self.welcome.set_busy(f"Failed: {e}"))
+
+    def _close_engine(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        if self.bridge is not None:
+            self.bridge.close()
+        self.status.set_engine(None)
+        self.runner.submit_write(close_engine, engine)
+        self.engine = None
+
+    def _drop_pages(self) -> None:
+        for page in (self.workspace, self.welcome):
+            if page is not None:
+                self.stack.removeWidget(page)
+                page.deleteLater()
+        self.workspace = self.welcome = None
+        if self.bridge is not None:
+            self.bridge.deleteLater()
+            self.bridge = None
+
+    def _on_settings_saved(self, config: Config) -> None:
+        self.config = config
+        if self.workspace is not None:
+            self.workspace.chat.stop()
+        self._close_engine()
+        self._drop_pages()
+        self.open_store()
+
+    @Slot()
+    def _on_new_conversation_triggered(self) -> None:
+        if self.workspace is not None:
+            self.show_tab(CHAT_TAB)
+            self.workspace.new_conversation()
+
+    @Slot()
+    def _on_new_memory_triggered(self) -> None:
+        if self.workspace is not None:
+            self.stack.setCurrentWidget(self.workspace)
+            self.workspace.new_memory()
+
+    @Slot()
+    def _on_find_triggered(self) -> None:
+        if self.workspace is not None:
+            self.stack.setCurrentWidget(self.workspace)
+            self.workspace.focus_search()
+
+    @Slot()
+    def _on_send_triggered(self) -> None:
+        if self.workspace is not None:
+            self.workspace.chat.send()
+
+    @Slot()
+    def _on_stop_triggered(self) -> None:
+        if self.workspace is not None:
+            self.workspace.chat.stop()
+
+    @Slot()
+    def _on_open_folder_triggered(self) -> None:
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.config.store_path)))

@@ -1,0 +1,122 @@
+"""The status bar: LLM endpoint reachable (or why not), memory count, index, watcher, last commit.
+
+Every value is computed off the GUI thread (the LLM probe is a network call, the last commit a
+git call) and refreshed after store changes and every minute for the endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QTimer, Slot
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.llm_client import LLMError
+from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.task_runner import TaskRunner
+
+LLM_RECHECK_MS = 60_000
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """Counts and the newest commit, read in a worker."""
+
+    memories: int
+    problems: int
+    last_commit: str
+
+
+def read_status(engine: MemoryEngine) -> StoreStatus:
+    """Run in a worker."""
+    live = len(engine.list_memories())
+    commits = engine.history(limit=1) if engine.git.exists() else []
+    last = f"{commits[0].subject} ({when(commits[0].committed_at)})" if commits else "no commits yet"
+    return StoreStatus(live, len(engine.problems()), last)
+
+
+class StatusBar(QStatusBar):
+    """Permanent labels for the window's health; set_engine() starts the checks."""
+
+    def __init__(self, runner: TaskRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._runner = runner
+        self._engine: MemoryEngine | None = None
+        self.llm_label = QLabel("LLM: not checked", self)
+        self.count_label = QLabel(self)
+        self.index_label = QLabel(self)
+        self.watcher_label = QLabel(self)
+        self.commit_label = QLabel(self)
+        self.commit_label.setObjectName("mutedLabel")
+        for label in (self.llm_label, self.count_label, self.index_label, self.watcher_label):
+            self.addPermanentWidget(label)
+        self.addWidget(self.commit_label, 1)
+        self._llm_timer = QTimer(self)
+        self._llm_timer.setInterval(LLM_RECHECK_MS)
+        self._llm_timer.timeout.connect(self.check_llm)
+
+    def set_engine(self, engine: MemoryEngine | None) -> None:
+        """Follow this engine (None while the store is closed or loading)."""
+        self._engine = engine
+        if engine is None:
+            self._llm_timer.stop()
+            for label in (self.count_label, self.index_label, self.watcher_label, self.commit_label):
+                label.clear()
+            return
+        self.refresh()
+        self.check_llm()
+        self._llm_timer.start()
+
+    @Slot()
+    def refresh(self) -> None:
+        """Re-read counts and the last commit."""
+        if self._engine is not None:
+            self._runner.submit(read_status, self._engine, key="status", on_result=self._on_status)
+
+    @Slot()
+    def check_llm(self) -> None:
+        """Probe the chat endpoint (a network call, so in a worker)."""
+        if self._engine is not None:
+            self._runner.submit(self._engine.llm_check, key="llm-check",
+                                on_result=self._on_llm_ok, on_error=self._on_llm_failed)
+
+    def set_index_state(self, text: str) -> None:
+        """Indexing progress or readiness."""
+        self.index_label.setText(text)
+
+    def set_watcher(self, on: bool, reason: str = "") -> None:
+        """Whether outside edits are picked up."""
+        self.watcher_label.setText("Watcher on" if on else "Watcher off")
+        self.watcher_label.setToolTip(reason or ("Edits made outside the app are picked up" if on
+                                                 else "Edits made outside the app are not picked up"))
+
+    def show_llm_problem(self, message: str) -> None:
+        """A chat failed: show why (the next check clears it)."""
+        self.llm_label.setText("LLM: unreachable")
+        self.llm_label.setProperty("state", "bad")
+        self.llm_label.setToolTip(message)
+        self._repolish()
+
+    def _on_status(self, status: StoreStatus) -> None:
+        problems = f" · {status.problems} problem file(s)" if status.problems else ""
+        self.count_label.setText(f"{status.memories:,} memories{problems}")
+        self.commit_label.setText(f"Last change: {status.last_commit}")
+
+    def _on_llm_ok(self, message: str) -> None:
+        self.llm_label.setText("LLM: connected")
+        self.llm_label.setProperty("state", "good")
+        self.llm_label.setToolTip(message)
+        self._repolish()
+
+    def _on_llm_failed(self, error: BaseException) -> None:
+        message = error.message if isinstance(error, LLMError) else str(error)
+        kind = error.kind if isinstance(error, LLMError) else "error"
+        self.llm_label.setText("LLM: unreachable" if kind in ("unreachable", "timeout") else f"LLM: {kind}")
+        self.llm_label.setProperty("state", "bad")
+        self.llm_label.setToolTip(message)
+        self._repolish()
+
+    def _repolish(self) -> None:
+        self.llm_label.style().unpolish(self.llm_label)
+        self.llm_label.style().polish(self.llm_label)

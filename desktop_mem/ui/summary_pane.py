@@ -1,0 +1,206 @@
+"""The summary viewer: a conversation's rolling summary, its earlier versions and what changed.
+
+The versions come from git (every rewrite of summary.md is a commit); the diff between two
+chosen versions is highlighted word by word. Everything is read in a worker.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+from dataclasses import dataclass
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.models import EngineError, Memory
+from desktop_mem.ui.markdown_view import MarkdownView
+from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.task_runner import TaskRunner
+
+MAX_VERSIONS = 50
+
+
+@dataclass(frozen=True)
+class SummaryVersion:
+    """The summary's text as one commit left it."""
+
+    sha: str
+    subject: str
+    when: str
+    text: str
+    summarized_count: int | None
+
+
+@dataclass(frozen=True)
+class SummaryState:
+    """The current summary (None if the conversation has none yet) and its versions, newest first."""
+
+    conversation_id: str
+    summary: Memory | None
+    versions: tuple[SummaryVersion, ...]
+
+
+def load_summary(engine: MemoryEngine, conversation_id: str) -> SummaryState:
+    """Run in a worker: the summary and the text of each of its versions in git."""
+    summary = engine.summary(conversation_id)
+    if summary is None:
+        return SummaryState(conversation_id, None, ())
+    versions: list[SummaryVersion] = []
+    for commit in engine.memory_history(summary.id, limit=MAX_VERSIONS):
+        try:
+            old = engine.store.memory_from_bytes(summary.path, engine.file_at(summary, commit.sha))
+        except (EngineError, ValueError):
+            continue  # a commit that only moved or removed the file has no text to show
+        if versions and versions[-1].text == old.text:
+            continue
+        versions.append(SummaryVersion(commit.sha, commit.subject, when(commit.committed_at), old.text,
+                                       old.summarized_count))
+    return SummaryState(conversation_id, summary, tuple(versions))
+
+
+def word_diff_html(old: str, new: str) -> str:
+    """HTML of `new` with words removed since `old` struck through and added words highlighted."""
+    a = re.findall(r"\s+|[^\s]+", old)
+    b = re.findall(r"\s+|[^\s]+", new)
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(html.escape("".join(a[i1:i2])))
+            continue
+        if op in ("delete", "replace"):
+            out.append(f'<span style="background:#fde2e1;color:#8e1b17;text-decoration:line-through">'
+                       f'{html.escape("".join(a[i1:i2]))}</span>')
+        if op in ("insert", "replace"):
+            added = html.escape("".join(b[j1:j2]))
+            out.append(f'<span style="background:#dff3e0;color:#1b5e20">{added}</span>')
+    body = "".join(out).replace("\n", "<br>")
+    return f'<div style="line-height:140%">{body}</div>'
+
+
+class SummaryPane(QWidget):
+    """Per conversation: the summary rendered, its count and date, versions and their diff."""
+
+    loaded = Signal(object)  # SummaryState
+
+    def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._runner = runner
+        self._conversation: str | None = None
+        self._state: SummaryState | None = None
+        self._setup_ui()
+        self._connect_signals()
+
+    def _setup_ui(self) -> None:
+        self.title_label = QLabel(self)
+        self.title_label.setObjectName("paneTitle")
+        self.meta_label = QLabel(self)
+        self.meta_label.setObjectName("mutedLabel")
+        self.summary_view = MarkdownView(self)
+        self.from_combo = QComboBox(self)
+        self.to_combo = QComboBox(self)
+        self.diff_view = MarkdownView(self)
+        compare = QHBoxLayout()
+        compare.addWidget(QLabel("Compare", self))
+        compare.addWidget(self.from_combo, 1)
+        compare.addWidget(QLabel("with", self))
+        compare.addWidget(self.to_combo, 1)
+        right = QWidget(self)
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        right_layout.addWidget(QLabel("Earlier versions (from git)", right))
+        right_layout.addLayout(compare)
+        right_layout.addWidget(self.diff_view, 1)
+        left = QWidget(self)
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(self.title_label)
+        left_layout.addWidget(self.meta_label)
+        left_layout.addWidget(self.summary_view, 1)
+        splitter = QSplitter(self)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setSizes([460, 440])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+
+    def _connect_signals(self) -> None:
+        self.from_combo.currentIndexChanged.connect(self._on_versions_chosen)
+        self.to_combo.currentIndexChanged.connect(self._on_versions_chosen)
+
+    @property
+    def state(self) -> SummaryState | None:
+        """What is shown."""
+        return self._state
+
+    def set_conversation(self, conversation_id: str | None) -> None:
+        """Show this conversation's summary."""
+        self._conversation = conversation_id
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the summary and its versions again."""
+        if self._conversation is None:
+            return
+        self._runner.submit(load_summary, self._engine, self._conversation, key="summary",
+                            on_result=self._on_loaded, on_error=self._on_failed)
+
+    def on_store_changed(self, change: StoreChange) -> None:
+        """Reload when the shown conversation's summary may have changed."""
+        if self._conversation is not None and (
+                change.conversation_id in (None, self._conversation)
+                or any("/summaries/" in p for p in change.paths)):
+            self.reload()
+
+    def _on_loaded(self, state: SummaryState) -> None:
+        if state.conversation_id != self._conversation:
+            return
+        self._state = state
+        summary = state.summary
+        self.title_label.setText(f"Summary of “{state.conversation_id}”")
+        if summary is None:
+            self.meta_label.setText("No summary yet: one is written once the conversation grows "
+                                    "past the summary threshold.")
+            self.summary_view.set_markdown("")
+        else:
+            count = summary.summarized_count if summary.summarized_count is not None else "?"
+            self.meta_label.setText(f"Summarizes {count} messages · last updated "
+                                    f"{when(summary.updated_at or summary.created_at)} · "
+                                    f"{len(state.versions)} version(s) in history")
+            self.summary_view.set_markdown(summary.text)
+        for combo in (self.from_combo, self.to_combo):
+            combo.blockSignals(True)
+            combo.clear()
+            for version in state.versions:
+                count = f" · {version.summarized_count} msgs" if version.summarized_count is not None else ""
+                combo.addItem(f"{version.when} · {version.sha[:8]}{count}", version.sha)
+            combo.blockSignals(False)
+        if len(state.versions) >= 2:
+            self.from_combo.setCurrentIndex(1)
+        self.to_combo.setCurrentIndex(0 if state.versions else -1)
+        self._on_versions_chosen()
+        self.loaded.emit(state)
+
+    def _on_failed(self, error: BaseException) -> None:
+        self.meta_label.setText(f"Could not read the summary: {error}")
+
+    @Slot()
+    def _on_versions_chosen(self) -> None:
+        state = self._state
+        if state is None or not state.versions:
+            self.diff_view.setHtml("<p>No earlier versions.</p>")
+            return
+        by_sha = {v.sha: v for v in state.versions}
+        old = by_sha.get(self.from_combo.currentData())
+        new = by_sha.get(self.to_combo.currentData())
+        if old is None or new is None:
+            return
+        if old.sha == new.sha:
+            self.diff_view.setHtml(word_diff_html(new.text, new.text)
+                                   + "<p><i>Same version on both sides: pick an older one.</i></p>")
+            return
+        self.diff_view.setHtml(word_diff_html(old.text, new.text))

@@ -1,0 +1,288 @@
+"""Item models of the timeline pane: commits (paged as the view scrolls) and one commit's events.
+
+The commit model holds a snapshot of the pages loaded so far; `data()` never reads git. When the
+view scrolls to the end, Qt calls `fetchMore`, which only asks (signal `more_requested`); the
+pane reads the next page on the read pool and hands it back with `append_page`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
+from desktop_mem.engine.timeline_query import TimelineCursor, TimelinePage, TimelineQuery
+from desktop_mem.ui.memory_model import first_line, when
+
+Index = QModelIndex | QPersistentModelIndex
+COMMIT_ROLE = Qt.ItemDataRole.UserRole + 1
+CHIPS_ROLE = Qt.ItemDataRole.UserRole + 2  # [(type name, count)] in EventType order
+BY_HAND_ROLE = Qt.ItemDataRole.UserRole + 3  # True for commits made outside the app
+EVENT_ROLE = Qt.ItemDataRole.UserRole + 4
+BY_HAND = "by hand"
+CHIP_COLOURS: dict[EventType, str] = {
+    EventType.ADD: "#2e7d32", EventType.UPDATE: "#1565c0", EventType.DELETE: "#c62828",
+    EventType.RESTORE: "#6a1b9a", EventType.EDIT: "#ef6c00", EventType.SUMMARY: "#00838f",
+    EventType.EVICT: "#6d4c41", EventType.TURN: "#78909c",
+}
+
+
+def chips(commit: CommitInfo) -> list[tuple[str, int]]:
+    """The commit's event types with their counts, in EventType order (what the row shows)."""
+    counts: dict[EventType, int] = {}
+    for event in commit.events:
+        counts[event.type] = counts.get(event.type, 0) + 1
+    return [(t.value, counts[t]) for t in EventType if t in counts]
+
+
+class CommitTimelineModel(QAbstractListModel):
+    """Commits of the (filtered) timeline, newest first, grown page by page."""
+
+    more_requested = Signal()  # the view wants the next page; the pane loads it
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[CommitInfo] = []
+        self._cursor: TimelineCursor | None = None
+        self._loading = False
+        self.query = TimelineQuery()
+
+    # ------------------------------------------------------------ snapshot
+
+    def reset(self, query: TimelineQuery) -> None:
+        """Forget every row (new filters); the first page is being loaded."""
+        self.beginResetModel()
+        self._rows = []
+        self._cursor = None
+        self.query = query
+        self._loading = True
+        self.endResetModel()
+
+    def set_page(self, page: TimelinePage) -> None:
+        """Show the first page (replacing whatever was shown)."""
+        self.beginResetModel()
+        self._rows = list(page.commits)
+        self._cursor = page.next_cursor
+        self._loading = False
+        self.endResetModel()
+
+    def append_page(self, page: TimelinePage) -> None:
+        """Add an older page at the end."""
+        self._loading = False
+        self._cursor = page.next_cursor
+        known = {c.sha for c in self._rows}
+        commits = [c for c in page.commits if c.sha not in known]
+        if not commits:
+            return
+        self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows) + len(commits) - 1)
+        self._rows.extend(commits)
+        self.endInsertRows()
+
+    def prepend_newer(self, page: TimelinePage) -> bool:
+        """Put commits newer than the top row above it; False when the top row is not in `page`
+
+        (more new commits than a page, or history rewritten): the caller then reloads.
+        """
+        if not self._rows:
+            self.set_page(page)
+            return True
+        top = self._rows[0].sha
+        shas = [c.sha for c in page.commits]
+        if top not in shas:
+            return False
+        newer = page.commits[: shas.index(top)]
+        if newer:
+            self.beginInsertRows(QModelIndex(), 0, len(newer) - 1)
+            self._rows[:0] = newer
+            self.endInsertRows()
+        return True
+
+    def failed(self) -> None:
+        """A page could not be read: stop asking for more until the next reload."""
+        self._loading = False
+        self._cursor = None
+
+    # ------------------------------------------------------------ access
+
+    @property
+    def loading(self) -> bool:
+        """True while a page is being read."""
+        return self._loading
+
+    @property
+    def cursor(self) -> TimelineCursor | None:
+        """Where the next page starts (None: history has ended)."""
+        return self._cursor
+
+    def commit_at(self, row: int) -> CommitInfo | None:
+        """The commit in `row`, if any."""
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def row_of(self, sha: str) -> int:
+        """The row showing commit `sha`, or -1."""
+        return next((i for i, c in enumerate(self._rows) if c.sha == sha), -1)
+
+    # ------------------------------------------------------------ Qt model
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def canFetchMore(self, parent: Index) -> bool:  # noqa: N802
+        return not parent.isValid() and not self._loading and self._cursor is not None
+
+    def fetchMore(self, parent: Index) -> None:  # noqa: N802
+        if self.canFetchMore(parent):
+            self._loading = True  # one request at a time; append_page clears it
+            self.more_requested.emit()
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        commit = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return commit.subject
+        if role == Qt.ItemDataRole.ToolTipRole:
+            origin = f" · {BY_HAND} (not made by desktop-mem)" if not commit.made_by_app else ""
+            return f"{commit.sha[:10]} · {commit.author} · {when(commit.committed_at)}{origin}"
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            kinds = " ".join(t for t, _ in chips(commit))
+            return f"{when(commit.committed_at)} {commit.subject} {kinds}" + (
+                f" {BY_HAND}" if not commit.made_by_app else "")
+        if role == COMMIT_ROLE:
+            return commit
+        if role == CHIPS_ROLE:
+            return chips(commit)
+        if role == BY_HAND_ROLE:
+            return not commit.made_by_app
+        return None
+
+
+class EventListModel(QAbstractListModel):
+    """The events of the selected commit; events the filters leave out are dimmed."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._events: list[TimelineEvent] = []
+        self._matching: set[int] = set()
+
+    def set_commit(self, commit: CommitInfo | None, query: TimelineQuery) -> None:
+        """Show the events of `commit` (None clears)."""
+        self.beginResetModel()
+        self._events = list(commit.events) if commit else []
+        kept = query.matching_events(commit) if commit else ()
+        self._matching = {i for i, e in enumerate(self._events) if e in kept}
+        self.endResetModel()
+
+    def event_at(self, row: int) -> TimelineEvent | None:
+        """The event in `row`, if any."""
+        return self._events[row] if 0 <= row < len(self._events) else None
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._events)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._events):
+            return None
+        event = self._events[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{event.type.value}  ·  {event.conversation_id or '?'}  ·  {describe(event)}"
+        if role == Qt.ItemDataRole.DecorationRole:
+            return QColor(CHIP_COLOURS[event.type])
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{event.path}\nmemory {event.memory_id or '?'}"
+        if role == Qt.ItemDataRole.ForegroundRole and index.row() not in self._matching:
+            return QColor("#9e9e9e")
+        if role == EVENT_ROLE:
+            return event
+        return None
+
+
+def describe(event: TimelineEvent) -> str:
+    """One line saying what the event did to which text."""
+    old = first_line(event.old_text or "", 80)
+    new = first_line(event.new_text or "", 80)
+    if event.type == EventType.UPDATE:
+        return f"{old} → {new}"
+    if event.type == EventType.EDIT and old != new:
+        return f"{old} → {new}"
+    if event.type == EventType.DELETE and event.hard_delete:
+        return f"{old} (file removed)"
+    return new or old
+
+
+class CommitDelegate(QStyledItemDelegate):
+    """Paints a commit row: coloured event chips and the subject, then time, sha and "by hand"."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:  # noqa: N802
+        return QSize(200, QFontMetrics(option.font).height() * 2 + 14)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: Index) -> None:
+        commit = index.data(COMMIT_ROLE)
+        if not isinstance(commit, CommitInfo):
+            super().paint(painter, option, index)
+            return
+        painter.save()
+        widget = option.widget  # type: ignore[attr-defined]
+        if widget is not None:
+            widget.style().drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, widget)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)  # type: ignore[attr-defined]
+        text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        palette = option.palette  # type: ignore[attr-defined]
+        rect = option.rect.adjusted(8, 5, -8, -5)  # type: ignore[attr-defined]
+        font = option.font  # type: ignore[attr-defined]
+        metrics = QFontMetrics(font)
+        line = metrics.height()
+        x = self._paint_chips(painter, font, chips(commit), rect.left(), rect.top() + 1, line - 2)
+        painter.setFont(font)
+        painter.setPen(palette.color(text_role))
+        subject = QRect(x + 4, rect.top(), max(rect.right() - x - 4, 0), line)
+        painter.drawText(subject, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                         metrics.elidedText(commit.subject, Qt.TextElideMode.ElideRight, subject.width()))
+        detail = f"{when(commit.committed_at)} · {commit.sha[:8]} · {commit.author}"
+        second = QRect(rect.left(), rect.top() + line + 2, rect.width(), line)
+        if not commit.made_by_app:
+            x = self._paint_chip(painter, font, BY_HAND, QColor("#ffb300"), QColor("black"),
+                                 second.left(), second.top() + 1, line - 2)
+            second.setLeft(x + 4)
+        muted = palette.color(text_role)
+        muted.setAlpha(150)
+        painter.setFont(font)
+        painter.setPen(muted)
+        painter.drawText(second, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, detail)
+        painter.restore()
+
+    def _paint_chips(self, painter: QPainter, font: QFont, items: list[tuple[str, int]],
+                     x: int, y: int, height: int) -> int:
+        for label, count in items:
+            text = label if count == 1 else f"{label} ×{count}"
+            x = self._paint_chip(painter, font, text, QColor(CHIP_COLOURS[EventType(label)]),
+                                 QColor("white"), x, y, height) + 4
+        return x
+
+    @staticmethod
+    def _paint_chip(painter: QPainter, font: QFont, text: str, fill: QColor, ink: QColor,
+                    x: int, y: int, height: int) -> int:
+        """Draw one rounded chip at (x, y); returns its right edge."""
+        chip_font = QFont(font)
+        chip_font.setPointSizeF(max(font.pointSizeF() - 1.5, 6.0))
+        chip_font.setBold(True)
+        width = QFontMetrics(chip_font).horizontalAdvance(text) + 10
+        chip = QRect(x, y, width, height)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(fill)
+        painter.drawRoundedRect(chip, 4, 4)
+        painter.setPen(ink)
+        painter.setFont(chip_font)
+        painter.drawText(chip, Qt.AlignmentFlag.AlignCenter, text)
+        return x + width

@@ -1,0 +1,141 @@
+"""The panes of one open store, wired together: conversations, Chat, Memories, Summary, Timeline.
+
+Composition only (FeelUOwn's "pages"): each pane gets the engine, the runner and the bridge
+through its constructor; this widget connects their signals in one place.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Problem
+from desktop_mem.ui.chat_pane import ChatPane
+from desktop_mem.ui.conversation_list import ConversationList
+from desktop_mem.ui.dialogs import Confirm
+from desktop_mem.ui.engine_bridge import EngineBridge
+from desktop_mem.ui.memory_browser import MemoryBrowser
+from desktop_mem.ui.memory_editor import MemoryEditor
+from desktop_mem.ui.summary_pane import SummaryPane
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.timeline_list import TimelineList
+
+CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)
+
+
+class Workspace(QWidget):
+    """Everything shown once a store is open."""
+
+    settings_requested = Signal()
+    llm_problem = Signal(str)
+
+    def __init__(self, engine: MemoryEngine, runner: TaskRunner, bridge: EngineBridge, confirm: Confirm,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.engine = engine
+        self._runner = runner
+        self._bridge = bridge
+        self.conversations = ConversationList(engine, runner, confirm, self)
+        self.chat = ChatPane(engine, runner, self)
+        self.browser = MemoryBrowser(engine, runner, self)
+        self.editor = MemoryEditor(engine, runner, confirm, self)
+        self.summary = SummaryPane(engine, runner, self)
+        self.timeline = TimelineList(engine, runner, self)
+        self._setup_ui()
+        self._connect_signals()
+
+    def _setup_ui(self) -> None:
+        self.memories_splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.memories_splitter.addWidget(self.browser)
+        self.memories_splitter.addWidget(self.editor)
+        self.memories_splitter.setStretchFactor(0, 3)
+        self.memories_splitter.setStretchFactor(1, 2)
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.chat, "Chat")
+        self.tabs.addTab(self.memories_splitter, "Memories")
+        self.tabs.addTab(self.summary, "Summary")
+        self.tabs.addTab(self.timeline, "Timeline")
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.addWidget(self.conversations)
+        self.splitter.addWidget(self.tabs)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([220, 980])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+
+    def _connect_signals(self) -> None:
+        self.conversations.conversation_selected.connect(self._on_conversations_conversation_selected)
+        self.conversations.loaded.connect(self._on_conversations_loaded)
+        self.chat.memory_requested.connect(self.open_memory)
+        self.chat.settings_requested.connect(self.settings_requested)
+        self.chat.llm_problem.connect(self.llm_problem)
+        self.browser.memory_activated.connect(self._on_browser_memory_activated)
+        self.browser.problem_activated.connect(self._on_browser_problem_activated)
+        self._bridge.store_changed.connect(self._on_bridge_store_changed)
+        self._bridge.outcome_ready.connect(self.chat.on_outcome)
+
+    def start(self) -> None:
+        """Load every pane's first content."""
+        self.conversations.reload()
+        self.browser.refresh()
+        self.timeline.reload()
+
+    # --------------------------------------------------------------- public
+
+    def focus_search(self) -> None:
+        """Ctrl+F: the Memories tab with the cursor in the search box."""
+        self.tabs.setCurrentIndex(MEMORIES_TAB)
+        self.browser.focus_search()
+
+    def new_conversation(self) -> None:
+        """Ctrl+N."""
+        self.conversations.new_button.click()
+
+    def new_memory(self) -> None:
+        """A new fact in the current conversation."""
+        self.tabs.setCurrentIndex(MEMORIES_TAB)
+        self.editor.new_memory(self.conversations.current or GLOBAL_CONVERSATION)
+
+    @Slot(str)
+    def open_memory(self, memory_id: str) -> None:
+        """Show a memory in the editor (from "memory used", the timeline, ...)."""
+        self._runner.submit(self.engine.get, memory_id, key="open-memory", on_result=self._show_memory)
+
+    # ---------------------------------------------------------------- slots
+
+    def _show_memory(self, memory: Memory) -> None:
+        self.tabs.setCurrentIndex(MEMORIES_TAB)
+        if self.editor.open_memory(memory):
+            self.browser.select_memory(memory.id)
+
+    @Slot(str)
+    def _on_conversations_conversation_selected(self, conversation_id: str) -> None:
+        self.chat.set_conversation(conversation_id)
+        self.summary.set_conversation(conversation_id)
+
+    @Slot()
+    def _on_conversations_loaded(self) -> None:
+        self.browser.set_conversations(self.conversations.model.ids())
+
+    @Slot(object)
+    def _on_browser_memory_activated(self, memory: Memory) -> None:
+        self.editor.open_memory(memory)
+
+    @Slot(object)
+    def _on_browser_problem_activated(self, problem: Problem) -> None:
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.engine.root / problem.path)))
+
+    @Slot(object)
+    def _on_bridge_store_changed(self, change: StoreChange) -> None:
+        self.browser.on_store_changed(change)
+        self.editor.on_store_changed(change)
+        self.summary.on_store_changed(change)
+        self.timeline.on_store_changed(change)
+        if change.operation in ("conversation", "delete", "add", "external-edit"):
+            self.conversations.reload()

@@ -1,0 +1,133 @@
+"""The main window over a real store: loading, first run with the demo store, panes, shortcuts,
+conversations, the second-instance dialog, settings and remembered window state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.workspace import MEMORIES_TAB, SUMMARY_TAB
+
+
+@pytest.fixture
+def ui_settings(tmp_path: Path) -> QSettings:
+    return QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def window_config(make_config: Any, scripted_llm: Any) -> Any:
+    return make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
+
+
+@pytest.fixture
+def window(qtbot: Any, window_config: Any, ui_settings: QSettings) -> Iterator[MainWindow]:
+    answers: list[bool] = []
+    win = MainWindow(window_config, TaskRunner(), settings=ui_settings,
+                     confirm=lambda *_: answers.pop(0) if answers else True)
+    win.answers = answers  # type: ignore[attr-defined]
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.shutdown()
+
+
+def _open(qtbot: Any, win: MainWindow) -> None:
+    with qtbot.waitSignal(win.index_ready, timeout=60000):
+        with qtbot.waitSignal(win.store_opened, timeout=30000):
+            win.open_store()
+            assert win.stack.currentWidget() is win.loading_label  # shown before the store is open
+
+
+def test_an_empty_store_offers_a_demo_store_that_fills_every_pane(qtbot: Any, window: MainWindow,
+                                                                  qtmodeltester: Any) -> None:
+    _open(qtbot, window)
+    assert window.welcome is not None and window.stack.currentWidget() is window.welcome
+    window.welcome.demo_button.click()
+    qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
+    ws = window.workspace
+    assert ws is not None
+    qtbot.waitUntil(lambda: ws.conversations.model.rowCount() >= 4, timeout=10000)
+    qtmodeltester.check(ws.conversations.model)
+    titles = [ws.conversations.model.index(r, 0).data() for r in range(ws.conversations.model.rowCount())]
+    assert "Trip to Lisbon" in titles and "Global memory" in titles
+    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=10000)
+    qtbot.waitUntil(lambda: ws.timeline.model.rowCount() > 5, timeout=10000)
+    qtmodeltester.check(ws.timeline.model)
+    assert "memories" in window.status.count_label.text()
+    qtbot.waitUntil(lambda: window.status.llm_label.text() == "LLM: connected", timeout=10000)
+
+    ws.conversations.select("trip-to-lisbon")
+    window.show_tab(SUMMARY_TAB)
+    qtbot.waitUntil(lambda: ws.summary.state is not None and ws.summary.state.summary is not None,
+                    timeout=10000)
+    assert "Lisbon" in ws.summary.summary_view.toPlainText()
+    assert "Summarizes" in ws.summary.meta_label.text()
+
+
+def test_ctrl_f_focuses_search_and_search_finds_by_meaning(qtbot: Any, window: MainWindow) -> None:
+    _open(qtbot, window)
+    assert window.engine is not None
+    window.engine.add("The user is vegetarian and never eats meat")
+    window.engine.add("The user's laptop is a ThinkPad")
+    window.welcome.empty_button.click() if window.welcome else None  # type: ignore[func-returns-value]
+    ws = window.workspace
+    assert ws is not None
+    window.find_action.trigger()
+    assert ws.tabs.currentIndex() == MEMORIES_TAB and ws.browser.search_edit.hasFocus()
+    qtbot.keyClicks(ws.browser.search_edit, "vegetarian")
+    qtbot.waitUntil(lambda: ws.browser.model.searching, timeout=10000)
+    assert ws.browser.model.memory_at(0).text.startswith("The user is vegetarian")  # type: ignore[union-attr]
+
+
+def test_new_rename_and_delete_conversation(qtbot: Any, window: MainWindow) -> None:
+    _open(qtbot, window)
+    ws = window.workspace
+    if window.welcome is not None:
+        window.welcome.empty_button.click()
+    assert ws is not None and window.engine is not None
+    ws.conversations.create("Holiday plans")
+    qtbot.waitUntil(lambda: ws.conversations.current == "holiday-plans"
+                    and ws.conversations.model.row_of("holiday-plans") is not None, timeout=10000)
+    assert ws.chat.conversation == "holiday-plans"
+    ws.conversations.rename("holiday-plans", "Summer holiday")
+    qtbot.waitUntil(lambda: "Summer holiday" in [ws.conversations.model.index(r, 0).data()
+                                                 for r in range(ws.conversations.model.rowCount())],
+                    timeout=10000)
+    window.engine.add("The user wants to visit Crete", conversation_id="holiday-plans")
+    ws.conversations.delete("holiday-plans")
+    qtbot.waitUntil(lambda: ws.conversations.model.row_of("holiday-plans") is None, timeout=10000)
+    assert all(m.deleted for m in window.engine.list_memories(conversation_id="holiday-plans",
+                                                              include_deleted=True))
+
+
+def test_a_second_window_on_the_same_store_offers_read_only(qtbot: Any, window: MainWindow,
+                                                            window_config: Any, tmp_path: Path) -> None:
+    _open(qtbot, window)
+    answers = [True]
+    second = MainWindow(window_config, TaskRunner(),
+                        settings=QSettings(str(tmp_path / "second.ini"), QSettings.Format.IniFormat),
+                        confirm=lambda _p, title, text: answers.pop(0) if "Store in use" == title else False)
+    qtbot.addWidget(second)
+    with qtbot.waitSignal(second.store_opened, timeout=30000):
+        second.open_store()
+    assert answers == [] and second.engine is not None and second.engine.read_only
+    assert "read-only" in second.windowTitle()
+    second.shutdown()
+
+
+def test_window_geometry_is_remembered(qtbot: Any, window_config: Any, ui_settings: QSettings) -> None:
+    first = MainWindow(window_config, TaskRunner(), settings=ui_settings)
+    qtbot.addWidget(first)
+    first.resize(900, 640)
+    first.show()
+    first.shutdown()
+    second = MainWindow(window_config, TaskRunner(), settings=ui_settings)
+    qtbot.addWidget(second)
+    assert (second.width(), second.height()) == (900, 640)
+    second.shutdown()
