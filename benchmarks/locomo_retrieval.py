@@ -26,7 +26,6 @@ from typing import Any
 
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.retrieval import SearchFilters
 
 _EVIDENCE = re.compile(r"D(\d+):(\d+)")
 
@@ -94,7 +93,8 @@ def evaluate(name: str, search: Searcher, questions: list[tuple[str, str, set[st
         "p95_ms": pct(latencies, 0.95),
         "per_category": {
             str(c): {"n": len(v), "recall@5": statistics.fmean(x[0] for x in v),
-                     "recall@10": statistics.fmean(x[1] for x in v), "ndcg@10": statistics.fmean(x[2] for x in v)}
+                     "recall@10": statistics.fmean(x[1] for x in v),
+                     "ndcg@10": statistics.fmean(x[2] for x in v)}
             for c, v in sorted(per_cat.items())
         },
     }
@@ -157,7 +157,8 @@ def main() -> int:
 
     results = [evaluate("desktop_mem read path", full, questions), evaluate("BM25 only", bm25, questions),
                evaluate("dense only (MiniLM)", dense, questions)]
-    adv = evaluate("desktop_mem read path, category 5 (adversarial)", full, adversarial) if adversarial else None
+    adv_name = "desktop_mem read path, category 5 (adversarial)"
+    adv = evaluate(adv_name, full, adversarial) if adversarial else None
     print(f"\n{len(questions)} questions (categories 1-4) over {len(samples)} conversations\n")
     print(f"{'':<34}{'recall@5':>9}{'recall@10':>10}{'ndcg@10':>9}{'p50 ms':>8}{'p95 ms':>8}")
     for r in results + ([adv] if adv else []):

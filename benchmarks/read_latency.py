@@ -37,8 +37,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 def config(root: Path, threads: int) -> Any:
-    return load_config(flags={"store.path": str(root), "store.git_versioning": False, "watcher.enabled": False,
-                              "embedding.threads": threads})
+    return load_config(flags={"store.path": str(root), "store.git_versioning": False,
+                              "watcher.enabled": False, "embedding.threads": threads})
 
 
 def build(root: Path, n: int, threads: int) -> None:

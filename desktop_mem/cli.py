@@ -16,6 +16,7 @@ from desktop_mem import __version__
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
+from desktop_mem.engine.secrets_scan import SecretDetectedError
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversation", default="global")
     p.add_argument("--kind", default="fact", choices=["fact", "preference", "context"])
     p.add_argument("--json", action="store_true")
+    _add_secret_flags(p)
 
     p = sub.add_parser("list", help="list memories")
     p.add_argument("--conversation")
@@ -55,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--text", required=True)
     p.add_argument("--json", action="store_true")
+    _add_secret_flags(p)
 
     for name, help_text in (("delete", "soft-delete a memory (moved under deleted/)"),
                             ("restore", "restore a soft-deleted memory")):
@@ -204,9 +207,30 @@ def _print_memory(m: Memory, args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- commands
 
 
+def _add_secret_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--keep-secret", dest="secrets", action="store_const", const="keep",
+                       help="store a likely secret (API key, token, password) as typed")
+    group.add_argument("--redact-secret", dest="secrets", action="store_const", const="redact",
+                       help="store a likely secret as [redacted:<kind>]")
+
+
+def _secret_refused(exc: SecretDetectedError) -> int:
+    found = ", ".join(f"{f.kind} ({f.masked})" for f in exc.findings)
+    print(f"desktop-mem: the text looks like it contains a secret: {found}; nothing was stored. "
+          "Run again with --redact-secret to store it as [redacted:<kind>], or --keep-secret to "
+          "store it as typed.", file=sys.stderr)
+    return 1
+
+
 def cmd_add(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "add") as engine:
-        _print_memory(engine.add(args.text, conversation_id=args.conversation, kind=args.kind), args)
+        try:
+            memory = engine.add(args.text, conversation_id=args.conversation, kind=args.kind,
+                                secrets=args.secrets)
+        except SecretDetectedError as exc:
+            return _secret_refused(exc)
+        _print_memory(memory, args)
     return 0
 
 
@@ -242,7 +266,11 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_edit(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "edit") as engine:
-        _print_memory(engine.edit(args.id, text=args.text), args)
+        try:
+            memory = engine.edit(args.id, text=args.text, secrets=args.secrets)
+        except SecretDetectedError as exc:
+            return _secret_refused(exc)
+        _print_memory(memory, args)
     return 0
 
 
@@ -379,6 +407,10 @@ HANDLERS: dict[str, Handler] = {
 
 def extend_parser(parser: argparse.ArgumentParser) -> None:
     """Commands added by later layers (search, chat, serve ...) register here."""
+    from desktop_mem.cli_transfer import register
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    register(sub, HANDLERS)  # import, export, sync
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -82,6 +82,7 @@ class NewMemory(BaseModel):
     type: str = "fact"
     conversation_id: str = GLOBAL_CONVERSATION
     expires_at: datetime | None = None
+    secrets: Literal["keep", "redact"] | None = None  # the user's choice for a likely secret
 
 
 # ------------------------------------------------------------------------------------- app
@@ -159,7 +160,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
             if expires <= datetime.now(UTC):
                 raise ValidationError(f"expires_at {expires.isoformat()} is in the past")
         memory = engine.add(body.content, conversation_id=body.conversation_id, kind=body.type,
-                            expires_at=expires)
+                            expires_at=expires, secrets=body.secrets)
         return memory_json(memory)
 
     @app.get("/api/memories/{memory_id}")

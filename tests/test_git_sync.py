@@ -22,7 +22,9 @@ def remote(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def machines(make_config: Callable[..., Any], remote: Path, tmp_path: Path) -> Iterator[tuple[MemoryEngine, MemoryEngine]]:
+def machines(
+    make_config: Callable[..., Any], remote: Path, tmp_path: Path
+) -> Iterator[tuple[MemoryEngine, MemoryEngine]]:
     a = MemoryEngine(make_config(store=tmp_path / "laptop", **{"sync.remote_url": str(remote)}))
     b = MemoryEngine(make_config(store=tmp_path / "desktop", **{"sync.remote_url": str(remote)}))
     yield a, b
@@ -99,11 +101,13 @@ def test_deleted_here_and_edited_there_loses_neither(machines: tuple[MemoryEngin
     laptop.delete(fact.id)
     sync(laptop)
     desktop.edit(fact.id, text="User drinks jasmine tea")
-    sync(desktop)
-    every = {m.text: m for m in desktop.list_memories(include_deleted=True)}
-    assert "User drinks jasmine tea" in every  # the edit survives
-    assert any(m.deleted for m in desktop.list_memories(include_deleted=True) if m.id == fact.id
-               or m.extra.get("conflict_of") == fact.id) or desktop.get(fact.id).deleted is False
+    result = sync(desktop)
+    assert [c.memory_id for c in result.conflicts] == [fact.id]
+    # The delete wins the file's place; the edit is kept there (restorable), the old text beside it.
+    kept = desktop.get(fact.id)
+    assert kept.text == "User drinks jasmine tea" and kept.deleted
+    assert desktop.get(result.conflicts[0].their_copy_id or "").extra["conflict_of"] == fact.id
+    assert desktop.restore(fact.id).text == "User drinks jasmine tea"
 
 
 def test_an_unreachable_remote_fails_clearly_and_keeps_local_memory(
@@ -136,3 +140,14 @@ def test_a_rejected_push_fails_clearly_and_keeps_the_local_commit(
 def test_sync_without_a_remote_says_how_to_set_one(engine: MemoryEngine) -> None:
     with pytest.raises(SyncError, match="sync.remote_url"):
         sync(engine)
+
+
+def test_an_empty_store_and_an_empty_remote_sync_without_error(
+    make_config: Callable[..., Any], remote: Path, tmp_path: Path
+) -> None:
+    with MemoryEngine(make_config(store=tmp_path / "fresh", **{"sync.remote_url": str(remote)})) as eng:
+        result = sync(eng)
+        assert result.incoming_commits == 0 and result.conflicts == ()
+        eng.add("User lives in Berlin")
+        assert sync(eng).pushed
+    assert git.Repo(remote).commit("main").hexsha

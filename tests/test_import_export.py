@@ -83,7 +83,8 @@ def test_chatgpt_import_makes_one_commit_and_reimport_adds_nothing(
 ) -> None:
     before = engine.git.count()
     seen: list[tuple[int, int]] = []
-    result = apply_import(engine, plan_import(engine, chatgpt_file), progress=lambda d, t: seen.append((d, t)))
+    plan = plan_import(engine, chatgpt_file)
+    result = apply_import(engine, plan, progress=lambda d, t: seen.append((d, t)))
     assert engine.git.count() == before + 1
     head = engine.history(limit=1)[0]
     assert head.subject == "Import conversations.json: 2 conversations, 5 turns, 0 facts"
@@ -98,7 +99,8 @@ def test_chatgpt_import_makes_one_commit_and_reimport_adds_nothing(
         ("assistant", "Try Trastevere for dinner."),
     ]
     work = next(c for c in engine.conversations() if engine.conversation_title(c) == "Work")
-    assert [m["content"] for m in engine.messages(work)] == ["My manager is called Dana", "Noted.\n\nDana is your manager."]
+    assert [m["content"] for m in engine.messages(work)] == [
+        "My manager is called Dana", "Noted.\n\nDana is your manager."]
     assert all(m.source == "import" for m in result.memories)
 
     again = plan_import(engine, chatgpt_file)
@@ -126,7 +128,9 @@ def test_chatgpt_import_can_extract_facts_with_the_llm(
         assert apply_import(eng, plan_import(eng, chatgpt_file, extract=True)).commit is None
 
 
-def test_json_memory_list_imports_good_entries_and_reports_bad_ones(engine: MemoryEngine, tmp_path: Path) -> None:
+def test_json_memory_list_imports_good_entries_and_reports_bad_ones(
+    engine: MemoryEngine, tmp_path: Path
+) -> None:
     path = tmp_path / "memories.json"
     path.write_text(json.dumps([
         {"text": "User lives in Lisbon"},
@@ -283,3 +287,29 @@ def test_zip_export_is_the_markdown_tree_with_a_readme(rich_store: MemoryEngine,
     export_zip(rich_store, one, conv)
     with zipfile.ZipFile(one) as archive:
         assert all(n == "README.txt" or n.startswith(f"entries/{conv}/") for n in archive.namelist())
+
+
+def test_cli_dry_run_import_export_and_sync_errors(
+    tmp_path: Path, chatgpt_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from desktop_mem.cli import main
+
+    store = tmp_path / "cli-store"
+    assert main(["--store", str(store), "import", str(chatgpt_file), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would add 2 conversations, 5 turns, 0 facts" in out
+    assert "skipped: conversation 1 'Trip to Rome': message 5: has no text parts" in out
+    assert "dry run: nothing was written" in out
+    assert not (store / "entries").exists()
+
+    assert main(["--store", str(store), "import", str(chatgpt_file)]) == 0
+    assert "imported 2 conversations, 5 turns, 0 facts" in capsys.readouterr().out
+    out_file = tmp_path / "all.zip"
+    assert main(["--store", str(store), "export", "--format", "zip", "--output", str(out_file)]) == 0
+    assert zipfile.is_zipfile(out_file)
+    assert main(["--store", str(store), "export", "--format", "zip", "--output", str(out_file)]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert main(["--store", str(store), "sync"]) == 1
+    assert "sync.remote_url" in capsys.readouterr().err
+    assert main(["--store", str(store), "import", str(tmp_path / "missing.json")]) == 1
+    assert "does not exist" in capsys.readouterr().err

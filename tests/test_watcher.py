@@ -69,7 +69,8 @@ def test_front_matter_only_edit_is_applied(watched: MemoryEngine) -> None:
     mem = watched.add("The user likes hiking by the lake on weekends", kind="fact")
     assert top_ids(watched, "hiking lake", kinds=("preference",)) == []
     path = watched.root / mem.path
-    path.write_text(path.read_text(encoding="utf-8").replace("kind: fact", "kind: preference"), encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("kind: fact", "kind: preference"), encoding="utf-8")
 
     wait_for(lambda: watched.get(mem.id).kind == "preference", "the kind change to reach the catalog")
     assert top_ids(watched, "hiking lake", kinds=("preference",)) == [mem.id]

@@ -108,6 +108,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("server.port", int, 8100, "Port of `desktop-mem serve`.", minimum=1, maximum=65535),
     S("server.token", str, "", "Bearer token required by `serve` (required when not on loopback).",
       env="DESKTOP_MEM_TOKEN", secret=True),
+    S("security.secrets", str, "ask", "A likely secret (API key, token, private key, password) in a "
+      "memory: ask before storing it (manual edits; chat turns and extracted facts are redacted), "
+      "always redact it, or keep it.", choices=("ask", "redact", "keep")),
     S("sync.remote_url", str, "", "Git remote the store syncs with (`desktop-mem sync`): a URL or a "
       "folder (empty: no sync).", env="DESKTOP_MEM_SYNC_URL"),
     S("sync.branch", str, "main", "Branch of the sync remote that holds the store."),

@@ -31,6 +31,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
+from desktop_mem.engine.secrets_scan import Finding, apply_policy, describe
 from desktop_mem.engine.store_lock import StoreLock, describe_holder, read_holder
 from desktop_mem.engine.retrieval import RetrievalSettings, Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.timeline import classify
@@ -97,6 +98,8 @@ class MemoryEngine:
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
         self._chat: ChatService | None = None
+        # Secret kinds redacted from turns on the reply path, for the write path's notes.
+        self._turn_redactions: dict[str, str] = {}
         if not read_only:
             self.root.mkdir(parents=True, exist_ok=True)
             self.lock.acquire()
@@ -399,9 +402,15 @@ class MemoryEngine:
         expires_at: datetime | None = None,
         created_at: datetime | None = None,
         memory_id: str | None = None,
+        secrets: str | None = None,
     ) -> Memory:
-        """Write a new memory file and commit it (`memory_id`/`created_at` for imports)."""
+        """Write a new memory file and commit it (`memory_id`/`created_at` for imports).
+
+        A likely secret in `text` raises SecretDetectedError under the `security.secrets` policy
+        "ask" unless `secrets` is "keep" or "redact" (the user's choice).
+        """
         self._require_writer()
+        text, _found = apply_policy(text, secrets or self.config["security.secrets"])
         if memory_id is not None and self.lookup(memory_id) is not None:
             raise ValidationError(f"a memory with id {memory_id!r} already exists")
         with self._write_lock:
@@ -420,9 +429,15 @@ class MemoryEngine:
         text: str | None = None,
         meta: Mapping[str, Any] | None = None,
         expected_hash: str | None = None,
+        secrets: str | None = None,
     ) -> Memory:
-        """Change a memory's text and/or front matter (unknown keys kept) and commit."""
+        """Change a memory's text and/or front matter (unknown keys kept) and commit.
+
+        A likely secret in a new `text` is handled as in `add` (`secrets`: "keep" or "redact").
+        """
         self._require_writer()
+        if text is not None:
+            text, _found = apply_policy(text, secrets or self.config["security.secrets"])
         updates = dict(meta or {})
         for locked in ("id", "conversation_id", "deleted_at"):
             if locked in updates:
@@ -463,9 +478,12 @@ class MemoryEngine:
                               live.conversation_id)
         return live
 
-    def replace(self, memory_id: str, new_text: str, *, source: str = "manual") -> tuple[Memory, Memory]:
+    def replace(
+        self, memory_id: str, new_text: str, *, source: str = "manual", secrets: str | None = None
+    ) -> tuple[Memory, Memory]:
         """UPDATE: tombstone the old memory with replaced_by, add the new one, one commit."""
         self._require_writer()
+        new_text, _found = apply_policy(new_text, secrets or self.config["security.secrets"])
         with self._write_lock:
             current = self.get(memory_id)
             new = self.store.new_memory(
@@ -674,15 +692,27 @@ class MemoryEngine:
     def _persist_turn(
         self, conversation_id: str, role: str, text: str, extra: Mapping[str, Any] | None = None
     ) -> Memory:
-        """Write a turn file now (no commit: the write path commits the whole turn)."""
+        """Write a turn file now (no commit: the write path commits the whole turn).
+
+        Likely secrets are redacted unless `security.secrets` is "keep": nobody is there to ask.
+        """
+        text, found = self._auto_redact(text)
         with self._write_lock:
             memory = self.store.new_memory(text, conversation_id=conversation_id, role=role,
                                            source="llm" if role == "assistant" else "manual",
                                            extra=extra)
             self._remember(memory)
+            if found:
+                self._turn_redactions[memory.id] = describe(found)
         return memory
 
+    def _auto_redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
+        """Text written without a user to ask (turns, extracted facts, summaries): redact unless keep."""
+        policy = "keep" if self.config["security.secrets"] == "keep" else "redact"
+        return apply_policy(text, policy)
+
     def _save_strategy_summary(self, conversation_id: str, text: str, summarized_count: int) -> None:
+        text, _found = self._auto_redact(text)
         with self._write_lock:
             self._remember(self.store.write_summary(conversation_id, text, summarized_count))
 

@@ -80,6 +80,10 @@ def parse(text: str) -> Document:
         meta = yaml.load(yaml_text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"the front matter is not valid YAML: {_one_line(exc)}") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors raise plain errors for values it matched but cannot build,
+        # e.g. the timestamp 0000-0-0T0:00:00 (year 0): still a bad file, not a crash.
+        raise FrontMatterError(f"the front matter has a value YAML cannot read: {_one_line(exc)}") from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
@@ -105,7 +109,13 @@ def render(updates: Mapping[str, Any], body: str, original_yaml: str = "") -> st
 def _apply_updates(original: str, updates: Mapping[str, Any]) -> str:
     text = original.lstrip("\n")
     node = yaml.compose(text, Loader=_SAFE_LOADER) if text.strip() else None
-    if node is not None and not (isinstance(node, yaml.MappingNode) and node.flow_style is not True):
+    if isinstance(node, yaml.MappingNode) and node.flow_style is True:
+        # A flow mapping ({a: 1}) cannot be edited key by key: rewrite it as a block mapping
+        # with the same keys and values (the values are kept; only their layout changes).
+        loaded = yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
+        text = "".join(_dump_pair(str(k), v) for k, v in (loaded or {}).items())
+        node = yaml.compose(text, Loader=_SAFE_LOADER) if text.strip() else None
+    if node is not None and not isinstance(node, yaml.MappingNode):
         raise FrontMatterError("the front matter is not a block mapping of keys to values")
     pairs = node.value if node is not None else []
     spans: dict[str, tuple[int, int, int]] = {}

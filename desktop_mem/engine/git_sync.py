@@ -77,18 +77,21 @@ def sync(engine: MemoryEngine) -> SyncResult:
         _abort_stale_merge(repo)
         engine.commit("Record changes before sync", "sync", (), None)
         _set_remote(repo, url)
-        incoming, outgoing = 0, 0
+        incoming, outgoing, pushed = 0, 0, True
         paths: list[str] = []
         conflicts: list[SyncConflict] = []
         for attempt in range(1, ATTEMPTS + 1):
             n, changed, found = _pull(engine, repo, url, branch)
             incoming, conflicts = incoming + n, conflicts + found
             paths += [p for p in changed if p not in paths]
+            if engine.git.head() is None:
+                pushed = False  # an empty store and an empty remote: nothing to send yet
+                break
             outgoing = _count(repo, f"refs/remotes/{REMOTE}/{branch}..HEAD")
             if _push(repo, url, branch, last=attempt == ATTEMPTS):
                 break
         _follow_files(engine, paths)
-    return SyncResult(url, branch, incoming, tuple(paths), outgoing, tuple(conflicts), True)
+    return SyncResult(url, branch, incoming, tuple(paths), outgoing, tuple(conflicts), pushed)
 
 
 @contextlib.contextmanager
@@ -121,9 +124,9 @@ def _set_remote(repo: git.Repo, url: str) -> None:
 
 
 def _count(repo: git.Repo, spec: str) -> int:
-    base = spec.split("..", 1)[0]
-    if base and not _exists(repo, base):
-        spec = spec.split("..", 1)[1]
+    base, _, tip = spec.partition("..")
+    if not base or not _exists(repo, base):
+        spec = tip
     return int(_git(repo, "rev-list", "--count", spec) or 0)
 
 
@@ -154,15 +157,20 @@ def _pull(
         raise SyncError(f"cannot reach the sync remote {url}: {_reason(exc)}. Check sync.remote_url "
                         "and your network; nothing was changed.") from None
     before = engine.git.head()
-    incoming = _count(repo, f"HEAD..{tracking}") if before else _count(repo, tracking)
+    incoming = _count(repo, f"{before or ''}..{tracking}")
     if incoming == 0:
         return 0, [], []
+    if before is None:  # a new store: take the remote history; files written here stay untracked
+        _git(repo, "reset", "--quiet", "--mixed", tracking)
+        _git(repo, "checkout-index", "--all", "--force")
+        engine.commit("Record changes made before the first sync", "sync", (), None)
+        return incoming, [p for p in _git(repo, "ls-files", "-z").split("\0") if p], []
     conflicts: list[SyncConflict] = []
     try:
         _git(repo, "merge", "--no-edit", "--no-ff", "--allow-unrelated-histories", "--no-commit", tracking)
     except GitCommandError:
         if not _unmerged(repo):
-            _git(repo, "merge", "--abort")
+            _abort_stale_merge(repo)
             raise SyncError("git could not merge the remote branch; nothing was changed. "
                             "Run `desktop-mem doctor` and retry.") from None
     copies: list[tuple[str, bytes]] = []
@@ -173,8 +181,7 @@ def _pull(
     _git(repo, "commit", "--no-verify", "--quiet", "--allow-empty", "-m", message)
     if copies:
         conflicts = _write_copies(engine, conflicts, copies)
-    changed = _git(repo, "diff", "--name-only", "-z", f"{before}..HEAD").split("\0") if before else \
-        _git(repo, "ls-files", "-z").split("\0")
+    changed = _git(repo, "diff", "--name-only", "-z", f"{before}..HEAD").split("\0")
     return incoming, [p for p in changed if p], conflicts
 
 
@@ -269,7 +276,10 @@ def _push(repo: git.Repo, url: str, branch: str, *, last: bool) -> bool:
         return True
     except GitCommandError as exc:
         reason = _reason(exc)
-        rejected = "rejected" in reason or "non-fast-forward" in reason or "fetch first" in reason
+        status = exc.stdout if isinstance(exc.stdout, str) else ""
+        # --porcelain: "[rejected] (fetch first|non-fast-forward)" means another machine pushed first;
+        # "[remote rejected]" means the remote refused (hook, permissions): retrying will not help.
+        rejected = "[rejected]" in status
         if rejected and not last:
             return False
         if rejected:

@@ -24,6 +24,7 @@ from desktop_mem.engine.extraction import (
 )
 from desktop_mem.engine.models import Memory, NotFoundError, ValidationError, utc_now
 from desktop_mem.engine.retrieval import SearchFilters
+from desktop_mem.engine.secrets_scan import describe
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine
@@ -45,6 +46,11 @@ def run_write_path(engine: MemoryEngine, turn: TurnRecord, llm: ChatModel | None
     """Everything after a reply: returns what changed, for the UI's "Memory updated" line."""
     conv = turn.conversation_id
     notes: list[str] = []
+    for memory in (turn.user, *([turn.assistant] if turn.assistant else [])):
+        kinds = engine._turn_redactions.pop(memory.id, None)
+        if kinds:
+            notes.append(f"A likely secret ({kinds}) was redacted from the stored {memory.role} turn "
+                         "(security.secrets).")
     facts: tuple[ExtractedFact, ...] = ()
     if engine.config["memory.extract_facts"]:
         if llm is None:
@@ -120,17 +126,21 @@ def _reconcile_and_apply(
     added: list[Memory] = []
     updated: list[tuple[Memory, Memory]] = []
     deleted: list[Memory] = []
+    redacted: list[str] = []
     with engine._write_lock:
         for decision in result.decisions:
             fact = kinds.get(decision.text)
             kind = fact.kind if fact else "fact"
             source = fact.source if fact else "llm"
+            text, found = engine._auto_redact(decision.text)
+            if found:
+                redacted.append(describe(found))
             try:
                 if decision.event == "ADD":
-                    added.append(_new_fact(engine, conv, decision.text, kind, source))
+                    added.append(_new_fact(engine, conv, text, kind, source))
                 elif decision.event == "UPDATE" and decision.target_id:
                     old = engine.get(decision.target_id)
-                    new = _new_fact(engine, old.conversation_id, decision.text, kind, source)
+                    new = _new_fact(engine, old.conversation_id, text, kind, source)
                     tomb = engine.store.soft_delete(old, replaced_by=new.id)
                     engine._forget(old)
                     engine._remember(tomb)
@@ -143,7 +153,11 @@ def _reconcile_and_apply(
                     deleted.append(tomb)
             except (NotFoundError, ValidationError) as exc:  # e.g. the user deleted it meanwhile
                 log.warning("skipping %s decision: %s", decision.event, exc)
-    return added, updated, deleted, result.error
+    notes = [result.error] if result.error else []
+    if redacted:
+        notes.append(f"A likely secret ({', '.join(dict.fromkeys(redacted))}) was redacted from the "
+                     "extracted facts (security.secrets).")
+    return added, updated, deleted, " ".join(notes) or None
 
 
 def _new_fact(engine: MemoryEngine, conv: str, text: str, kind: str, source: str) -> Memory:
@@ -184,8 +198,9 @@ def _update_summary(
         if result.error:
             note = f"Summary not updated ({result.error}); the previous summary was kept."
         return current, False, note
+    text, _found = engine._auto_redact(result.text)
     with engine._write_lock:
-        memory = engine.store.write_summary(conv, result.text, new_count)
+        memory = engine.store.write_summary(conv, text, new_count)
         engine._remember(memory)
     return memory, True, None
 

@@ -50,6 +50,8 @@ def parse_string_list(text: str, max_items: int) -> list[str]:
     items = _unwrap_list(value, text)
     if cut_inside_string and items:
         items = items[:-1]  # the last string was cut off mid-way
+        if not items:  # an answer cut before its first item is a failure, not "no facts"
+            raise LLMJSONError("the answer was cut off before its first complete item", text)
     out: list[str] = []
     seen: set[str] = set()
     rejected = 0
@@ -76,6 +78,8 @@ def parse_decisions(text: str) -> list[RawDecision]:
     items = _unwrap_list(value, text)
     if cut_inside_string and items:
         items = items[:-1]
+        if not items:  # cut before the first decision: a failure, so the caller's fallback runs
+            raise LLMJSONError("the answer was cut off before its first complete decision", text)
     decisions = [d for d in (_decision(item) for item in items) if d is not None]
     if items and not decisions:
         raise LLMJSONError("none of the JSON items is a decision with an ADD/UPDATE/DELETE/NONE event", text)

@@ -300,7 +300,9 @@ class MarkdownStore:
         path = self.entries / conversation_id / CONVERSATION_FILE
         try:
             data = yaml.safe_load(path.read_text("utf-8"))
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        except (OSError, yaml.YAMLError, ValueError, TypeError, RecursionError):
+            # unreadable settings fall back to defaults (UnicodeDecodeError is a ValueError,
+            # and so is a timestamp PyYAML matches but cannot build, e.g. year 0)
             return {}
         return data if isinstance(data, dict) else {}
 

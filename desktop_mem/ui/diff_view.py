@@ -30,7 +30,13 @@ from PySide6.QtWidgets import (
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.front_matter import FrontMatterError
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.engine.timeline_query import DiffOp, FieldChange, event_bytes, front_matter_changes, word_diff
+from desktop_mem.engine.timeline_query import (
+    DiffOp,
+    FieldChange,
+    event_bytes,
+    front_matter_changes,
+    word_diff,
+)
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -288,7 +294,10 @@ class DiffView(QWidget):
         sha = self._commit.sha
         self._runner.submit(self._engine.diff, sha, key=f"raw-diff-{id(self)}",
                             on_result=lambda patch: self._on_raw(sha, patch),
-                            on_error=lambda exc: self.raw_view.setPlainText(f"Could not read the diff: {exc}"))
+                            on_error=self._on_raw_failed)
+
+    def _on_raw_failed(self, error: BaseException) -> None:
+        self.raw_view.setPlainText(f"Could not read the diff: {error}")
 
     def _on_raw(self, sha: str, patch: str) -> None:
         self._raw_sha = sha

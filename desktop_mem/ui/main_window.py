@@ -47,18 +47,12 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
 def open_index_and_watch(engine: MemoryEngine) -> str:
     """Run on the writer after the panes show: sync the index, then watch for outside edits."""
     engine.open_index()
-    start = getattr(engine, "start_watcher", None)  # the watcher lands in the facade separately
-    if engine.read_only or not engine.config["watcher.enabled"] or start is None:
-        return "off"
-    start()
-    return "on"
+    return "on" if engine.start_watcher() else "off"
 
 
 def close_engine(engine: MemoryEngine) -> None:
     """Run on the writer: stop watching, let write paths finish, release the lock."""
-    stop = getattr(engine, "stop_watcher", None)
-    if stop is not None:
-        stop()
+    engine.stop_watcher()
     engine.wait_idle(30)
     engine.close()
 

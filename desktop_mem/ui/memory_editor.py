@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory
 from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.ui.lineage_view import show_lineage_dialog
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -119,10 +120,12 @@ class MemoryEditor(QWidget):
         self.save_button.setDefault(True)
         self.delete_button = QPushButton("Delete", self)
         self.external_button = QPushButton("Open in external editor", self)
+        self.lineage_button = QPushButton("Show lineage", self)
         buttons = QHBoxLayout()
         buttons.addWidget(self.new_button)
         buttons.addStretch(1)
         buttons.addWidget(self.external_button)
+        buttons.addWidget(self.lineage_button)
         buttons.addWidget(self.delete_button)
         buttons.addWidget(self.save_button)
 
@@ -143,6 +146,7 @@ class MemoryEditor(QWidget):
         self.new_button.clicked.connect(self._on_new_button_clicked)
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
         self.external_button.clicked.connect(self.open_external)
+        self.lineage_button.clicked.connect(self._on_lineage_button_clicked)
         self.reload_button.clicked.connect(self.reload)
         self.keep_button.clicked.connect(self.keep_mine)
         self.expires_check.toggled.connect(self.expires_edit.setEnabled)
@@ -269,6 +273,11 @@ class MemoryEditor(QWidget):
         if self._memory is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._engine.root / self._memory.path)))
 
+    @Slot()
+    def _on_lineage_button_clicked(self) -> None:
+        if self._memory is not None:
+            show_lineage_dialog(self, self._runner, self._engine, self._memory.id)
+
     def on_store_changed(self, change: StoreChange) -> None:
         """Reload the open memory when it changed elsewhere, or flag a conflict if edited here."""
         memory = self._memory
@@ -317,6 +326,7 @@ class MemoryEditor(QWidget):
         self.delete_button.setEnabled(writable and memory is not None)
         self.delete_button.setText("Restore" if memory and memory.deleted else "Delete")
         self.external_button.setEnabled(memory is not None)
+        self.lineage_button.setEnabled(memory is not None)
         self.new_button.setEnabled(not self._engine.read_only)
         self.title_label.setText(self._title(memory, new_conversation))
         self.info_label.setText(self._info(memory))

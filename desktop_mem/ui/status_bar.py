@@ -72,7 +72,8 @@ class StatusBar(QStatusBar):
     def refresh(self) -> None:
         """Re-read counts and the last commit."""
         if self._engine is not None:
-            self._runner.submit(read_status, self._engine, key="status", on_result=self._on_status)
+            self._runner.submit(read_status, self._engine, key="status", serial=True,
+                                on_result=self._on_status)
 
     @Slot()
     def check_llm(self) -> None:

@@ -146,7 +146,7 @@ class SummaryPane(QWidget):
         """Read the summary and its versions again."""
         if self._conversation is None:
             return
-        self._runner.submit(load_summary, self._engine, self._conversation, key="summary",
+        self._runner.submit(load_summary, self._engine, self._conversation, key="summary", serial=True,
                             on_result=self._on_loaded, on_error=self._on_failed)
 
     def on_store_changed(self, change: StoreChange) -> None:

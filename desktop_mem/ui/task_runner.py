@@ -87,10 +87,16 @@ class TaskRunner(QObject):
         key: str | None = None,
         on_result: ResultCallback | None = None,
         on_error: ErrorCallback | None = None,
+        serial: bool = False,
         **kwargs: Any,
     ) -> int:
-        """Run a read in the read pool. With `key`, only the newest request's result arrives."""
-        return self._start(self._read_pool, fn, args, kwargs, key, on_result, on_error)
+        """Run a read in the read pool. With `key`, only the newest request's result arrives.
+
+        `serial` runs the read on the writer thread instead: for reads that must not overlap a
+        write (git reads: GitPython's cat-file pipe is shared by every thread of the process).
+        """
+        pool = self._write_pool if serial else self._read_pool
+        return self._start(pool, fn, args, kwargs, key, on_result, on_error)
 
     def submit_write(
         self,

@@ -189,13 +189,13 @@ class TimelineList(QWidget):
 
     def reload(self) -> None:
         """Read the newest page of history."""
-        self._runner.submit(self._engine.history, PAGE, 0, key="timeline",
+        self._runner.submit(self._engine.history, PAGE, 0, key="timeline", serial=True,
                             on_result=self._on_first_page)
 
     @Slot()
     def load_more(self) -> None:
         """Append the next older page."""
-        self._runner.submit(self._engine.history, PAGE, self._model.rowCount(), key="timeline",
+        self._runner.submit(self._engine.history, PAGE, self._model.rowCount(), key="timeline", serial=True,
                             on_result=self._on_older_page)
 
     def on_store_changed(self, _change: StoreChange) -> None:
@@ -218,5 +218,5 @@ class TimelineList(QWidget):
     def _on_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         commit = self._model.commit_at(current.row())
         if commit is not None:
-            self._runner.submit(self._engine.diff, commit.sha, key="timeline-diff",
+            self._runner.submit(self._engine.diff, commit.sha, key="timeline-diff", serial=True,
                                 on_result=self.patch_view.setPlainText)

@@ -28,7 +28,7 @@ from desktop_mem.ui.memory_model import first_line, when
 Index = QModelIndex | QPersistentModelIndex
 COMMIT_ROLE = Qt.ItemDataRole.UserRole + 1
 CHIPS_ROLE = Qt.ItemDataRole.UserRole + 2  # [(type name, count)] in EventType order
-BY_HAND_ROLE = Qt.ItemDataRole.UserRole + 3  # True for commits made outside the app
+BY_HAND_ROLE = Qt.ItemDataRole.UserRole + 3  # True for changes made outside the app
 EVENT_ROLE = Qt.ItemDataRole.UserRole + 4
 BY_HAND = "by hand"
 CHIP_COLOURS: dict[EventType, str] = {
@@ -36,6 +36,19 @@ CHIP_COLOURS: dict[EventType, str] = {
     EventType.RESTORE: "#6a1b9a", EventType.EDIT: "#ef6c00", EventType.SUMMARY: "#00838f",
     EventType.EVICT: "#6d4c41", EventType.TURN: "#78909c",
 }
+
+
+# Commits the app made only to record edits done elsewhere (external editor, while closed).
+_RECORDED_OPERATIONS = frozenset({"external-edit", "sync"})
+
+
+def by_hand(commit: CommitInfo) -> str | None:
+    """Why the commit counts as made by hand (None for the app's own changes)."""
+    if not commit.made_by_app:
+        return "committed outside desktop-mem (plain git)"
+    if commit.trailers.get("Operation", "").lower() in _RECORDED_OPERATIONS:
+        return "files edited outside desktop-mem, recorded by it"
+    return None
 
 
 def chips(commit: CommitInfo) -> list[tuple[str, int]]:
@@ -153,18 +166,19 @@ class CommitTimelineModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return commit.subject
         if role == Qt.ItemDataRole.ToolTipRole:
-            origin = f" · {BY_HAND} (not made by desktop-mem)" if not commit.made_by_app else ""
+            why = by_hand(commit)
+            origin = f"\n{BY_HAND}: {why}" if why else ""
             return f"{commit.sha[:10]} · {commit.author} · {when(commit.committed_at)}{origin}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
             kinds = " ".join(t for t, _ in chips(commit))
             return f"{when(commit.committed_at)} {commit.subject} {kinds}" + (
-                f" {BY_HAND}" if not commit.made_by_app else "")
+                f" {BY_HAND}" if by_hand(commit) else "")
         if role == COMMIT_ROLE:
             return commit
         if role == CHIPS_ROLE:
             return chips(commit)
         if role == BY_HAND_ROLE:
-            return not commit.made_by_app
+            return by_hand(commit) is not None
         return None
 
 
@@ -233,14 +247,15 @@ class CommitDelegate(QStyledItemDelegate):
             super().paint(painter, option, index)
             return
         painter.save()
-        widget = option.widget  # type: ignore[attr-defined]
+        widget = option.widget
         if widget is not None:
-            widget.style().drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, widget)
-        selected = bool(option.state & QStyle.StateFlag.State_Selected)  # type: ignore[attr-defined]
+            style = widget.style()
+            style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, widget)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
         text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
-        palette = option.palette  # type: ignore[attr-defined]
-        rect = option.rect.adjusted(8, 5, -8, -5)  # type: ignore[attr-defined]
-        font = option.font  # type: ignore[attr-defined]
+        palette = option.palette
+        rect = option.rect.adjusted(8, 5, -8, -5)
+        font = option.font
         metrics = QFontMetrics(font)
         line = metrics.height()
         x = self._paint_chips(painter, font, chips(commit), rect.left(), rect.top() + 1, line - 2)
@@ -251,7 +266,7 @@ class CommitDelegate(QStyledItemDelegate):
                          metrics.elidedText(commit.subject, Qt.TextElideMode.ElideRight, subject.width()))
         detail = f"{when(commit.committed_at)} · {commit.sha[:8]} · {commit.author}"
         second = QRect(rect.left(), rect.top() + line + 2, rect.width(), line)
-        if not commit.made_by_app:
+        if by_hand(commit):
             x = self._paint_chip(painter, font, BY_HAND, QColor("#ffb300"), QColor("black"),
                                  second.left(), second.top() + 1, line - 2)
             second.setLeft(x + 4)

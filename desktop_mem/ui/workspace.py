@@ -19,7 +19,7 @@ from desktop_mem.ui.memory_browser import MemoryBrowser
 from desktop_mem.ui.memory_editor import MemoryEditor
 from desktop_mem.ui.summary_pane import SummaryPane
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.timeline_list import TimelineList
+from desktop_mem.ui.timeline_pane import TimelinePane
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)
 
@@ -41,7 +41,7 @@ class Workspace(QWidget):
         self.browser = MemoryBrowser(engine, runner, self)
         self.editor = MemoryEditor(engine, runner, confirm, self)
         self.summary = SummaryPane(engine, runner, self)
-        self.timeline = TimelineList(engine, runner, self)
+        self.timeline = TimelinePane(engine, runner, self, confirm=confirm)
         self._setup_ui()
         self._connect_signals()
 

@@ -1,0 +1,100 @@
+"""`desktop-mem import`, `export` and `sync`: bring history in, take memory out, sync machines."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from desktop_mem.engine.config import Config
+from desktop_mem.engine.facade import MemoryEngine
+
+Handler = Callable[[argparse.Namespace, Config], int]
+
+
+def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
+    """Add the three commands to the `desktop-mem` parser and their handlers to `handlers`."""
+    p = subparsers.add_parser("import", help="import a ChatGPT export, a JSON list of memories or Markdown "
+                              "bullets (one commit; re-importing adds nothing)")
+    p.add_argument("file", type=Path, help="conversations.json (or the ChatGPT export .zip), .json or .md")
+    p.add_argument("--format", choices=["chatgpt", "json", "markdown"], help="default: guessed from the file")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show what would be added and skipped; write nothing")
+    p.add_argument("--extract", action="store_true",
+                   help="also extract facts from imported user messages (uses the LLM; off by default)")
+
+    p = subparsers.add_parser("export",
+                              help="export the store or one conversation as JSON or a zip of Markdown")
+    p.add_argument("--conversation", help="only this conversation (default: the whole store)")
+    p.add_argument("--format", choices=["json", "zip"], default="json")
+    p.add_argument("--output", type=Path, required=True,
+                   help="file to write (never overwritten without --force)")
+    p.add_argument("--force", action="store_true", help="replace --output if it exists")
+
+    subparsers.add_parser("sync",
+                          help="commit, pull and push the store with its git remote (sync.remote_url)")
+    handlers.update({"import": cmd_import, "export": cmd_export, "sync": cmd_sync})
+
+
+def cmd_import(args: argparse.Namespace, config: Config) -> int:
+    """Plan the import, print it for a dry run, else write it with a progress bar."""
+    from tqdm import tqdm
+
+    from desktop_mem.engine.importers import apply_import, iter_plan_lines, plan_import
+
+    with MemoryEngine(config) as engine:
+        plan = plan_import(engine, args.file, args.format, extract=args.extract)
+        if args.dry_run:
+            for line in iter_plan_lines(plan):
+                print(line)
+            print("dry run: nothing was written")
+            return 0
+        bar = tqdm(total=len(plan.entries), unit="memories", desc="importing", disable=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        try:
+            result = apply_import(engine, plan, progress)
+        finally:
+            bar.close()
+    print(f"imported {result.conversations} conversations, {result.turns} turns, {result.facts} facts"
+          + (f" (commit {result.commit[:10]})" if result.commit else ""))
+    if result.already_present:
+        print(f"already in the store, left out: {result.already_present}")
+    for note in result.notes:
+        print(f"note: {note}")
+    for s in result.skipped:
+        print(f"skipped: {s.where}: {s.reason}", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, config: Config) -> int:
+    """Write the JSON export or the zip of the Markdown tree."""
+    from desktop_mem.engine.exporters import export_json, export_zip
+
+    write = export_zip if args.format == "zip" else export_json
+    with MemoryEngine(config, read_only=True) as engine:
+        result = write(engine, args.output, args.conversation, overwrite=args.force)
+    print(f"exported {result.memories} memories ({result.deleted} deleted) in {result.conversations} "
+          f"conversations to {result.path}")
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace, config: Config) -> int:
+    """Sync and say what came in, what went out and which memories conflicted."""
+    from desktop_mem.engine.git_sync import sync
+
+    with MemoryEngine(config) as engine:
+        result = sync(engine)
+    print(f"synced with {result.remote} ({result.branch}): {result.incoming_commits} commits in "
+          f"({len(result.incoming_paths)} files), {result.outgoing_commits} out")
+    for c in result.conflicts:
+        copy = f"; the other version is {c.their_copy_id or c.their_copy_path}" \
+            if c.their_copy_id or c.their_copy_path else ""
+        print(f"conflict: {c.memory_id or c.path}: {c.note}{copy}")
+    return 0

@@ -1,0 +1,417 @@
+"""The Timeline tab: every commit of the store, what it did, old vs new, lineage, and put it back.
+
+Commits are read page by page on the read pool as the list scrolls (`timeline_page`, keyed so
+the latest request wins); a store change loads only the commits newer than the top row. Actions
+run on the single writer and make a new commit, which then shows at the top. An action on
+something that changed since the event raises ConflictError: the pane says so and asks, and only
+on Yes runs it again with the check off (the overwritten version stays in git).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDateEdit,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, TimelineEvent
+from desktop_mem.engine.timeline_actions import (
+    memory_at,
+    restore_deleted,
+    restore_summary_version,
+    revert_replacement,
+)
+from desktop_mem.engine.timeline_query import TimelinePage, TimelineQuery, timeline_page
+from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.ui.diff_view import DiffView
+from desktop_mem.ui.lineage_view import LineageView, show_memory_at_dialog
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
+
+PAGE_SIZE = 50
+ALL_CONVERSATIONS = "All conversations"
+_SEARCH_DELAY_MS = 300
+
+
+class TimelinePane(QWidget):
+    """Commits (filtered, paged) | the selected commit's events, their diff, lineage and actions."""
+
+    page_loaded = Signal(int)  # rows shown after a page arrived
+    action_finished = Signal(str)  # what was done, as told to the user
+    action_failed = Signal(str)  # why nothing was done
+
+    def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None, *,
+                 confirm: Confirm = ask, page_size: int = PAGE_SIZE) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._runner = runner
+        self._confirm = confirm
+        self._page_size = page_size
+        self._generation = 0  # bumped on every reload; older page results are dropped
+        self._key = f"timeline-{id(self)}"
+        self.model = CommitTimelineModel(self)
+        self.events_model = EventListModel(self)
+        self.snapshot_dialog: Any = None  # the last "Open as it was" dialog
+        self._setup_ui()
+        self._connect_signals()
+        self._update_actions(None)
+
+    # ---------------------------------------------------------------- setup
+
+    def _setup_ui(self) -> None:
+        self.conversation_combo = QComboBox(self)
+        self.conversation_combo.addItem(ALL_CONVERSATIONS)
+        self.types_button = QToolButton(self)
+        self.types_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        types_menu = QMenu(self.types_button)
+        self.type_actions: dict[EventType, QAction] = {}
+        for kind in EventType:
+            action = types_menu.addAction(kind.value)
+            action.setCheckable(True)
+            action.setChecked(True)
+            self.type_actions[kind] = action
+        self.types_button.setMenu(types_menu)
+        self.dates_check = QCheckBox("From", self)
+        self.since_edit = QDateEdit(QDate.currentDate().addMonths(-1), self)
+        self.until_edit = QDateEdit(QDate.currentDate(), self)
+        for edit in (self.since_edit, self.until_edit):
+            edit.setCalendarPopup(True)
+            edit.setDisplayFormat("yyyy-MM-dd")
+            edit.setEnabled(False)
+        self.search_edit = QLineEdit(self)
+        self.search_edit.setPlaceholderText("Search subjects and texts")
+        self.search_edit.setClearButtonEnabled(True)
+        self.only_check = QCheckBox("Only soft deletes and replacements", self)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(_SEARCH_DELAY_MS)
+        filters = QHBoxLayout()
+        filters.addWidget(self.conversation_combo)
+        filters.addWidget(self.types_button)
+        filters.addWidget(self.dates_check)
+        filters.addWidget(self.since_edit)
+        filters.addWidget(QLabel("to", self))
+        filters.addWidget(self.until_edit)
+        filters.addWidget(self.search_edit, 1)
+        filters.addWidget(self.only_check)
+
+        self.commit_view = QListView(self)
+        self.commit_view.setModel(self.model)
+        self.commit_view.setItemDelegate(CommitDelegate(self.commit_view))
+        self.commit_view.setUniformItemSizes(True)
+        self.count_label = QLabel(self)
+        self.count_label.setObjectName("mutedLabel")
+        left = QWidget(self)
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(self.commit_view, 1)
+        left_layout.addWidget(self.count_label)
+
+        self.event_view = QListView(self)
+        self.event_view.setModel(self.events_model)
+        self.restore_button = QPushButton("Restore", self)
+        self.revert_button = QPushButton("Revert replacement", self)
+        self.summary_button = QPushButton("Restore this summary version", self)
+        self.open_button = QPushButton("Open as it was", self)
+        self.status_label = QLabel(self)
+        self.status_label.setWordWrap(True)
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)
+        actions = QHBoxLayout()
+        for button in (self.restore_button, self.revert_button, self.summary_button, self.open_button):
+            actions.addWidget(button)
+        actions.addStretch(1)
+        self.diff_view = DiffView(self._engine, self._runner, self)
+        self.lineage_view = LineageView(self._engine, self._runner, self)
+        self.detail_tabs = QTabWidget(self)
+        self.detail_tabs.addTab(self.diff_view, "Diff")
+        self.detail_tabs.addTab(self.lineage_view, "Lineage")
+        top_right = QWidget(self)
+        top_layout = QVBoxLayout(top_right)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.event_view, 1)
+        top_layout.addLayout(actions)
+        top_layout.addWidget(self.status_label)
+        right = QSplitter(Qt.Orientation.Vertical, self)
+        right.addWidget(top_right)
+        right.addWidget(self.detail_tabs)
+        right.setSizes([110, 560])
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setSizes([440, 560])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(filters)
+        layout.addWidget(splitter, 1)
+        self._update_types_label()
+
+    def _connect_signals(self) -> None:
+        self.model.more_requested.connect(self._on_model_more_requested)
+        self.commit_view.selectionModel().currentRowChanged.connect(self._on_commit_view_current_row_changed)
+        self.event_view.selectionModel().currentRowChanged.connect(self._on_event_view_current_row_changed)
+        self.conversation_combo.currentIndexChanged.connect(self.reload)
+        for action in self.type_actions.values():
+            action.toggled.connect(self._on_type_action_toggled)
+        self.dates_check.toggled.connect(self._on_dates_check_toggled)
+        self.since_edit.dateChanged.connect(self.reload)
+        self.until_edit.dateChanged.connect(self.reload)
+        self.search_edit.textChanged.connect(self._search_timer.start)
+        self._search_timer.timeout.connect(self.reload)
+        self.only_check.toggled.connect(self.reload)
+        self.restore_button.clicked.connect(self._on_restore_button_clicked)
+        self.revert_button.clicked.connect(self._on_revert_button_clicked)
+        self.summary_button.clicked.connect(self._on_summary_button_clicked)
+        self.open_button.clicked.connect(self._on_open_button_clicked)
+
+    # ---------------------------------------------------------------- public
+
+    def query(self) -> TimelineQuery:
+        """The filters as set in the bar."""
+        conversation = self.conversation_combo.currentText()
+        types = {kind for kind, action in self.type_actions.items() if action.isChecked()}
+        since = until = None
+        if self.dates_check.isChecked():
+            since = _local_midnight(self.since_edit.date())
+            until = _local_midnight(self.until_edit.date()) + timedelta(days=1, microseconds=-1)
+        return TimelineQuery(
+            conversation=None if conversation == ALL_CONVERSATIONS else conversation,
+            event_types=None if len(types) in (0, len(EventType)) else frozenset(types),
+            since=since, until=until, text=self.search_edit.text().strip() or None,
+            only_deletes_and_replacements=self.only_check.isChecked(),
+        )
+
+    @Slot()
+    def reload(self) -> None:
+        """Show the first page for the current filters (and refresh the conversation list)."""
+        self._search_timer.stop()
+        self._generation += 1
+        generation, query = self._generation, self.query()
+        self.model.reset(query)
+        self.events_model.set_commit(None, query)
+        self._show_event(None, None)
+        self.count_label.setText("Reading history…")
+        self._runner.submit(timeline_page, self._engine, query, None, self._page_size, key=self._key,
+                            on_result=lambda page: self._on_page(generation, page, first=True),
+                            on_error=self._on_page_failed)
+        self._runner.submit(self._engine.conversations, key=f"{self._key}-conversations",
+                            on_result=self._on_conversations)
+
+    def on_store_changed(self, _change: StoreChange) -> None:
+        """A new commit may exist: put it (and any other new one) at the top."""
+        if self.model.rowCount() == 0:  # nothing shown yet (or the first page is on its way)
+            self.reload()
+            return
+        generation = self._generation
+        self._runner.submit(timeline_page, self._engine, self.model.query, None, self._page_size,
+                            key=f"{self._key}-newer", on_result=lambda page: self._on_newer(generation, page))
+        self.lineage_view.reload()
+
+    def current_commit(self) -> CommitInfo | None:
+        """The selected commit."""
+        return self.model.commit_at(self.commit_view.currentIndex().row())
+
+    def current_event(self) -> TimelineEvent | None:
+        """The selected event."""
+        return self.events_model.event_at(self.event_view.currentIndex().row())
+
+    def select_commit(self, row: int) -> None:
+        """Select the commit in `row` (its first matching event then shows)."""
+        self.commit_view.setCurrentIndex(self.model.index(row, 0))
+
+    def select_event(self, row: int) -> None:
+        """Select the event in `row` of the selected commit."""
+        self.event_view.setCurrentIndex(self.events_model.index(row, 0))
+
+    # ---------------------------------------------------------------- pages
+
+    def _on_page(self, generation: int, page: TimelinePage, *, first: bool) -> None:
+        if generation != self._generation:
+            return
+        if first:
+            self.model.set_page(page)
+        else:
+            self.model.append_page(page)
+        self._show_count()
+        self.page_loaded.emit(self.model.rowCount())
+
+    def _on_newer(self, generation: int, page: TimelinePage) -> None:
+        if generation != self._generation:
+            return
+        if not self.model.prepend_newer(page):
+            self.reload()
+            return
+        self._show_count()
+        self.page_loaded.emit(self.model.rowCount())
+
+    def _on_page_failed(self, error: BaseException) -> None:
+        self.model.failed()
+        self.count_label.setText(f"Could not read the history: {error}")
+
+    def _on_conversations(self, conversations: list[str]) -> None:
+        current = self.conversation_combo.currentText()
+        self.conversation_combo.blockSignals(True)
+        self.conversation_combo.clear()
+        self.conversation_combo.addItems([ALL_CONVERSATIONS, *conversations])
+        if current != ALL_CONVERSATIONS and current not in conversations:
+            self.conversation_combo.addItem(current)  # a filter stays as set, even if now empty
+        self.conversation_combo.setCurrentText(current)
+        self.conversation_combo.blockSignals(False)
+
+    def _show_count(self) -> None:
+        more = " · scroll for older" if self.model.cursor is not None else " · start of history"
+        self.count_label.setText(f"{self.model.rowCount()} commits shown{more}")
+
+    @Slot()
+    def _on_model_more_requested(self) -> None:
+        generation, cursor = self._generation, self.model.cursor
+        self._runner.submit(timeline_page, self._engine, self.model.query, cursor, self._page_size,
+                            key=self._key,
+                            on_result=lambda page: self._on_page(generation, page, first=False),
+                            on_error=self._on_page_failed)
+
+    # ---------------------------------------------------------------- selection
+
+    @Slot(QModelIndex, QModelIndex)
+    def _on_commit_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        commit = self.model.commit_at(current.row())
+        self.events_model.set_commit(commit, self.model.query)
+        if commit is None:
+            self._show_event(None, None)
+            return
+        kept = self.model.query.matching_events(commit)
+        self.select_event(commit.events.index(kept[0]) if kept else 0)
+
+    @Slot(QModelIndex, QModelIndex)
+    def _on_event_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self._show_event(self.current_commit(), self.events_model.event_at(current.row()))
+
+    def _show_event(self, commit: CommitInfo | None, event: TimelineEvent | None) -> None:
+        self.status_label.clear()
+        self._update_actions(event)
+        if commit is None or event is None:
+            self.diff_view.clear()
+            self.lineage_view.clear()
+            return
+        self.diff_view.show_event(commit, event)
+        if event.memory_id and not event.hard_delete:
+            self.lineage_view.show_memory(event.memory_id)
+        else:
+            self.lineage_view.clear("This memory's file was removed outright; it has no lineage now.")
+
+    def _update_actions(self, event: TimelineEvent | None) -> None:
+        kind = event.type if event else None
+        writable = not self._engine.read_only
+        self.restore_button.setEnabled(writable and kind in (EventType.DELETE, EventType.EVICT))
+        self.revert_button.setEnabled(writable and kind == EventType.UPDATE)
+        self.summary_button.setEnabled(writable and kind == EventType.SUMMARY)
+        self.open_button.setEnabled(event is not None and bool(event.memory_id))
+
+    # ---------------------------------------------------------------- filters
+
+    @Slot(bool)
+    def _on_type_action_toggled(self, _on: bool) -> None:
+        self._update_types_label()
+        self.reload()
+
+    def _update_types_label(self) -> None:
+        checked = [k.value for k, a in self.type_actions.items() if a.isChecked()]
+        label = "All types" if len(checked) in (0, len(EventType)) else ", ".join(checked)
+        self.types_button.setText(label if len(label) <= 28 else f"{len(checked)} types")
+
+    @Slot(bool)
+    def _on_dates_check_toggled(self, on: bool) -> None:
+        self.since_edit.setEnabled(on)
+        self.until_edit.setEnabled(on)
+        self.reload()
+
+    # ---------------------------------------------------------------- actions
+
+    @Slot()
+    def _on_restore_button_clicked(self) -> None:
+        event = self.current_event()
+        if event is not None:
+            self._act("Restored", restore_deleted, event, forced={"force": True})
+
+    @Slot()
+    def _on_revert_button_clicked(self) -> None:
+        event = self.current_event()
+        if event is not None:
+            self._act("Reverted the replacement", revert_replacement, event, forced={"force": True})
+
+    @Slot()
+    def _on_summary_button_clicked(self) -> None:
+        event, details = self.current_event(), self.diff_view.details
+        if event is None or not event.conversation_id:
+            return
+        # Guard with the summary as it was when this event was shown; "do it anyway" drops the guard.
+        shown_hash = details.summary_hash if details and details.event == event else None
+        self._act("Restored the summary version", restore_summary_version, event, event.conversation_id,
+                  forced={"expected_hash": None}, expected_hash=shown_hash)
+
+    @Slot()
+    def _on_open_button_clicked(self) -> None:
+        event = self.current_event()
+        if event is None or not event.memory_id:
+            return
+        # A file removed outright is not in its own commit: show it as it was just before.
+        sha = f"{event.commit}^" if event.hard_delete else event.commit
+        self._runner.submit(memory_at, self._engine, event.memory_id, sha, key=f"{self._key}-memory-at",
+                            on_result=lambda memory: self._on_memory_at(memory, sha),
+                            on_error=lambda exc: self.status_label.setText(f"Could not open it: {exc}"))
+
+    def _on_memory_at(self, memory: Memory, sha: str) -> None:
+        self.snapshot_dialog = show_memory_at_dialog(self, memory, sha)
+
+    def _act(self, done: str, fn: Callable[..., Any], *args: Any, forced: dict[str, Any] | None,
+             **kwargs: Any) -> None:
+        """Run an action on the writer. `forced` are the arguments that switch its check off:
+        on ConflictError the user is asked, and on Yes the action runs again with them."""
+        retry: Callable[[], None] | None = None
+        if forced is not None:
+            retry = lambda: self._act(done, fn, *args, forced=None, **{**kwargs, **forced})  # noqa: E731
+
+        self.status_label.setText("Working…")
+        self._runner.submit_write(fn, self._engine, *args, **kwargs,
+                                  on_result=lambda _result: self._on_action_done(done),
+                                  on_error=lambda exc: self._on_action_error(exc, retry))
+
+    def _on_action_done(self, done: str) -> None:
+        message = f"{done}."
+        self.status_label.setText(message)
+        self.action_finished.emit(message)
+
+    def _on_action_error(self, error: BaseException, retry: Callable[[], None] | None = None) -> None:
+        if isinstance(error, ConflictError) and retry is not None:
+            if self._confirm(self, "Changed since", f"{error}\n\nIt changed since this commit. "
+                             "Do it anyway? (The current version stays in the history.)"):
+                retry()
+                return
+            message = "Nothing was changed."
+        else:
+            message = f"Nothing was changed: {error}"
+        self.status_label.setText(message)
+        self.action_failed.emit(message)
+
+
+def _local_midnight(day: QDate) -> datetime:
+    """The start of `day` in local time, as an aware datetime."""
+    return datetime(day.year(), day.month(), day.day()).astimezone()

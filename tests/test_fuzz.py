@@ -1,0 +1,295 @@
+"""Bad input fuzzing (hypothesis): front matter, file names, conversation ids, bodies, HTTP bodies.
+
+The promises: a listing never crashes; a bad file is reported with a reason and never modified;
+no input writes outside the store; the HTTP API answers any JSON with JSON, never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from desktop_mem.engine.config import load_config
+from desktop_mem.engine.conversation_ids import validate_conversation_id
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.markdown_store import MarkdownStore
+from desktop_mem.engine.models import EngineError, Memory, ValidationError
+from desktop_mem.server import create_app
+from tests.scripted_llm import ScriptedLLM
+
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=40)
+yaml_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=10) | st.integers() | st.booleans() | st.none(), inner, max_size=4),
+    max_leaves=12,
+)
+keys = st.sampled_from(["id", "role", "conversation_id", "kind", "source", "created_at", "updated_at",
+                        "expires_at", "deleted_at", "replaced_by", "summarized_count", "summary_kind"]) \
+    | st.text(max_size=12)
+front_matters = st.one_of(
+    st.dictionaries(keys, yaml_values, max_size=6).map(lambda d: yaml.safe_dump(d, allow_unicode=True)),
+    st.dictionaries(st.integers() | st.booleans() | st.none(), yaml_values, max_size=3).map(yaml.safe_dump),
+    yaml_values.map(yaml.safe_dump),
+    st.text(max_size=300),  # anything at all, YAML or not
+    st.sampled_from([
+        'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
+        "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
+        "id: !!python/object/apply:os.system ['echo pwned']\n",
+        "? [a, b]\n: complex key\n",
+        "id: " + "x" * 70_000 + "\n",
+        "created_at: 2024-13-45T99:99:99\n",
+        "summarized_count: -3\n",
+        "role: summary\nsummarized_count: true\n",
+        "{id: flow, role: memory}\n",
+        "- a list\n- not a mapping\n",
+        "kind: [fact]\n",
+    ]),
+)
+bodies = st.text(max_size=200) | st.sampled_from(["", "   ", "\n---\n", "---", "\u202e\u200b"])
+
+
+def _fresh_store() -> tuple[Path, MarkdownStore]:
+    root = Path(tempfile.mkdtemp(prefix="fuzz-store-"))
+    return root, MarkdownStore(root, max_file_bytes=2 * 1024 * 1024)
+
+
+def _assert_listing_reports_and_keeps(store: MarkdownStore, files: dict[Path, bytes]) -> None:
+    listing = store.scan()  # must not raise
+    assert len(listing.memories) + len(listing.problems) == len(files)
+    for problem in listing.problems:
+        assert problem.reason and problem.path.startswith("entries/")
+    for path, raw in files.items():
+        assert path.read_bytes() == raw, f"{path} was modified by a listing"
+
+
+@FUZZ
+@given(meta=front_matters, body=bodies)
+@example(meta="created_at: 0000-0-0T0:00:00\n", body="x")  # year 0: PyYAML raised ValueError
+@example(meta="{}\n", body="0")  # a flow mapping could be read but not rewritten
+@example(meta="{id: flow, note: [1, 2]}\n", body="kept")
+def test_any_front_matter_is_read_or_reported_never_crashes_or_changes(meta: str, body: str) -> None:
+    root, store = _fresh_store()
+    try:
+        path = root / "entries" / "c" / "facts" / "20250101T000000Z__x.md"
+        path.parent.mkdir(parents=True)
+        raw = f"---\n{meta}---\n\n{body}\n".encode("utf-8", "surrogatepass")
+        path.write_bytes(raw)
+        _assert_listing_reports_and_keeps(store, {path: raw})
+        memory = next(iter(store.scan().memories), None)
+        if memory is not None:  # a readable file can be rewritten and keeps unknown keys' bytes
+            rewritten = store.rewrite(memory, {"updated_at": None, "source": "fuzz"})
+            assert rewritten.id == memory.id and rewritten.text == memory.text
+    finally:
+        shutil.rmtree(root)
+
+
+@FUZZ
+@given(raw=st.binary(max_size=400) | st.sampled_from([b"\x00\x00", b"---\nid: a\n---\n\n\xff\xfe", b"\xef\xbb\xbf",
+                                                      b"---\nid: a\n---\n\nok\x00", b"\x80abc"]))
+def test_binary_and_invalid_utf8_bodies_are_reported_untouched(raw: bytes) -> None:
+    root, store = _fresh_store()
+    try:
+        path = root / "entries" / "c" / "facts" / "20250101T000000Z__b.md"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(raw)
+        _assert_listing_reports_and_keeps(store, {path: raw})
+    finally:
+        shutil.rmtree(root)
+
+
+@FUZZ
+@given(name=st.text(min_size=1, max_size=60))
+def test_any_file_name_is_listed_or_reported(name: str) -> None:
+    root, store = _fresh_store()
+    try:
+        folder = root / "entries" / "conv" / "facts"
+        folder.mkdir(parents=True)
+        clean = name.replace("/", "_").replace("\x00", "_")
+        try:
+            path = folder / f"{clean}.md"
+            path.write_bytes(b"---\nrole: memory\n---\n\nThe user likes tea\n")
+        except (OSError, UnicodeEncodeError):
+            return  # the file system itself refuses this name
+        files = {p: p.read_bytes() for p in root.rglob("*.md")}
+        listing = store.scan()
+        visible = [p for p in files if not p.name.startswith(".")]
+        assert len(listing.memories) + len(listing.problems) == len(visible)
+        assert all(p.read_bytes() == raw for p, raw in files.items())
+    finally:
+        shutil.rmtree(root)
+
+
+@FUZZ
+@given(meta=front_matters)
+@example(meta="title: 0000-0-0T0:00:00\n")  # year 0: PyYAML raised ValueError out of the listing
+def test_any_conversation_yaml_never_breaks_the_conversation_list(meta: str) -> None:
+    outer = Path(tempfile.mkdtemp(prefix="fuzz-meta-"))
+    try:
+        config = load_config(flags={"store.path": str(outer / "store"), "watcher.enabled": False,
+                                    "store.git_versioning": False})
+        folder = outer / "store" / "entries" / "trip"
+        folder.mkdir(parents=True)
+        (folder / "conversation.yaml").write_text(meta, encoding="utf-8", errors="surrogatepass")
+        with MemoryEngine(config) as eng:
+            assert "trip" in eng.conversations() or eng.store.conversation_meta("trip").get("deleted")
+            assert isinstance(eng.conversation_title("trip"), str)
+    finally:
+        shutil.rmtree(outer)
+
+
+def test_a_10_mb_file_and_a_10_mb_text_are_refused_clearly(engine: MemoryEngine) -> None:
+    path = engine.root / "entries" / "global" / "facts" / "20250101T000000Z__huge.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = b"---\nrole: memory\n---\n\n" + b"word " * (2 * 1024 * 1024)
+    path.write_bytes(raw)
+    engine.refresh()
+    [problem] = engine.problems()
+    assert "over the" in problem.reason and "store.max_file_bytes" in problem.reason
+    assert path.read_bytes() == raw
+    with pytest.raises(ValidationError, match="byte limit"):
+        engine.add("word " * (2 * 1024 * 1024))
+    with pytest.raises(ValidationError, match="NUL"):
+        engine.add("nul \x00 inside")
+    assert engine.list_memories() == []
+
+
+conversation_ids = st.text(max_size=80) | st.sampled_from([
+    "..", ".", "../x", "a/b", "a\\b", "/etc", "C:\\x", "con", "CON", "nul", "com1", "lpt9.txt", "aux",
+    "entries", "deleted", ".git", "-rf", "~", "a" * 300, "ü", "日本語", "a\x00b", " ", "a\nb", "%2e%2e",
+])
+
+
+@FUZZ
+@given(conv=conversation_ids)
+def test_conversation_ids_never_name_a_path_outside_the_store(conv: str) -> None:
+    try:
+        valid = validate_conversation_id(conv)
+    except ValidationError as exc:
+        assert str(exc)
+        return
+    root = Path("/store/entries")
+    target = Path(os.path.normpath(root / valid))
+    assert target.parent == root and target.name == valid and "/" not in valid and "\\" not in valid
+
+
+@FEW
+@given(conv=conversation_ids)
+def test_adding_to_any_conversation_id_stays_inside_the_store(conv: str) -> None:
+    outer = Path(tempfile.mkdtemp(prefix="fuzz-conv-"))
+    try:
+        config = load_config(flags={"store.path": str(outer / "store"), "watcher.enabled": False,
+                                    "store.git_versioning": False})
+        with MemoryEngine(config) as eng:
+            try:
+                memory = eng.add("The user likes tea", conversation_id=conv)
+            except EngineError:
+                memory = None
+            if memory is not None:
+                assert (outer / "store" / memory.path).resolve().is_relative_to(outer / "store" / "entries")
+        assert sorted(p.name for p in outer.iterdir()) == ["store"]
+    finally:
+        shutil.rmtree(outer)
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=15,
+)
+field_names = st.sampled_from(["model", "messages", "stream", "memory_id", "conversation_id", "strategy",
+                               "content", "type", "expires_at", "secrets", "role", "temperature"])
+messages = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "x"])
+                                           | json_values, "content": json_values}), max_size=3)
+request_bodies = st.one_of(
+    json_values,
+    st.dictionaries(field_names, json_values, max_size=6),
+    st.fixed_dictionaries({"model": st.just("test-model"), "messages": messages},
+                          optional={"stream": st.booleans(), "memory_id": conversation_ids,
+                                    "strategy": json_values}),
+    st.fixed_dictionaries({"content": json_values | st.text(max_size=50)},
+                          optional={"type": json_values, "conversation_id": conversation_ids,
+                                    "expires_at": json_values, "secrets": json_values}),
+)
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[tuple[TestClient, MemoryEngine, Path]]:
+    outer = Path(tempfile.mkdtemp(prefix="fuzz-api-"))
+    llm = ScriptedLLM().start()
+    llm.script("You extract facts about the user", "[]")
+    llm.default_reply = "OK"
+    config = load_config(flags={"store.path": str(outer / "store"), "watcher.enabled": False,
+                                "llm.base_url": llm.base_url, "llm.model": "test-model",
+                                "llm.timeout": 5, "llm.api_key": "k"})
+    engine = MemoryEngine(config)
+    engine.open_index()
+    with TestClient(create_app(engine, None), base_url="http://127.0.0.1",
+                    raise_server_exceptions=False) as client:
+        yield client, engine, outer
+    engine.wait_idle(60)
+    engine.close()
+    llm.stop()
+    shutil.rmtree(outer)
+
+
+ROUTES = [("POST", "/v1/chat/completions"), ("POST", "/api/memories"), ("GET", "/api/memories"),
+          ("DELETE", "/api/memories/{x}"), ("GET", "/api/chat/sessions/{x}"), ("GET", "/api/memories/{x}")]
+
+
+@FUZZ
+@given(body=request_bodies, route=st.sampled_from(ROUTES), x=st.text(max_size=40), raw=st.booleans())
+def test_any_request_body_gets_json_and_never_a_500(
+    api: tuple[TestClient, MemoryEngine, Path], body: Any, route: tuple[str, str], x: str, raw: bool
+) -> None:
+    client, engine, outer = api
+    method, template = route
+    url = template.replace("{x}", _quote(x or "x"))
+    if method == "GET" and template == "/api/memories" and isinstance(body, dict):
+        response = client.get(url, params={str(k): str(v) for k, v in body.items()})
+    else:
+        content = json.dumps(body).encode() if not raw else json.dumps(body)[: max(len(json.dumps(body)) // 2, 1)].encode()
+        response = client.request(method, url, content=content, headers={"Content-Type": "application/json"})
+    assert response.status_code != 500 and response.status_code < 500 or response.status_code in (502, 504), (
+        response.status_code, response.text[:300])
+    if response.headers.get("content-type", "").startswith("application/json"):
+        payload = response.json()
+        if response.status_code >= 400:
+            assert payload["error"]["message"]
+    else:
+        assert response.headers["content-type"].startswith("text/event-stream") and response.status_code == 200
+    assert sorted(p.name for p in outer.iterdir()) == ["store"], "something was written outside the store"
+    assert not engine.problems(), "the API wrote a file the store cannot read"
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def test_json_bodies_of_every_shape_left_the_store_consistent(api: tuple[TestClient, MemoryEngine, Path]) -> None:
+    client, engine, _outer = api
+    assert engine.wait_idle(60)
+    assert engine.git.dirty_paths() == []
+    engine.git.fsck()
+    listed = client.get("/api/memories", params={"limit": 1000}).json()
+    assert all(isinstance(m, dict) and m["id"] for m in listed["data"])
+    assert all(isinstance(m, Memory) for m in engine.list_memories(include_deleted=True))
