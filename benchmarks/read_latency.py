@@ -43,7 +43,8 @@ def config(root: Path, threads: int) -> Any:
 
 def build(root: Path, n: int, threads: int) -> None:
     """Write n memories as files through the store and index them (skipped if already built)."""
-    if (root / "memory_index.json").exists():
+    marker = root / ".bench-built"  # written last: an interrupted build is redone, not reused
+    if marker.exists():
         return
     with MemoryEngine(config(root, threads)) as engine:
         start = time.perf_counter()
@@ -55,6 +56,7 @@ def build(root: Path, n: int, threads: int) -> None:
         start = time.perf_counter()
         engine.open_index()
         print(f"  built {n}: files {wrote:.0f} s, index {time.perf_counter() - start:.0f} s", flush=True)
+    marker.write_text("ok\n", encoding="utf-8")
 
 
 def measure(engine: MemoryEngine, n_queries: int) -> dict[str, float]:

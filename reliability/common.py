@@ -35,7 +35,8 @@ for _var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "DESKTOP_MEM_S
 
 def is_chat(body: dict[str, Any]) -> bool:
     """True for the reply request (not one of the write path's prompts)."""
-    system = " ".join(str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "system")
+    messages = body.get("messages", [])
+    system = " ".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
     return FACTS not in system and RECONCILE not in system and SUMMARY not in system
 
 

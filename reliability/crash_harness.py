@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
 from reliability.common import (  # noqa: E402
     ROOT,
     check_engine,
@@ -33,8 +34,6 @@ from reliability.common import (  # noqa: E402
     table,
     unparsable_files,
 )
-
-from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
 
 CHILD = r"""
 import os, random, sys
@@ -90,7 +89,9 @@ while True:
 """
 
 
-def run_trial(store: Path, base_url: str, seed: int, rng: random.Random, max_wait: float) -> dict[str, object]:
+def run_trial(
+    store: Path, base_url: str, seed: int, rng: random.Random, max_wait: float
+) -> dict[str, object]:
     """One child run killed at a random moment, then the checks; returns what was found."""
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(store), base_url, str(seed), str(ROOT)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -123,11 +124,12 @@ def run_trial(store: Path, base_url: str, seed: int, rng: random.Random, max_wai
         texts = {(m.conversation_id, m.role, m.text) for m in everything}
         for line in lines:
             parts = line.split(" ", 3)
-            if parts[:2] == ["ack", "turn"] and (parts[2], "user", parts[3]) not in texts:
-                lost.append(line)
-            elif parts[:2] == ["ack", "reply"] and (parts[2], "assistant", parts[3]) not in texts:
-                lost.append(line)
-            elif parts[:2] == ["ack", "id"] and eng.lookup(parts[2]) is None:
+            if len(parts) == 4:
+                parts[3] = parts[3].strip()  # a body is stored without surrounding whitespace
+            role = {"turn": "user", "reply": "assistant"}.get(parts[1]) if parts[0] == "ack" else None
+            missing_turn = role is not None and (parts[2], role, parts[3]) not in texts
+            missing_id = parts[:2] == ["ack", "id"] and eng.lookup(parts[2]) is None
+            if missing_turn or missing_id:
                 lost.append(line)
         for mid, text in last_edit.items():
             current = eng.lookup(mid)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from typing import Any
 
 import pytest
 
@@ -424,3 +425,16 @@ def test_reconcile_delete_and_re_add_of_the_same_text_keeps_the_fact(
         ("DELETE", "The user lives in Oslo"),
         ("ADD", "The user lives in Oslo"),
     ]
+
+
+def test_a_pure_question_yields_no_facts_without_asking_the_llm(scripted_llm: Any) -> None:
+    """Small models invent facts from questions ("Where do I live?" -> "The user lives in a city")."""
+    from desktop_mem.engine.extraction import extract_facts
+    from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint
+
+    scripted_llm.script(None, '["The user lives in a city"]')
+    llm = LLMClient(LLMEndpoint(scripted_llm.base_url, "k", "test-model"))
+    before = len(scripted_llm.requests)
+    assert extract_facts(llm, "Where do I live? Do you remember?").facts == ()
+    assert len(scripted_llm.requests) == before
+    assert extract_facts(llm, "I live in Rome. Do you know it?").facts != ()

@@ -99,7 +99,8 @@ def test_any_front_matter_is_read_or_reported_never_crashes_or_changes(meta: str
 
 
 @FUZZ
-@given(raw=st.binary(max_size=400) | st.sampled_from([b"\x00\x00", b"---\nid: a\n---\n\n\xff\xfe", b"\xef\xbb\xbf",
+@given(raw=st.binary(max_size=400) | st.sampled_from([b"\x00\x00", b"---\nid: a\n---\n\n\xff\xfe",
+                                                      b"\xef\xbb\xbf",
                                                       b"---\nid: a\n---\n\nok\x00", b"\x80abc"]))
 def test_binary_and_invalid_utf8_bodies_are_reported_untouched(raw: bytes) -> None:
     root, store = _fresh_store()
@@ -265,7 +266,8 @@ def test_any_request_body_gets_json_and_never_a_500(
     if method == "GET" and template == "/api/memories" and isinstance(body, dict):
         response = client.get(url, params={str(k): str(v) for k, v in body.items()})
     else:
-        content = json.dumps(body).encode() if not raw else json.dumps(body)[: max(len(json.dumps(body)) // 2, 1)].encode()
+        text = json.dumps(body)
+        content = (text if not raw else text[: max(len(text) // 2, 1)]).encode()  # raw: cut JSON
         response = client.request(method, url, content=content, headers={"Content-Type": "application/json"})
     assert response.status_code != 500 and response.status_code < 500 or response.status_code in (502, 504), (
         response.status_code, response.text[:300])
@@ -274,7 +276,8 @@ def test_any_request_body_gets_json_and_never_a_500(
         if response.status_code >= 400:
             assert payload["error"]["message"]
     else:
-        assert response.headers["content-type"].startswith("text/event-stream") and response.status_code == 200
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
     assert sorted(p.name for p in outer.iterdir()) == ["store"], "something was written outside the store"
     assert not engine.problems(), "the API wrote a file the store cannot read"
 
@@ -285,7 +288,9 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def test_json_bodies_of_every_shape_left_the_store_consistent(api: tuple[TestClient, MemoryEngine, Path]) -> None:
+def test_json_bodies_of_every_shape_left_the_store_consistent(
+    api: tuple[TestClient, MemoryEngine, Path]
+) -> None:
     client, engine, _outer = api
     assert engine.wait_idle(60)
     assert engine.git.dirty_paths() == []

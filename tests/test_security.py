@@ -143,7 +143,8 @@ def test_chat_turns_and_extracted_facts_are_redacted_with_a_note(
 def test_cli_names_the_flags_when_a_secret_is_caught(tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     cmd = [sys.executable, "-m", "desktop_mem.cli", "--store", store]
-    refused = subprocess.run([*cmd, "add", f"aws {SAMPLES['aws_access_key']}"], capture_output=True, text=True)
+    aws = f"aws {SAMPLES['aws_access_key']}"
+    refused = subprocess.run([*cmd, "add", aws], capture_output=True, text=True)
     assert refused.returncode == 1
     [line] = refused.stderr.strip().splitlines()
     assert "aws_access_key" in line and "--redact-secret" in line and "--keep-secret" in line
@@ -167,9 +168,10 @@ def test_the_api_key_never_enters_the_store_or_its_git_history(
     config_file = tmp_path / "cfg" / "config.yaml"
     save_config(config_file, {"llm.api_key": marker})
     assert stat.S_IMODE(config_file.stat().st_mode) == 0o600
-    config = load_config(config_file, flags={"store.path": str(tmp_path / "store"), "watcher.enabled": False,
-                                              "llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
-                                              "llm.timeout": 5, "memory.summary_threshold": 2})
+    config = load_config(config_file, flags={
+        "store.path": str(tmp_path / "store"), "watcher.enabled": False,
+        "llm.base_url": scripted_llm.base_url, "llm.model": "test-model", "llm.timeout": 5,
+        "memory.summary_threshold": 2})
     assert config["llm.api_key"] == marker and config.as_dict()["llm.api_key"] == "***"
     with MemoryEngine(config) as eng:
         for i in range(3):

@@ -96,8 +96,15 @@ class ChatService:
         text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
         assistant = None
         if text.strip():
-            extra = {"interrupted": True} if (error or cancelled) else None
-            assistant = engine._persist_turn(conversation_id, "assistant", text, extra=extra)
+            extra: dict[str, Any] = {"interrupted": True} if (error or cancelled) else {}
+            stored, cut = _fit(text, engine.config["store.max_file_bytes"])
+            if cut:
+                extra["truncated"] = True
+            assistant = engine._persist_turn(conversation_id, "assistant", stored, extra=extra or None)
+            if cut:
+                engine._turn_notes.setdefault(assistant.id, []).append(
+                    f"The reply was {len(text.encode('utf-8')):,} bytes; only the first "
+                    f"{len(stored.encode('utf-8')):,} were stored (store.max_file_bytes).")
         if context.summary_changed and context.summary:
             engine._save_strategy_summary(conversation_id, context.summary, context.summarized_count)
         self._schedule(TurnRecord(conversation_id, user_turn, assistant))
@@ -237,6 +244,15 @@ def strategy_settings(cfg: Config) -> StrategySettings:
         compact_keep_turns=cfg["context.compact_keep_turns"],
         trigger=cfg["context.trigger"], max_tokens=cfg["context.max_tokens"],
     )
+
+
+def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:
+    """The reply cut to fit one memory file (an enormous answer must not lose the turn)."""
+    room = max(max_file_bytes - 8192, 1024)  # front matter and the interrupted/truncated marks
+    raw = text.encode("utf-8")
+    if len(raw) <= room:
+        return text, False
+    return raw[:room].decode("utf-8", "ignore"), True
 
 
 def _as_message(m: Memory) -> dict[str, Any]:

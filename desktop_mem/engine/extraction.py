@@ -96,7 +96,9 @@ class SummaryResult:
 def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
     """0-3 facts from the latest user message; pattern rules if the LLM step fails."""
     message = user_message.strip()
-    if not message:
+    if not message or _only_questions(message):
+        # Small models answer a pure question ("Where do I live?") with an invented fact
+        # ("The user lives in a city"); a question states nothing about the user.
         return ExtractionResult(())
     messages = [
         {"role": "system", "content": prompts.FACT_SYSTEM_PROMPT},
@@ -125,6 +127,12 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
         seen.add(_fold(clean))
         facts.append(ExtractedFact(clean, kind_of(clean), "llm"))
     return ExtractionResult(tuple(facts[:MAX_FACTS]))
+
+
+def _only_questions(message: str) -> bool:
+    """True when every sentence of the message is a question."""
+    sentences = [x for x in _SENTENCES.split(message.strip()) if x.strip()]
+    return bool(sentences) and all(x.rstrip().endswith("?") for x in sentences)
 
 
 _PREFERENCE = re.compile(

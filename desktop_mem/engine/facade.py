@@ -98,8 +98,8 @@ class MemoryEngine:
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
         self._chat: ChatService | None = None
-        # Secret kinds redacted from turns on the reply path, for the write path's notes.
-        self._turn_redactions: dict[str, str] = {}
+        # What the reply path changed in a stored turn (redacted, cut), for the write path's notes.
+        self._turn_notes: dict[str, list[str]] = {}
         if not read_only:
             self.root.mkdir(parents=True, exist_ok=True)
             self.lock.acquire()
@@ -703,7 +703,9 @@ class MemoryEngine:
                                            extra=extra)
             self._remember(memory)
             if found:
-                self._turn_redactions[memory.id] = describe(found)
+                self._turn_notes.setdefault(memory.id, []).append(
+                    f"A likely secret ({describe(found)}) was redacted from the stored {role} turn "
+                    "(security.secrets).")
         return memory
 
     def _auto_redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:

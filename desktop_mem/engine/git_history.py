@@ -173,7 +173,10 @@ class GitHistory:
 
     def dirty_paths(self) -> list[str]:
         """Files under entries/ that differ from the last commit (e.g. edits made while closed)."""
-        out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", "entries")
+        # A plain `git status` refreshes the index under .git/index.lock, which makes a commit
+        # running at the same moment (the writer thread) fail; readers must take no locks.
+        with self.repo.git.custom_environment(GIT_OPTIONAL_LOCKS="0"):
+            out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", "entries")
         paths = []
         for token in out.split("\0"):
             if len(token) > 3 and token[2] == " ":

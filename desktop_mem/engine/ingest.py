@@ -47,10 +47,7 @@ def run_write_path(engine: MemoryEngine, turn: TurnRecord, llm: ChatModel | None
     conv = turn.conversation_id
     notes: list[str] = []
     for memory in (turn.user, *([turn.assistant] if turn.assistant else [])):
-        kinds = engine._turn_redactions.pop(memory.id, None)
-        if kinds:
-            notes.append(f"A likely secret ({kinds}) was redacted from the stored {memory.role} turn "
-                         "(security.secrets).")
+        notes.extend(engine._turn_notes.pop(memory.id, []))
     facts: tuple[ExtractedFact, ...] = ()
     if engine.config["memory.extract_facts"]:
         if llm is None:

@@ -250,7 +250,8 @@ class DiffView(QWidget):
         self._details = None
         self.raw_button.setEnabled(True)
         self.title_label.setText(f"{event.type.value} in {event.conversation_id or '?'} · "
-                                 f"{commit.sha[:8]} · {when(commit.committed_at)} · {event.path}")
+                                 f"{commit.sha[:8]} · {when(commit.committed_at)}")
+        self.title_label.setToolTip(event.path)
         self._runner.submit(load_event_details, self._engine, event, key=f"diff-{id(self)}",
                             on_result=self._on_details, on_error=self._on_details_failed)
         if self.raw_button.isChecked():

@@ -1,0 +1,191 @@
+"""Screenshots of every pane with the demo store, under Xvfb, into docs/screenshots/.
+
+    .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
+
+Starts its own Xvfb (installing it with apt-get when missing), builds the demo store in a temp
+dir, points the app at the scripted OpenAI-compatible test server so the chat pane shows a
+real streamed exchange, and saves chat.png, memories.png, editor.png, summary.png,
+timeline.png and settings.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+APT_PACKAGES = ["xvfb", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0",
+                "libxcb-xkb1", "libxkbcommon-x11-0", "libxcb-cursor0"]
+DISPLAY = ":97"
+SIZE = (1280, 800)
+FACTS = "You extract facts about the user"
+RECONCILE = "You keep a memory of facts about the user"
+SUMMARY = "You maintain a short running summary"
+REPLY = ("Since you and **Anna** like quiet places and seafood, here is a relaxed day in Lisbon:\n\n"
+         "1. **Morning** – walk up through *Alfama* before the crowds, coffee at a miradouro.\n"
+         "2. **Lunch** – grilled sardines near the river.\n"
+         "3. **Evening** – Cais do Sodré for seafood; book ahead on weekends.\n\n"
+         "Want me to add a rainy-day option?")
+
+
+def start_xvfb() -> subprocess.Popen[bytes]:
+    """Start Xvfb on DISPLAY (installing it first when missing)."""
+    if shutil.which("Xvfb") is None:
+        subprocess.run(["apt-get", "install", "-y", *APT_PACKAGES], check=True)
+    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", f"{SIZE[0] + 200}x{SIZE[1] + 200}x24", "-nolisten",
+                             "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+    if proc.poll() is not None:
+        raise SystemExit("Xvfb did not start")
+    os.environ["DISPLAY"] = DISPLAY
+    os.environ["QT_QPA_PLATFORM"] = "xcb"
+    return proc
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Run the event loop until `predicate()` holds (a script, not the app: a plain loop is fine)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    deadline = time.monotonic() + timeout
+    loop = QEventLoop()
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the window did not reach the expected state")
+        QTimer.singleShot(30, loop.quit)
+        loop.exec()
+
+
+def pause(seconds: float) -> None:
+    """Let the window repaint."""
+    end = time.monotonic() + seconds
+    wait_until(lambda: time.monotonic() >= end)
+
+
+def is_chat(body: dict[str, object]) -> bool:
+    messages = body.get("messages") or []
+    system = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict)  # type: ignore[union-attr]
+                      and m.get("role") == "system")
+    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
+
+
+def take(out: Path) -> None:
+    from PySide6.QtCore import QSettings
+
+    from desktop_mem.engine.config import load_config
+    from desktop_mem.engine.demo import create_demo_store
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.ui.app import application
+    from desktop_mem.ui.main_window import MainWindow
+    from desktop_mem.ui.settings_dialog import SettingsDialog
+    from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
+    from tests.scripted_llm import ScriptedLLM
+
+    server = ScriptedLLM().start()
+    server.script(FACTS, '["The user is allergic to shellfish"]', times=1)
+    server.script(FACTS, "[]")
+    server.script(RECONCILE, '[{"event": "ADD", "text": "The user is allergic to shellfish"}]')
+    server.script(SUMMARY, "Sam plans a May trip to Lisbon with Anna; quiet places, seafood.")
+    server.script(is_chat, REPLY)
+    tmp = Path(tempfile.mkdtemp(prefix="desktop-mem-shots-"))
+    (tmp / "config.yaml").write_text("", encoding="utf-8")
+    os.environ["DESKTOP_MEM_CONFIG"] = str(tmp / "config.yaml")
+    config = load_config(flags={"store.path": str(tmp / "store"), "llm.base_url": server.base_url,
+                                "llm.model": "test-model", "llm.api_key": "test", "watcher.enabled": False})
+    engine = MemoryEngine(config)
+    create_demo_store(engine)
+    engine.close()
+
+    app = application([])
+    window = MainWindow(config, settings=QSettings(str(tmp / "ui.ini"), QSettings.Format.IniFormat))
+    window.resize(*SIZE)
+    window.show()
+    ready: list[bool] = []
+    window.index_ready.connect(lambda: ready.append(True))
+    window.open_store()
+    wait_until(lambda: bool(ready) and window.workspace is not None)
+    ws = window.workspace
+    assert ws is not None
+    wait_until(lambda: ws.conversations.model.row_of("trip-to-lisbon") is not None)
+    ws.conversations.select("trip-to-lisbon")
+    window.show_tab(CHAT_TAB)
+    wait_until(lambda: len(ws.chat.messages()) >= 4)
+    wait_until(lambda: window.status.llm_label.text() == "LLM: connected")
+
+    outcome: list[str] = []
+    ws.chat.outcome_shown.connect(outcome.append)
+    ws.chat.input.setPlainText("Any ideas for a calm day there? I'm allergic to shellfish, by the way.")
+    ws.chat.send()
+    wait_until(lambda: bool(outcome), timeout=60)
+    last = ws.chat.messages()[-1]
+    if last.used_panel is not None:
+        last.used_panel.toggle.setChecked(True)
+    pause(0.6)
+    window.grab().save(str(out / "chat.png"))
+
+    window.show_tab(MEMORIES_TAB)
+    ws.browser.search_edit.setText("Lisbon trip")
+    wait_until(lambda: ws.browser.model.searching and not window.runner.busy)
+    ws.browser.table.selectRow(0)
+    pause(0.6)
+    window.grab().save(str(out / "memories.png"))
+
+    ws.browser.search_edit.clear()
+    wait_until(lambda: not ws.browser.model.searching and not window.runner.busy)
+    row = next(r for r in range(ws.browser.model.rowCount())
+               if (m := ws.browser.model.memory_at(r)) is not None and m.kind == "preference")
+    ws.browser.table.selectRow(row)
+    ws.memories_splitter.setSizes([560, 720])
+    pause(0.6)
+    window.grab().save(str(out / "editor.png"))
+
+    window.show_tab(SUMMARY_TAB)
+    wait_until(lambda: ws.summary.state is not None and ws.summary.state.summary is not None)
+    pause(0.6)
+    window.grab().save(str(out / "summary.png"))
+
+    window.show_tab(TIMELINE_TAB)
+    pause(1.5)
+    window.grab().save(str(out / "timeline.png"))
+
+    dialog = SettingsDialog(window.config, window.runner, window)
+    dialog.tabs.setCurrentIndex(1)
+    dialog.show()
+    dialog.test_connection()
+    wait_until(lambda: dialog.test_label.text().startswith(("✔", "✘")))
+    pause(0.4)
+    dialog.grab().save(str(out / "settings.png"))
+    dialog.close()
+
+    window.shutdown()
+    window.close()
+    server.stop()
+    app.quit()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    xvfb = start_xvfb()
+    try:
+        take(args.out)
+    finally:
+        xvfb.terminate()
+        xvfb.wait(5)
+    print(f"screenshots written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
