@@ -82,6 +82,7 @@ def _assert_listing_reports_and_keeps(store: MarkdownStore, files: dict[Path, by
 @example(meta="created_at: 0000-0-0T0:00:00\n", body="x")  # year 0: PyYAML raised ValueError
 @example(meta="{}\n", body="0")  # a flow mapping could be read but not rewritten
 @example(meta="{id: flow, note: [1, 2]}\n", body="kept")
+@example(meta="Null\n...\n", body="0")  # a null document could be read but not rewritten
 def test_any_front_matter_is_read_or_reported_never_crashes_or_changes(meta: str, body: str) -> None:
     root, store = _fresh_store()
     try:

@@ -115,6 +115,8 @@ def _apply_updates(original: str, updates: Mapping[str, Any]) -> str:
         loaded = yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
         text = "".join(_dump_pair(str(k), v) for k, v in (loaded or {}).items())
         node = yaml.compose(text, Loader=_SAFE_LOADER) if text.strip() else None
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null":
+        text, node = "", None  # `null` / `~` reads as no keys at all: start an empty mapping
     if node is not None and not isinstance(node, yaml.MappingNode):
         raise FrontMatterError("the front matter is not a block mapping of keys to values")
     pairs = node.value if node is not None else []

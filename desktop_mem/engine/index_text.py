@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC
 
 from desktop_mem.engine.models import Memory
 
@@ -39,7 +40,8 @@ def index_text(memory: Memory, previous: str | None) -> str:
     context = " ".join(previous.split())
     if len(context) > CONTEXT_CHARS:
         context = context[: CONTEXT_CHARS - 1] + "…"
-    return f"{memory.text}\n\n(in reply to: {context})"
+    # A quote marker, not words like "in reply to": those would match every turn of the index.
+    return f"{memory.text}\n\n> {context}"
 
 
 class TurnContext:
@@ -70,7 +72,9 @@ class TurnContext:
         for m in batch:
             if m.role not in TURN_ROLES:
                 continue
-            key = (m.created_at.isoformat(), m.path)
+            # UTC text sorts like the times do (hand-edited files may carry other offsets).
+            when = m.created_at.astimezone(UTC) if m.created_at.tzinfo else m.created_at
+            key = (when.isoformat(), m.path)
             # Appended and sorted once below: insort per turn is quadratic for a 100k catalog.
             self._order.setdefault(m.conversation_id, []).append(key)
             self._live[m.conversation_id] = self._live.get(m.conversation_id, 0) + 1

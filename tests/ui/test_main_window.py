@@ -71,9 +71,12 @@ def test_an_empty_store_offers_a_demo_store_that_fills_every_pane(qtbot: Any, wi
 def test_ctrl_f_focuses_search_and_search_finds_by_meaning(qtbot: Any, window: MainWindow) -> None:
     _open(qtbot, window)
     assert window.engine is not None
-    window.engine.add("The user is vegetarian and never eats meat")
-    window.engine.add("The user's laptop is a ThinkPad")
-    window.welcome.empty_button.click() if window.welcome else None  # type: ignore[func-returns-value]
+    added: list[Any] = []
+    for text in ("The user is vegetarian and never eats meat", "The user's laptop is a ThinkPad"):
+        window.runner.submit_write(window.engine.add, text, on_result=added.append)  # as the app writes
+    qtbot.waitUntil(lambda: len(added) == 2, timeout=10000)
+    if window.welcome is not None:
+        window.welcome.empty_button.click()
     ws = window.workspace
     assert ws is not None
     window.find_action.trigger()
@@ -97,7 +100,10 @@ def test_new_rename_and_delete_conversation(qtbot: Any, window: MainWindow) -> N
     qtbot.waitUntil(lambda: "Summer holiday" in [ws.conversations.model.index(r, 0).data()
                                                  for r in range(ws.conversations.model.rowCount())],
                     timeout=10000)
-    window.engine.add("The user wants to visit Crete", conversation_id="holiday-plans")
+    added: list[Any] = []
+    window.runner.submit_write(window.engine.add, "The user wants to visit Crete",
+                               conversation_id="holiday-plans", on_result=added.append)
+    qtbot.waitUntil(lambda: bool(added), timeout=10000)
     ws.conversations.delete("holiday-plans")
     qtbot.waitUntil(lambda: ws.conversations.model.row_of("holiday-plans") is None, timeout=10000)
     assert all(m.deleted for m in window.engine.list_memories(conversation_id="holiday-plans",
