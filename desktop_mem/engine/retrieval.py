@@ -143,7 +143,7 @@ class Retriever:
         if f.roles:
             clauses.append({"role": {"$in": list(f.roles)}})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
-        hits = self.vectors.query(query_vec, n + n // 2, where)
+        hits = self.vectors.query(query_vec, n + n // 2, where, with_payload=False)
         kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)]
         return {h.id: (h.similarity, h.embedding) for h in kept[:n]}
 
