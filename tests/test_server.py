@@ -93,7 +93,6 @@ def served(make_served: Callable[..., Served]) -> Served:
 def test_openai_client_fact_is_stored_injected_and_updated(served: Served) -> None:
     llm, engine = served.llm, served.engine
     llm.script(FACTS, '["The user lives in Berlin"]', times=1)
-    llm.script(FACTS, "[]", times=1)
     llm.script(FACTS, '["The user lives in Munich"]')
     llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user lives in Munich"}]')
     llm.script(SUMMARY, "The user lives somewhere in Germany.")
