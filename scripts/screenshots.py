@@ -41,8 +41,9 @@ def start_xvfb() -> subprocess.Popen[bytes]:
     """Start Xvfb on DISPLAY (installing it first when missing)."""
     if shutil.which("Xvfb") is None:
         subprocess.run(["apt-get", "install", "-y", *APT_PACKAGES], check=True)
-    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", f"{SIZE[0] + 200}x{SIZE[1] + 200}x24", "-nolisten",
-                             "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    screen = f"{SIZE[0] + 200}x{SIZE[1] + 200}x24"
+    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", screen, "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
     if proc.poll() is not None:
         raise SystemExit("Xvfb did not start")

@@ -12,8 +12,15 @@ import pytest
 pytest_plugins = ["tests.scripted_llm"]
 
 # Tests never read the developer's own config file or environment endpoints.
-for _var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "OPENAI_SUMMARY_MODEL",
-             "OPENAI_SUMMARY_URL", "DESKTOP_MEM_STORE", "DESKTOP_MEM_TOKEN"):
+for _var in (
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_MODEL",
+    "OPENAI_SUMMARY_MODEL",
+    "OPENAI_SUMMARY_URL",
+    "DESKTOP_MEM_STORE",
+    "DESKTOP_MEM_TOKEN",
+):
     os.environ.pop(_var, None)
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["GIT_CONFIG_GLOBAL"] = os.devnull  # no user identity or hooks leak into test repos
@@ -47,5 +54,25 @@ def engine(make_config: Callable[..., Any]) -> Iterator[Any]:
     from desktop_mem.engine.facade import MemoryEngine
 
     eng = MemoryEngine(make_config())
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def chat_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[Any]:
+    """A writing MemoryEngine with its index open, talking to the scripted LLM server."""
+    from desktop_mem.engine.facade import MemoryEngine
+
+    eng = MemoryEngine(
+        make_config(
+            **{
+                "llm.base_url": scripted_llm.base_url,
+                "llm.model": "test-model",
+                "llm.api_key": "test",
+                "llm.timeout": 5,
+            }
+        )
+    )
+    eng.open_index()
     yield eng
     eng.close()

@@ -22,6 +22,18 @@ def test_engine_never_imports_qt_or_front_ends() -> None:
 
 
 def test_engine_passes_mypy_strict() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--ignore-missing-imports",
-                           "--no-incremental", "desktop_mem/engine"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--ignore-missing-imports",
+            "--no-incremental",
+            "desktop_mem/engine",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EventType
+from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 from tests.scripted_llm import Fault
 
-FACTS = "You extract facts about the user"
-RECONCILE = "You keep a memory of facts about the user"
-SUMMARY = "You maintain a short running summary"
 
-
-def is_chat(body: dict[str, Any]) -> bool:
-    system = " ".join(m.get("content", "") for m in body["messages"] if m["role"] == "system")
-    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
-
-
-@pytest.fixture
-def chat_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[MemoryEngine]:
-    eng = MemoryEngine(make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
-                                      "llm.api_key": "test", "llm.timeout": 5}))
-    eng.open_index()
-    yield eng
-    eng.close()
-
-
-def test_a_told_fact_is_stored_committed_and_injected_later(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+def test_a_told_fact_is_stored_committed_and_injected_later(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
     scripted_llm.script(FACTS, '["The user lives in Berlin"]', times=1)
     scripted_llm.script(FACTS, "[]")
     scripted_llm.script(SUMMARY, "The user lives in Berlin.")
@@ -81,10 +66,14 @@ def test_a_contradiction_becomes_an_update_tombstone(chat_engine: MemoryEngine, 
     events = chat_engine.history(limit=1)[0].events
     [update] = [e for e in events if e.type == EventType.UPDATE]
     assert update.old_text == "The user lives in Berlin" and update.new_text == "The user lives in Munich"
-    assert "Berlin" not in [r.memory.text for r in chat_engine.search("where does the user live", conversation_id="trip")]
+    assert "Berlin" not in [
+        r.memory.text for r in chat_engine.search("where does the user live", conversation_id="trip")
+    ]
 
 
-def test_unreachable_llm_fails_clearly_and_keeps_the_turn_and_pattern_facts(make_config: Callable[..., Any]) -> None:
+def test_unreachable_llm_fails_clearly_and_keeps_the_turn_and_pattern_facts(
+    make_config: Callable[..., Any],
+) -> None:
     eng = MemoryEngine(make_config(**{"llm.base_url": "http://127.0.0.1:9/v1", "llm.timeout": 2}))
     try:
         reply = eng.chat("c1", "My name is Alice and I prefer dark mode.")
@@ -102,11 +91,17 @@ def test_unreachable_llm_fails_clearly_and_keeps_the_turn_and_pattern_facts(make
 
 @pytest.mark.parametrize(
     ("fault", "kind"),
-    [(Fault.status(500, "boom"), "server_error"), (Fault.status(401, "bad key"), "auth"),
-     (Fault.malformed_json(), "bad_response|cut_stream"), (Fault.cut_stream(2), "cut_stream"),
-     (Fault.delay(8), "timeout")],
+    [
+        (Fault.status(500, "boom"), "server_error"),
+        (Fault.status(401, "bad key"), "auth"),
+        (Fault.malformed_json(), "bad_response|cut_stream"),
+        (Fault.cut_stream(2), "cut_stream"),
+        (Fault.delay(8), "timeout"),
+    ],
 )
-def test_reply_faults_lose_no_turn(chat_engine: MemoryEngine, scripted_llm: Any, fault: Fault, kind: str) -> None:
+def test_reply_faults_lose_no_turn(
+    chat_engine: MemoryEngine, scripted_llm: Any, fault: Fault, kind: str
+) -> None:
     scripted_llm.script(is_chat, fault)
     scripted_llm.script(FACTS, '["The user has a cat"]')
     reply = chat_engine.chat("c2", "I have a cat.")
@@ -114,7 +109,9 @@ def test_reply_faults_lose_no_turn(chat_engine: MemoryEngine, scripted_llm: Any,
     assert chat_engine.wait_idle(30)
     turns = [m for m in chat_engine.list_memories(conversation_id="c2") if m.role == "user"]
     assert [t.text for t in turns] == ["I have a cat."]
-    assert [m.text for m in chat_engine.list_memories(conversation_id="c2", role="memory")] == ["The user has a cat"]
+    assert [m.text for m in chat_engine.list_memories(conversation_id="c2", role="memory")] == [
+        "The user has a cat"
+    ]
     if kind == "cut_stream":
         [assistant] = [m for m in chat_engine.list_memories(conversation_id="c2") if m.role == "assistant"]
         assert assistant.extra.get("interrupted") is True and reply.text == assistant.text
@@ -122,10 +119,16 @@ def test_reply_faults_lose_no_turn(chat_engine: MemoryEngine, scripted_llm: Any,
 
 @pytest.mark.parametrize(
     "reply",
-    ["not json at all", Fault.status(500), '[{"event": "DELETE", "id": "0"}]',
-     '[{"event": "UPDATE", "id": "99", "text": "The user lives in Rome"}]'],
+    [
+        "not json at all",
+        Fault.status(500),
+        '[{"event": "DELETE", "id": "0"}]',
+        '[{"event": "UPDATE", "id": "99", "text": "The user lives in Rome"}]',
+    ],
 )
-def test_reconciliation_faults_keep_the_new_fact(chat_engine: MemoryEngine, scripted_llm: Any, reply: Any) -> None:
+def test_reconciliation_faults_keep_the_new_fact(
+    chat_engine: MemoryEngine, scripted_llm: Any, reply: Any
+) -> None:
     chat_engine.add("The user lives in Berlin", conversation_id="c3")
     scripted_llm.script(FACTS, '["The user lives in Rome"]')
     scripted_llm.script(RECONCILE, reply)
@@ -169,8 +172,16 @@ def test_eviction_and_ttl(make_config: Callable[..., Any], scripted_llm: Any) ->
 
     from desktop_mem.engine.models import utc_now
 
-    eng = MemoryEngine(make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
-                                      "memory.max_entries": 4, "memory.extract_facts": False}))
+    eng = MemoryEngine(
+        make_config(
+            **{
+                "llm.base_url": scripted_llm.base_url,
+                "llm.model": "test-model",
+                "memory.max_entries": 4,
+                "memory.extract_facts": False,
+            }
+        )
+    )
     try:
         eng.add("old fact", conversation_id="c6")
         eng.add("short-lived", conversation_id="c6", expires_at=utc_now() - timedelta(seconds=1))

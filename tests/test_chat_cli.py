@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.facade import MemoryEngine
+from tests.llm_roles import FACTS, SUMMARY
 from tests.scripted_llm import ScriptedLLM
-
-FACTS = "You extract facts about the user"
-SUMMARY = "You maintain a short running summary"
 
 
 def chat(

@@ -11,8 +11,13 @@ from typing import Any
 
 
 def run(store: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), *args],
-                          capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    proc = subprocess.run(
+        [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+    )
     if ok:
         assert proc.returncode == 0, proc.stderr
     return proc

@@ -32,9 +32,14 @@ def test_layers_file_then_env_then_flags(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("llm:\n  modle: x\n", "llm.modle"), ("retrieval:\n  top_k: many\n", "'many'"),
-     ("context:\n  strategy: magic\n", "must be one of"), ("retrieval:\n  mmr_lambda: 3\n", "maximum"),
-     ("- a\n", "mapping"), ("llm: [unclosed\n", "not valid YAML")],
+    [
+        ("llm:\n  modle: x\n", "llm.modle"),
+        ("retrieval:\n  top_k: many\n", "'many'"),
+        ("context:\n  strategy: magic\n", "must be one of"),
+        ("retrieval:\n  mmr_lambda: 3\n", "maximum"),
+        ("- a\n", "mapping"),
+        ("llm: [unclosed\n", "not valid YAML"),
+    ],
 )
 def test_bad_config_names_key_value_and_file(tmp_path: Path, text: str, needle: str) -> None:
     f = tmp_path / "bad.yaml"
@@ -62,7 +67,6 @@ def test_every_setting_is_documented() -> None:
 def test_configuration_doc_is_generated_from_the_declarations() -> None:
     doc = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
     assert doc.read_text(encoding="utf-8") == settings_markdown(), (
-        "docs/configuration.md is stale: regenerate it with "
-        "python -c 'from desktop_mem.engine.config import settings_markdown; print(settings_markdown(), end=\"\")' "
-        "> docs/configuration.md"
+        "docs/configuration.md is stale: regenerate it from "
+        "desktop_mem.engine.config.settings_markdown()"
     )

@@ -10,8 +10,7 @@ from desktop_mem.engine.models import EventType
 
 
 def git(store: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(store), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(["git", "-C", str(store), *args], check=True, capture_output=True, text=True).stdout
 
 
 def test_each_mutation_is_one_commit_with_trailers(engine: Any) -> None:
@@ -42,8 +41,16 @@ def test_history_classifies_app_events_in_order_with_texts(engine: Any) -> None:
     engine.add("hello there", conversation_id="c1", role="user")
     events = [e for c in reversed(engine.history(limit=50)) for e in c.events]
     kinds = [e.type for e in events]
-    assert kinds == [EventType.ADD, EventType.EDIT, EventType.DELETE, EventType.RESTORE, EventType.UPDATE,
-                     EventType.EVICT, EventType.SUMMARY, EventType.TURN]
+    assert kinds == [
+        EventType.ADD,
+        EventType.EDIT,
+        EventType.DELETE,
+        EventType.RESTORE,
+        EventType.UPDATE,
+        EventType.EVICT,
+        EventType.SUMMARY,
+        EventType.TURN,
+    ]
     assert events[0].new_text == "User lives in Berlin"
     assert (events[1].old_text, events[1].new_text) == ("User lives in Berlin", "User lives in Munich")
     update = events[4]
@@ -59,10 +66,14 @@ def test_hand_made_replacement_and_delete_are_classified(engine: Any) -> None:
     (root / tomb_rel).parent.mkdir(parents=True, exist_ok=True)
     git(root, "mv", old.path, tomb_rel)
     tomb = root / tomb_rel
-    tomb.write_text(tomb.read_text().replace("source: manual\n",
-                                             "source: manual\nreplaced_by: hand-1\ndeleted_at: 2025-01-01T00:00:00Z\n"))
+    tomb.write_text(
+        tomb.read_text().replace(
+            "source: manual\n", "source: manual\nreplaced_by: hand-1\ndeleted_at: 2025-01-01T00:00:00Z\n"
+        )
+    )
     (root / "entries/global/facts/20250101T000000Z__hand-1.md").write_text(
-        "---\nid: hand-1\nrole: memory\n---\n\nUser's favourite colour is green\n")
+        "---\nid: hand-1\nrole: memory\n---\n\nUser's favourite colour is green\n"
+    )
     git(root, "add", "-A")
     git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-qm", "switch colour by hand")
     git(root, "mv", other.path, other.path.replace("entries/global/", "entries/global/deleted/"))

@@ -14,8 +14,7 @@ from desktop_mem.engine.exporters import export_json, export_zip
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.importers import ImportFileError, apply_import, plan_import
 from desktop_mem.engine.models import ValidationError
-
-FACTS = "You extract facts about the user"
+from tests.llm_roles import FACTS
 
 
 def node(nid: str, role: str | None, text: Any, parent: str | None, children: list[str],

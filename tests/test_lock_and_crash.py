@@ -63,11 +63,17 @@ def test_second_writer_gets_a_clear_message_and_readers_still_work(make_config: 
         reader = MemoryEngine(make_config(store), read_only=True)
         assert [m.text for m in reader.list_memories()] == ["User lives in Berlin"]
         assert "held by" in reader.doctor().lock
-        cli = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "add", "x"],
-                             capture_output=True, text=True)
+        cli = subprocess.run(
+            [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "add", "x"],
+            capture_output=True,
+            text=True,
+        )
         assert cli.returncode == 1 and "open for writing by" in cli.stderr
-        listed = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "list"],
-                                capture_output=True, text=True)
+        listed = subprocess.run(
+            [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "list"],
+            capture_output=True,
+            text=True,
+        )
         assert listed.returncode == 0 and "Berlin" in listed.stdout
     finally:
         holder.kill()

@@ -114,8 +114,26 @@ def test_bad_files_are_reported_with_reasons_and_never_touched(store: MarkdownSt
 
 @pytest.mark.parametrize(
     "bad",
-    ["", "..", "../x", "a/b", "a\\b", "/etc", ".hidden", "x" * 65, "con", "NUL.txt", "deleted",
-     "sp ace", "tab\t", "new\nline", "é", "a..b", None, 42],
+    [
+        "",
+        "..",
+        "../x",
+        "a/b",
+        "a\\b",
+        "/etc",
+        ".hidden",
+        "x" * 65,
+        "con",
+        "NUL.txt",
+        "deleted",
+        "sp ace",
+        "tab\t",
+        "new\nline",
+        "é",
+        "a..b",
+        None,
+        42,
+    ],
 )
 def test_hostile_conversation_ids_are_refused_clearly(bad: object) -> None:
     with pytest.raises(ValidationError) as info:

@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from desktop_mem.engine.facade import MemoryEngine
+from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 from tests.scripted_llm import Fault, ScriptedLLM
-
-FACTS = "You extract facts about the user"
-RECONCILE = "You keep a memory of facts about the user"
-SUMMARY = "You maintain a short running summary"
-
-
-def is_chat(body: dict[str, Any]) -> bool:
-    system = " ".join(m.get("content", "") for m in body["messages"] if m["role"] == "system")
-    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
-
-
-@pytest.fixture
-def chat_engine(make_config: Callable[..., Any], scripted_llm: ScriptedLLM) -> Iterator[MemoryEngine]:
-    eng = MemoryEngine(make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
-                                      "llm.api_key": "test", "llm.timeout": 10}))
-    eng.open_index()
-    yield eng
-    eng.close()
 
 
 def test_an_enormous_reply_is_shown_whole_stored_cut_and_committed(

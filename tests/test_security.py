@@ -9,7 +9,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,8 @@ from desktop_mem.engine.config import BY_NAME, load_config, save_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.secrets_scan import SecretDetectedError, apply_policy, redact, scan
 from desktop_mem.server import check_bind, is_loopback
+from tests.llm_roles import FACTS, SUMMARY, is_chat
 from tests.scripted_llm import ScriptedLLM
-
-FACTS = "You extract facts about the user"
-RECONCILE = "You keep a memory of facts about the user"
-SUMMARY = "You maintain a short running summary"
 
 SAMPLES = {
     "openai_key": "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
@@ -36,20 +33,6 @@ SAMPLES = {
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----",
 }
-
-
-def is_chat(body: dict[str, Any]) -> bool:
-    system = " ".join(m.get("content", "") for m in body["messages"] if m["role"] == "system")
-    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
-
-
-@pytest.fixture
-def chat_engine(make_config: Callable[..., Any], scripted_llm: ScriptedLLM) -> Iterator[MemoryEngine]:
-    eng = MemoryEngine(make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
-                                      "llm.api_key": "test", "llm.timeout": 5}))
-    eng.open_index()
-    yield eng
-    eng.close()
 
 
 def _git(store: Path, *args: str) -> bytes:

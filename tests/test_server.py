@@ -21,16 +21,8 @@ import uvicorn
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EventType
 from desktop_mem.server import create_app
+from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 from tests.scripted_llm import Fault, ScriptedLLM
-
-FACTS = "You extract facts about the user"
-RECONCILE = "You keep a memory of facts about the user"
-SUMMARY = "You maintain a short running summary"
-
-
-def is_chat(body: dict[str, Any]) -> bool:
-    system = " ".join(m.get("content", "") for m in body["messages"] if m["role"] == "system")
-    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
 
 
 @dataclass

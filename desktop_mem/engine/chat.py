@@ -87,7 +87,8 @@ class ChatService:
         if not message.strip():
             raise ValueError("the message is empty")
         # Refuse a bad strategy before anything is written.
-        resolve_strategy(strategy, engine.conversation_strategy(conversation_id), engine.config["context.strategy"])
+        saved = engine.conversation_strategy(conversation_id)
+        resolve_strategy(strategy, saved, engine.config["context.strategy"])
         user_turn = engine._persist_turn(conversation_id, "user", message)
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
                                      exclude_id=user_turn.id)

@@ -9,15 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from desktop_mem.engine.catalog import Catalog
 from desktop_mem.engine.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.front_matter import FrontMatterError
 from desktop_mem.engine.git_history import GitHistory, GitHistoryError
 from desktop_mem.engine.index_sync import MANIFEST_NAME, IndexSync, Manifest, Progress, SyncReport
 from desktop_mem.engine.markdown_store import MarkdownStore
@@ -31,13 +30,14 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
+from desktop_mem.engine.retrieval import Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.secrets_scan import Finding, apply_policy, describe
-from desktop_mem.engine.store_lock import StoreLock, describe_holder, read_holder
-from desktop_mem.engine.retrieval import RetrievalSettings, Retriever, SearchFilters, SearchResult
+from desktop_mem.engine.store_lock import StoreLock
 from desktop_mem.engine.timeline import classify
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat import ChatService
+    from desktop_mem.engine.doctor import DoctorReport
 
 log = logging.getLogger(__name__)
 
@@ -51,26 +51,6 @@ class StoreChange:
     conversation_id: str | None
     commit: str | None
     paths: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    """Health of a store: problems, lock holder, git state, index state."""
-
-    store: str
-    memories: int
-    deleted: int
-    problems: tuple[Problem, ...]
-    lock: str
-    git: str
-    uncommitted: tuple[str, ...]
-    index: str
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing needs the user's attention."""
-        return not self.problems and not self.uncommitted and self.git.startswith("ok")
 
 
 Listener = Callable[[StoreChange], None]
@@ -87,13 +67,10 @@ class MemoryEngine:
         self.git = GitHistory(self.root)
         self.lock = StoreLock(self.root)
         self._write_lock = threading.RLock()
-        self._catalog_lock = threading.RLock()
-        self._by_path: dict[str, Memory] = {}
-        self._by_id: dict[str, str] = {}
-        self._problems: dict[str, Problem] = {}
         self._listeners: list[Listener] = []
         self._closed = False
         self.manifest = Manifest(self.root / MANIFEST_NAME)
+        self.catalog = Catalog(self.store, self.manifest)
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
@@ -189,72 +166,13 @@ class MemoryEngine:
 
         Files whose size and mtime match memory_index.json are not parsed again.
         """
-        memories: list[Memory] = []
-        problems: list[Problem] = []
-        seen: set[str] = set()
-        for rel in self.store.iter_paths():
-            seen.add(rel)
-            try:
-                st = (self.root / rel).stat()
-            except OSError as exc:
-                problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
-                continue
-            cached = self.manifest.cached_memory(rel, st)
-            if cached is not None:
-                memories.append(cached)
-                continue
-            result = self._read_file(rel)
-            if isinstance(result, Problem):
-                problems.append(result)
-            else:
-                memories.append(result)
-                self.manifest.remember_file(result, st)
-        for stale in set(self.manifest.files) - seen:
-            del self.manifest.files[stale]
-        with self._catalog_lock:
-            self._by_path = {m.path: m for m in memories}
-            self._by_id = {m.id: m.path for m in sorted(memories, key=lambda m: m.deleted, reverse=True)}
-            self._problems = {p.path: p for p in problems}
+        self.catalog.load()
         if not self.read_only:
             self.manifest.save()
 
-    def _read_file(self, rel: str) -> Memory | Problem:
-        try:
-            return self.store.read(rel)
-        except (FrontMatterError, ValidationError) as exc:
-            return Problem(rel, str(exc))
-        except OSError as exc:
-            return Problem(rel, f"cannot read the file: {exc.strerror or exc}")
-
     def reload_paths(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
         """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
-        results: list[Memory | Problem | str] = []
-        for rel in paths:
-            with self._catalog_lock:
-                old = self._by_path.pop(rel, None)
-                if old is not None and self._by_id.get(old.id) == rel:
-                    del self._by_id[old.id]
-                self._problems.pop(rel, None)
-            try:
-                memory = self.store.read(rel)
-            except FileNotFoundError:
-                results.append(rel)
-                continue
-            except (FrontMatterError, ValidationError) as exc:
-                problem = Problem(rel, str(exc))
-                with self._catalog_lock:
-                    self._problems[rel] = problem
-                results.append(problem)
-                continue
-            except OSError as exc:
-                problem = Problem(rel, f"cannot read the file: {exc.strerror or exc}")
-                with self._catalog_lock:
-                    self._problems[rel] = problem
-                results.append(problem)
-                continue
-            self._remember(memory)
-            results.append(memory)
-        return results
+        return self.catalog.reload(paths)
 
     def apply_external_changes(self, paths: Iterable[str]) -> StoreChange | None:
         """Files changed outside the app (the watcher, or a sync): re-read, index, one commit.
@@ -267,12 +185,10 @@ class MemoryEngine:
         if not rels:
             return None
         with self._write_lock:
-            with self._catalog_lock:
-                before = {rel: self._by_path.get(rel) for rel in rels}
-            results = self.reload_paths(rels)
-            changed = [r for r in results if isinstance(r, Memory)
-                       and (before.get(r.path) is None or before[r.path].content_hash != r.content_hash)]  # type: ignore[union-attr]
-            removed = [m for rel, m in before.items() if m is not None and self.lookup_path(rel) is None]
+            before = {rel: self.catalog.at_path(rel) for rel in rels}
+            results = self.catalog.reload(rels)
+            changed = [r for r in results if isinstance(r, Memory) and _differs(before.get(r.path), r)]
+            removed = [m for rel, m in before.items() if m is not None and self.catalog.at_path(rel) is None]
             problems = [r for r in results if isinstance(r, Problem)]
             if not changed and not removed:
                 if problems:
@@ -290,8 +206,8 @@ class MemoryEngine:
             more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
             sha = None
             if not self.read_only:
-                sha = self.commit(f"Edit outside the app: {_clip(first.text)}{more}", "external-edit", ids,
-                                  conversation)
+                subject = f"Edit outside the app: {_clip(first.text)}{more}"
+                sha = self.commit(subject, "external-edit", ids, conversation)
             change = StoreChange("external-edit", ids, conversation, sha,
                                  tuple(m.path for m in changed) + tuple(p.path for p in problems))
             self._emit(change)
@@ -299,39 +215,19 @@ class MemoryEngine:
 
     def lookup_path(self, rel: str) -> Memory | None:
         """The memory stored at this store-relative path, if it parsed."""
-        with self._catalog_lock:
-            return self._by_path.get(rel)
+        return self.catalog.at_path(rel)
 
     def _remember(self, memory: Memory) -> None:
-        with self._catalog_lock:
-            self._by_path[memory.path] = memory
-            self._by_id[memory.id] = memory.path
-            try:
-                self.manifest.remember_file(memory, (self.root / memory.path).stat())
-            except OSError:
-                pass
+        self.catalog.remember(memory)
 
     def _forget(self, memory: Memory) -> None:
-        with self._catalog_lock:
-            self._by_path.pop(memory.path, None)
-            self.manifest.files.pop(memory.path, None)
-            if self._by_id.get(memory.id) == memory.path:
-                del self._by_id[memory.id]
+        self.catalog.forget(memory)
 
     # ---------------------------------------------------------------- reads
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id (live or deleted); NotFoundError if none."""
-        with self._catalog_lock:
-            path = self._by_id.get(memory_id)
-            if path is None:
-                matches = [i for i in self._by_id if i.startswith(memory_id)] if len(memory_id) >= 6 else []
-                if len(matches) == 1:
-                    path = self._by_id[matches[0]]
-            memory = self._by_path.get(path) if path else None
-        if memory is None:
-            raise NotFoundError(f"no memory with id {memory_id!r}; `desktop-mem list` shows the ids")
-        return memory
+        return self.catalog.get(memory_id)
 
     def list_memories(
         self,
@@ -346,31 +242,18 @@ class MemoryEngine:
         until: datetime | None = None,
     ) -> list[Memory]:
         """Memories matching the filters, oldest first."""
-        with self._catalog_lock:
-            items = list(self._by_path.values())
-        result = [
-            m for m in items
-            if (conversation_id is None or m.conversation_id == conversation_id)
-            and (role is None or m.role == role)
-            and (kind is None or m.kind == kind)
-            and (include_deleted or only_deleted or not m.deleted)
-            and (not only_deleted or m.deleted)
-            and (include_summaries or m.role != "summary")
-            and (since is None or m.created_at >= since)
-            and (until is None or m.created_at <= until)
-        ]
-        result.sort(key=lambda m: (m.created_at, m.path))
-        return result
+        return self.catalog.select(
+            conversation_id=conversation_id, role=role, kind=kind, include_deleted=include_deleted,
+            only_deleted=only_deleted, include_summaries=include_summaries, since=since, until=until,
+        )
 
     def problems(self) -> list[Problem]:
         """Files that could not be read, with their reasons."""
-        with self._catalog_lock:
-            return sorted(self._problems.values(), key=lambda p: p.path)
+        return self.catalog.problems()
 
     def conversations(self) -> list[str]:
-        """Conversation ids in the store (global first)."""
-        with self._catalog_lock:
-            live = {m.conversation_id for m in self._by_path.values() if not m.deleted}
+        """Conversation ids in the store (global first); fully deleted ones are left out."""
+        live = self.catalog.live_conversations()
         found = live | {c for c in self.store.conversations()
                         if c in live or not self.store.conversation_meta(c).get("deleted")}
         return sorted(found, key=lambda c: (c != GLOBAL_CONVERSATION, c))
@@ -378,9 +261,7 @@ class MemoryEngine:
     def summary(self, conversation_id: str) -> Memory | None:
         """The conversation's rolling summary, if any."""
         validate_conversation_id(conversation_id)
-        rel = f"entries/{conversation_id}/summaries/summary.md"
-        with self._catalog_lock:
-            return self._by_path.get(rel)
+        return self.catalog.at_path(f"entries/{conversation_id}/summaries/summary.md")
 
     # --------------------------------------------------------------- writes
 
@@ -419,7 +300,8 @@ class MemoryEngine:
                 source=source, expires_at=expires_at, created_at=created_at, memory_id=memory_id,
             )
             self._remember(memory)
-            self._after_write([memory], [], "add", f"Add {_noun(memory)}: {_clip(text)}", memory.conversation_id)
+            subject = f"Add {_noun(memory)}: {_clip(text)}"
+            self._after_write([memory], [], "add", subject, memory.conversation_id)
         return memory
 
     def edit(
@@ -551,7 +433,7 @@ class MemoryEngine:
                 self.manifest.save()
             return
         live_ids = {m.id for m in changed}
-        gone = [m.id for m in removed if m.id not in live_ids and self._by_id.get(m.id) is None]
+        gone = [m.id for m in removed if m.id not in live_ids and self.catalog.lookup(m.id) is None]
         try:
             index.apply(changed, gone)
         except Exception:  # the files are the truth; the next sync repairs the index
@@ -613,9 +495,7 @@ class MemoryEngine:
 
     def lookup(self, memory_id: str) -> Memory | None:
         """The memory with exactly this id, or None (used by the read path)."""
-        with self._catalog_lock:
-            path = self._by_id.get(memory_id)
-            return self._by_path.get(path) if path else None
+        return self.catalog.lookup(memory_id)
 
     def commit(
         self,
@@ -807,40 +687,20 @@ class MemoryEngine:
 
     def doctor(self) -> DoctorReport:
         """Problems, lock holder, git health and uncommitted changes."""
-        with self._catalog_lock:
-            memories = list(self._by_path.values())
-        if self.lock.held:
-            lock = "held by this process"
-        elif self.lock.is_locked_elsewhere():
-            lock = f"held by {describe_holder(read_holder(self.root))}"
-        else:
-            lock = "free"
-        uncommitted: tuple[str, ...] = ()
-        if not self.git.exists():
-            git_state = "not a git repository (versioning off or never opened for writing)"
-        else:
-            try:
-                self.git.fsck()
-                git_state = f"ok ({self.git.count()} commits)"
-                uncommitted = tuple(self.git.dirty_paths())
-            except GitHistoryError as exc:
-                git_state = str(exc)
-        return DoctorReport(
-            store=str(self.root),
-            memories=sum(1 for m in memories if not m.deleted),
-            deleted=sum(1 for m in memories if m.deleted),
-            problems=tuple(self.problems()),
-            lock=lock,
-            git=git_state,
-            uncommitted=uncommitted,
-            index=self._index_status(),
-        )
+        from desktop_mem.engine.doctor import examine
 
-    def _index_status(self) -> str:
+        return examine(self)
+
+    def index_status(self) -> str:
+        """One line about the search index."""
         if self._index is None:
             indexed = len(self.manifest.indexed)
             return f"{indexed} memories indexed (index not opened by this command)"
         return self._index.status()
+
+
+def _differs(before: Memory | None, after: Memory) -> bool:
+    return before is None or before.content_hash != after.content_hash
 
 
 def _is_memory_file(rel: str) -> bool:
@@ -849,7 +709,8 @@ def _is_memory_file(rel: str) -> bool:
 
 
 def _noun(memory: Memory) -> str:
-    return {"memory": "fact", "user": "user turn", "assistant": "assistant turn"}.get(memory.role, memory.role)
+    nouns = {"memory": "fact", "user": "user turn", "assistant": "assistant turn"}
+    return nouns.get(memory.role, memory.role)
 
 
 def _clip(text: str, n: int = 60) -> str:

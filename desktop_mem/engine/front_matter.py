@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from frontmatter.default_handlers import YAMLHandler
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 MAX_FRONT_MATTER_CHARS = 64 * 1024
 

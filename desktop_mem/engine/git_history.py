@@ -6,10 +6,10 @@ persistent `cat-file` process for blob contents, so a timeline page stays fast a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-import threading
 from pathlib import Path
 
 import git

@@ -116,7 +116,7 @@ def test_a_second_window_on_the_same_store_offers_read_only(qtbot: Any, window: 
     answers = [True]
     second = MainWindow(window_config, TaskRunner(),
                         settings=QSettings(str(tmp_path / "second.ini"), QSettings.Format.IniFormat),
-                        confirm=lambda _p, title, text: answers.pop(0) if "Store in use" == title else False)
+                        confirm=lambda _p, title, text: answers.pop(0) if title == "Store in use" else False)
     qtbot.addWidget(second)
     with qtbot.waitSignal(second.store_opened, timeout=30000):
         second.open_store()

@@ -1,4 +1,6 @@
-import faulthandler, sys
+import faulthandler
+import sys
+
 from tests.ui.test_main_window import *  # noqa
 from tests.ui.test_main_window import _open
 

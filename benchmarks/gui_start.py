@@ -1,0 +1,209 @@
+"""GUI benchmark: cold start to an interactive window with 10k memories, and GUI-thread stalls.
+
+    .venv/bin/python benchmarks/gui_start.py [--memories 10000]
+
+1. Builds a store with N memories (not timed), then, in a fresh process, times from process
+   start to the window showing the full memory list (the store opened off the GUI thread; the
+   index keeps loading behind it). Target: <= 2 s.
+2. With a 5 ms QTimer heartbeat on the GUI thread recording the gaps between beats, measures the
+   longest stall while search-as-you-type runs (keyword + meaning over the index) and while a
+   reply streams from the scripted OpenAI-compatible server. Target: < 50 ms.
+Runs offscreen (QT_QPA_PLATFORM=offscreen) unless a display is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+T0 = time.perf_counter()
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+WORDS = ["tea", "coffee", "Lisbon", "garden", "tomato", "sister", "cello", "bicycle", "Porto", "teacher",
+         "analyst", "seafood", "quiet", "morning", "evening", "book", "chess", "cat", "dog", "rain",
+         "summer", "winter", "train", "museum", "river"]
+
+
+def build_store(store: Path, n: int) -> None:
+    """N facts across 20 conversations, committed once and indexed (setup, not timed)."""
+    from datetime import timedelta
+
+    from desktop_mem.engine.config import load_config
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.models import utc_now
+
+    engine = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
+    start = utc_now() - timedelta(days=400)
+    for i in range(n):
+        words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
+        engine.store.new_memory(f"Fact {i}: the user mentioned {words}", conversation_id=f"conv-{i % 20}",
+                                kind="fact", source="import", created_at=start + timedelta(minutes=i))
+    engine.refresh()
+    engine.commit(f"Import {n} facts", "import", (), None)
+    engine.open_index()
+    engine.close()
+
+
+def cold_start(store: Path, n: int) -> dict[str, float]:
+    """Run in a fresh process: time to a shown window with the whole list loaded."""
+    from PySide6.QtCore import QSettings
+
+    from desktop_mem.engine.config import load_config
+    from desktop_mem.ui.app import application
+    from desktop_mem.ui.main_window import MainWindow
+
+    config = load_config(flags={"store.path": str(store), "watcher.enabled": False,
+                                "llm.base_url": "http://127.0.0.1:9/v1"})
+    app = application([])
+    settings = QSettings(str(store.parent / "ui.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(config, settings=settings)
+    window.show()
+    shown = time.perf_counter() - T0
+    window.open_store()
+    result: dict[str, float] = {"window_shown_s": shown}
+
+    def check() -> None:
+        ws = window.workspace
+        if ws is not None and ws.browser.model.total() == n and "interactive_s" not in result:
+            result["interactive_s"] = time.perf_counter() - T0
+            window.index_ready.connect(on_index_ready)
+
+    def on_index_ready() -> None:
+        result["index_ready_s"] = time.perf_counter() - T0
+        app.quit()
+
+    from PySide6.QtCore import QTimer
+
+    timer = QTimer()
+    timer.timeout.connect(check)
+    timer.start(5)
+    QTimer.singleShot(120_000, app.quit)
+    app.exec()
+    window.shutdown()
+    return result
+
+
+class Heartbeat:
+    """A 5 ms timer on the GUI thread; the longest gap between beats is the longest stall."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer = QTimer()
+        self.timer.setInterval(5)
+        self.timer.timeout.connect(self.beat)
+
+    def beat(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last)
+        self.last = now
+
+    def start(self) -> None:
+        self.last = time.perf_counter()
+        self.worst = 0.0
+        self.timer.start()
+
+
+def stalls(store: Path) -> dict[str, float]:
+    """Longest GUI-thread stall while searching as you type and while a reply streams."""
+    from PySide6.QtCore import QEventLoop, QSettings, QTimer
+
+    from desktop_mem.engine.config import load_config
+    from desktop_mem.ui.app import application
+    from desktop_mem.ui.main_window import MainWindow
+    from tests.scripted_llm import ScriptedLLM
+
+    server = ScriptedLLM().start()
+    server.default_reply = " ".join(f"word{i}" for i in range(1500))
+    config = load_config(flags={"store.path": str(store), "watcher.enabled": False,
+                                "llm.base_url": server.base_url, "llm.model": "test-model",
+                                "llm.api_key": "test",
+                                "memory.extract_facts": False, "memory.enable_summarization": False})
+    app = application([])
+    app.setQuitOnLastWindowClosed(False)
+    settings = QSettings(str(store.parent / "ui2.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(config, settings=settings)
+    window.show()
+    ready: list[bool] = []
+    window.index_ready.connect(lambda: ready.append(True))
+    window.open_store()
+
+    def spin(until: object, timeout: float = 120.0) -> None:
+        loop = QEventLoop()
+        deadline = time.monotonic() + timeout
+        while not until() and time.monotonic() < deadline:  # type: ignore[operator]
+            QTimer.singleShot(5, loop.quit)
+            loop.exec()
+
+    spin(lambda: bool(ready) and window.workspace is not None and not window.runner.busy)
+    ws = window.workspace
+    assert ws is not None
+    beat = Heartbeat()
+    beat.start()
+    for query in ("te", "tea", "tea Lis", "tea Lisbon", "sister", "sister cello", "garden tomato rain"):
+        ws.browser.search_edit.setText(query)
+        end = time.monotonic() + 0.12  # a fast typist
+        spin(lambda end=end: time.monotonic() >= end)
+    spin(lambda: ws.browser.model.searching and not window.runner.busy)
+    search_stall = beat.worst
+
+    ws.conversations.select("conv-1")
+    spin(lambda: ws.chat.conversation == "conv-1" and not window.runner.busy)
+    done: list[object] = []
+    ws.chat.reply_finished.connect(done.append)
+    beat.start()
+    ws.chat.input.setPlainText("Tell me everything")
+    ws.chat.send()
+    spin(lambda: bool(done))
+    stream_stall = beat.worst
+    window.shutdown()
+    server.stop()
+    return {"search_stall_ms": search_stall * 1000, "stream_stall_ms": stream_stall * 1000}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="desktop-mem GUI start and stall benchmark")
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--child", choices=("cold", "stalls"))
+    parser.add_argument("--store", type=Path)
+    args = parser.parse_args()
+    if args.child == "cold":
+        print(json.dumps(cold_start(args.store, args.memories)))
+        return 0
+    if args.child == "stalls":
+        print(json.dumps(stalls(args.store)))
+        return 0
+    tmp = Path(tempfile.mkdtemp(prefix="desktop-mem-gui-bench-"))
+    (tmp / "config.yaml").write_text("", encoding="utf-8")
+    env = {**os.environ, "DESKTOP_MEM_CONFIG": str(tmp / "config.yaml")}
+    os.environ.update(env)
+    store = tmp / "store"
+    t = time.perf_counter()
+    build_store(store, args.memories)
+    print(f"built a store of {args.memories:,} memories in {time.perf_counter() - t:.1f} s (setup)")
+    results = {}
+    for child in ("cold", "stalls"):
+        out = subprocess.run([sys.executable, __file__, "--child", child, "--store", str(store),
+                              "--memories", str(args.memories)], env=env, capture_output=True, text=True,
+                             check=True)
+        results.update(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"window shown:               {results['window_shown_s']:.2f} s after process start")
+    print(f"interactive ({args.memories:,} listed):  {results['interactive_s']:.2f} s   (target <= 2 s)")
+    print(f"index ready (search by meaning): {results.get('index_ready_s', float('nan')):.2f} s")
+    print(f"longest GUI stall, search-as-you-type: {results['search_stall_ms']:.0f} ms   (target < 50 ms)")
+    print(f"longest GUI stall, streaming reply:    {results['stream_stall_ms']:.0f} ms   (target < 50 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

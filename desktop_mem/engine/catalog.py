@@ -1,0 +1,168 @@
+"""The in-memory catalog of the store: every parsed memory by path and by id, and the problems.
+
+Built from the files at start-up (reusing memory_index.json for files whose size and mtime did
+not change, so a warm start parses nothing) and kept current by every write and watcher event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterable
+from datetime import datetime
+
+from desktop_mem.engine.front_matter import FrontMatterError
+from desktop_mem.engine.index_sync import Manifest
+from desktop_mem.engine.markdown_store import MarkdownStore
+from desktop_mem.engine.models import Memory, NotFoundError, Problem, ValidationError
+
+
+class Catalog:
+    """Thread-safe maps path -> Memory and id -> path, plus unreadable files as Problems."""
+
+    def __init__(self, store: MarkdownStore, manifest: Manifest) -> None:
+        self.store = store
+        self.manifest = manifest
+        self.lock = threading.RLock()
+        self._by_path: dict[str, Memory] = {}
+        self._by_id: dict[str, str] = {}
+        self._problems: dict[str, Problem] = {}
+
+    def load(self) -> None:
+        """Re-read the store; unchanged files come from the manifest's cache."""
+        memories: list[Memory] = []
+        problems: list[Problem] = []
+        seen: set[str] = set()
+        for rel in self.store.iter_paths():
+            seen.add(rel)
+            try:
+                st = (self.store.root / rel).stat()
+            except OSError as exc:
+                problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
+                continue
+            cached = self.manifest.cached_memory(rel, st)
+            if cached is not None:
+                memories.append(cached)
+                continue
+            result = self._read(rel)
+            if isinstance(result, Problem):
+                problems.append(result)
+            else:
+                memories.append(result)
+                self.manifest.remember_file(result, st)
+        for stale in set(self.manifest.files) - seen:
+            del self.manifest.files[stale]
+        with self.lock:
+            self._by_path = {m.path: m for m in memories}
+            # live copies win over tombstones when an id appears twice
+            self._by_id = {m.id: m.path for m in sorted(memories, key=lambda m: m.deleted, reverse=True)}
+            self._problems = {p.path: p for p in problems}
+
+    def reload(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
+        """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
+        results: list[Memory | Problem | str] = []
+        for rel in paths:
+            with self.lock:
+                old = self._by_path.pop(rel, None)
+                if old is not None and self._by_id.get(old.id) == rel:
+                    del self._by_id[old.id]
+                self._problems.pop(rel, None)
+            if not (self.store.root / rel).exists():
+                self.manifest.files.pop(rel, None)
+                results.append(rel)
+                continue
+            result = self._read(rel)
+            if isinstance(result, Problem):
+                with self.lock:
+                    self._problems[rel] = result
+            else:
+                self.remember(result)
+            results.append(result)
+        return results
+
+    def _read(self, rel: str) -> Memory | Problem:
+        try:
+            return self.store.read(rel)
+        except (FrontMatterError, ValidationError) as exc:
+            return Problem(rel, str(exc))
+        except OSError as exc:
+            return Problem(rel, f"cannot read the file: {exc.strerror or exc}")
+
+    def remember(self, memory: Memory) -> None:
+        """Record a memory just written (or re-read)."""
+        with self.lock:
+            self._by_path[memory.path] = memory
+            self._by_id[memory.id] = memory.path
+            with contextlib.suppress(OSError):
+                self.manifest.remember_file(memory, (self.store.root / memory.path).stat())
+
+    def forget(self, memory: Memory) -> None:
+        """Drop a memory whose file moved or went away."""
+        with self.lock:
+            self._by_path.pop(memory.path, None)
+            self.manifest.files.pop(memory.path, None)
+            if self._by_id.get(memory.id) == memory.path:
+                del self._by_id[memory.id]
+
+    def get(self, memory_id: str) -> Memory:
+        """By id, or by a unique prefix of at least 6 characters; NotFoundError otherwise."""
+        with self.lock:
+            path = self._by_id.get(memory_id)
+            if path is None and len(memory_id) >= 6:
+                matches = [i for i in self._by_id if i.startswith(memory_id)]
+                if len(matches) == 1:
+                    path = self._by_id[matches[0]]
+            memory = self._by_path.get(path) if path else None
+        if memory is None:
+            raise NotFoundError(f"no memory with id {memory_id!r}; `desktop-mem list` shows the ids")
+        return memory
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        """Exactly this id, or None."""
+        with self.lock:
+            path = self._by_id.get(memory_id)
+            return self._by_path.get(path) if path else None
+
+    def at_path(self, rel: str) -> Memory | None:
+        """The memory stored at this store-relative path, if it parsed."""
+        with self.lock:
+            return self._by_path.get(rel)
+
+    def select(
+        self,
+        *,
+        conversation_id: str | None = None,
+        role: str | None = None,
+        kind: str | None = None,
+        include_deleted: bool = False,
+        only_deleted: bool = False,
+        include_summaries: bool = True,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Memory]:
+        """Memories matching the filters, oldest first."""
+        with self.lock:
+            items = list(self._by_path.values())
+        result = [
+            m for m in items
+            if (conversation_id is None or m.conversation_id == conversation_id)
+            and (role is None or m.role == role)
+            and (kind is None or m.kind == kind)
+            and (include_deleted or only_deleted or not m.deleted)
+            and (not only_deleted or m.deleted)
+            and (include_summaries or m.role != "summary")
+            and (since is None or m.created_at >= since)
+            and (until is None or m.created_at <= until)
+        ]
+        result.sort(key=lambda m: (m.created_at, m.path))
+        return result
+
+    def problems(self) -> list[Problem]:
+        """Files that could not be read, with their reasons."""
+        with self.lock:
+            return sorted(self._problems.values(), key=lambda p: p.path)
+
+    def live_conversations(self) -> set[str]:
+        """Conversations that hold at least one live memory."""
+        with self.lock:
+            return {m.conversation_id for m in self._by_path.values() if not m.deleted}

@@ -1,0 +1,64 @@
+"""`doctor`: the health of a store in one report (problems, lock, git, uncommitted, index)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from desktop_mem.engine.git_history import GitHistoryError
+from desktop_mem.engine.models import Problem
+from desktop_mem.engine.store_lock import describe_holder, read_holder
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.facade import MemoryEngine
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """Health of a store: problems, lock holder, git state, index state."""
+
+    store: str
+    memories: int
+    deleted: int
+    problems: tuple[Problem, ...]
+    lock: str
+    git: str
+    uncommitted: tuple[str, ...]
+    index: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing needs the user's attention."""
+        return not self.problems and not self.uncommitted and self.git.startswith("ok")
+
+
+def examine(engine: MemoryEngine) -> DoctorReport:
+    """Check the store behind `engine` (read-only: changes nothing)."""
+    memories = engine.list_memories(include_deleted=True)
+    if engine.lock.held:
+        lock = "held by this process"
+    elif engine.lock.is_locked_elsewhere():
+        lock = f"held by {describe_holder(read_holder(engine.root))}"
+    else:
+        lock = "free"
+    uncommitted: tuple[str, ...] = ()
+    if not engine.git.exists():
+        git_state = "not a git repository (versioning off or never opened for writing)"
+    else:
+        try:
+            engine.git.fsck()
+            git_state = f"ok ({engine.git.count()} commits)"
+            uncommitted = tuple(engine.git.dirty_paths())
+        except GitHistoryError as exc:
+            git_state = str(exc)
+    return DoctorReport(
+        store=str(engine.root),
+        memories=sum(1 for m in memories if not m.deleted),
+        deleted=sum(1 for m in memories if m.deleted),
+        problems=tuple(engine.problems()),
+        lock=lock,
+        git=git_state,
+        uncommitted=uncommitted,
+        index=engine.index_status(),
+    )

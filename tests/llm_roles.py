@@ -1,0 +1,17 @@
+"""Tell the engine's LLM calls apart in scripted-server rules (by their system prompts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from desktop_mem.engine import prompts
+
+FACTS = prompts.FACT_SYSTEM_PROMPT.splitlines()[0].rstrip(".")
+RECONCILE = prompts.UPDATE_MEMORY_PROMPT.splitlines()[0].rstrip(".")
+SUMMARY = prompts.SUMMARY_PROMPT.splitlines()[0].rstrip(".")
+
+
+def is_chat(body: dict[str, Any]) -> bool:
+    """True for the chat reply call (not extraction, reconciliation or summary)."""
+    system = " ".join(str(m.get("content", "")) for m in body["messages"] if m["role"] == "system")
+    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
