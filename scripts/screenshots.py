@@ -132,15 +132,18 @@ def take(out: Path) -> None:
     pause(0.6)
     window.grab().save(str(out / "chat.png"))
 
+    def browser_idle() -> bool:
+        return ws.browser.count_label.text() not in ("searching…", "loading…")
+
     window.show_tab(MEMORIES_TAB)
     ws.browser.search_edit.setText("Lisbon trip")
-    wait_until(lambda: ws.browser.model.searching and not window.runner.busy)
+    wait_until(lambda: ws.browser.model.searching and browser_idle())
     ws.browser.table.selectRow(0)
     pause(0.6)
     window.grab().save(str(out / "memories.png"))
 
     ws.browser.search_edit.clear()
-    wait_until(lambda: not ws.browser.model.searching and not window.runner.busy)
+    wait_until(lambda: not ws.browser.model.searching and browser_idle())
     row = next(r for r in range(ws.browser.model.rowCount())
                if (m := ws.browser.model.memory_at(r)) is not None and m.kind == "preference")
     ws.browser.table.selectRow(row)

@@ -103,6 +103,8 @@ class MemoryEngine:
         self._closed = True
         if self._chat is not None:
             self._chat.close()
+        if not self.read_only:
+            self.manifest.flush()
         if self._index is not None:
             self._index.close()
         self.git.close()
@@ -197,8 +199,6 @@ class MemoryEngine:
                     return change
                 return None
             self._index_changed(changed, removed)
-            if not self.read_only:
-                self.manifest.save()
             ids = tuple(dict.fromkeys(m.id for m in [*changed, *removed]))
             convs = {m.conversation_id for m in [*changed, *removed]}
             conversation = convs.pop() if len(convs) == 1 else None
@@ -430,7 +430,7 @@ class MemoryEngine:
         index = self._index
         if index is None:
             if not self.read_only:
-                self.manifest.save()
+                self.manifest.save(force=False)
             return
         live_ids = {m.id for m in changed}
         gone = [m.id for m in removed if m.id not in live_ids and self.catalog.lookup(m.id) is None]

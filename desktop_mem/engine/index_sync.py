@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -31,6 +32,7 @@ from desktop_mem.engine.vector_index import VectorIndex
 log = logging.getLogger(__name__)
 MANIFEST_NAME = "memory_index.json"
 MANIFEST_VERSION = 1
+SAVE_INTERVAL = 5.0  # seconds between manifest writes caused by single edits
 Progress = Callable[[int, int], None]
 
 
@@ -99,6 +101,8 @@ class Manifest:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.embedder_name = ""
+        self._saved_at = 0.0
+        self._dirty = False
         self.files: dict[str, FileEntry] = {}
         self.indexed: dict[str, tuple[str, str]] = {}
         self._load()
@@ -116,8 +120,20 @@ class Manifest:
         self.embedder_name = str(data.get("embedder", ""))
         self.indexed = {k: (v[0], v[1]) for k, v in data.get("indexed", {}).items()}
 
-    def save(self) -> None:
-        """Write the manifest atomically (a crash leaves the old one, which is merely stale)."""
+    def save(self, *, force: bool = True) -> None:
+        """Write the manifest atomically (a crash leaves the old one, which is merely stale).
+
+        With force=False the write is skipped if the last one was under SAVE_INTERVAL seconds
+        ago: the manifest is a cache, so a stale one costs a re-parse or re-embed of the files
+        that changed, never data. Without this, every single write would rewrite a file that
+        grows with the store (megabytes at 10k memories). `flush()` writes what was skipped.
+        """
+        now = time.monotonic()
+        if not force and now - self._saved_at < SAVE_INTERVAL:
+            self._dirty = True
+            return
+        self._saved_at = now
+        self._dirty = False
         data = {
             "version": MANIFEST_VERSION,
             "embedder": self.embedder_name,
@@ -128,6 +144,11 @@ class Manifest:
             "indexed": {k: list(v) for k, v in self.indexed.items()},
         }
         atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+
+    def flush(self) -> None:
+        """Write a save that was deferred (at close)."""
+        if self._dirty:
+            self.save()
 
     def cached_memory(self, rel: str, stat: os.stat_result) -> Memory | None:
         """The parsed memory of an unchanged file (same mtime and size), else None."""
@@ -199,7 +220,7 @@ class IndexSync:
             return SyncReport(0, 0, 0, 0)
         with self._lock:
             report = self._apply(changed, removed_ids, None)
-            self.manifest.save()
+            self.manifest.save(force=False)
             return report
 
     def rebuild(self, memories: Sequence[Memory], progress: Progress | None = None) -> SyncReport:

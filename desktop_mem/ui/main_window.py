@@ -21,7 +21,7 @@ from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.settings_dialog import SettingsDialog
-from desktop_mem.ui.status_bar import StatusBar
+from desktop_mem.ui.status_bar import StatusBar, last_commit_line
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.welcome_page import WelcomePage
 from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB, Workspace
@@ -35,13 +35,14 @@ class OpenedStore:
 
     engine: MemoryEngine
     empty: bool
+    last_commit: str
 
 
 def open_store(config: Config, read_only: bool) -> OpenedStore:
     """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
     engine = MemoryEngine(config, read_only=read_only)
     empty = not engine.list_memories(include_deleted=True) and not engine.store.conversations()
-    return OpenedStore(engine, empty)
+    return OpenedStore(engine, empty, last_commit_line(engine))
 
 
 def open_index_and_watch(engine: MemoryEngine) -> str:
@@ -184,7 +185,7 @@ class MainWindow(QMainWindow):
         self.workspace = Workspace(engine, self.runner, self.bridge, self._confirm, self)
         self.workspace.settings_requested.connect(self.open_settings)
         self.workspace.llm_problem.connect(self.status.show_llm_problem)
-        self.bridge.store_changed.connect(self.status.refresh)
+        self.bridge.store_changed.connect(self.status.on_store_changed)
         self.stack.addWidget(self.workspace)
         splitter = self._settings.value("window/splitter")
         if isinstance(splitter, QByteArray):
@@ -198,6 +199,7 @@ class MainWindow(QMainWindow):
         else:
             self._show_workspace()
         self.status.set_engine(engine)
+        self.status.set_last_commit(opened.last_commit)
         self.status.set_index_state("Indexing…")
         self.status.set_watcher(False, "starts once the index is ready")
         self.runner.submit_write(open_index_and_watch, engine, on_result=self._on_index_opened,

@@ -1,17 +1,19 @@
 """The status bar: LLM endpoint reachable (or why not), memory count, index, watcher, last commit.
 
-Every value is computed off the GUI thread (the LLM probe is a network call, the last commit a
-git call) and refreshed after store changes and every minute for the endpoint.
+Every value is computed off the GUI thread (the LLM probe is a network call) and refreshed after
+store changes and every minute for the endpoint. The last commit is read once when the store
+opens and then taken from each StoreChange, so the status bar adds no git reads of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
-from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.llm_client import LLMError
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -21,19 +23,21 @@ LLM_RECHECK_MS = 60_000
 
 @dataclass(frozen=True)
 class StoreStatus:
-    """Counts and the newest commit, read in a worker."""
+    """Counts read in a worker."""
 
     memories: int
     problems: int
-    last_commit: str
 
 
 def read_status(engine: MemoryEngine) -> StoreStatus:
     """Run in a worker."""
-    live = len(engine.list_memories())
+    return StoreStatus(len(engine.list_memories()), len(engine.problems()))
+
+
+def last_commit_line(engine: MemoryEngine) -> str:
+    """Run on the writer when the store opens: the newest commit as one line."""
     commits = engine.history(limit=1) if engine.git.exists() else []
-    last = f"{commits[0].subject} ({when(commits[0].committed_at)})" if commits else "no commits yet"
-    return StoreStatus(live, len(engine.problems()), last)
+    return f"{commits[0].subject} ({when(commits[0].committed_at)})" if commits else "no commits yet"
 
 
 class StatusBar(QStatusBar):
@@ -72,8 +76,7 @@ class StatusBar(QStatusBar):
     def refresh(self) -> None:
         """Re-read counts and the last commit."""
         if self._engine is not None:
-            self._runner.submit(read_status, self._engine, key="status", serial=True,
-                                on_result=self._on_status)
+            self._runner.submit(read_status, self._engine, key="status", on_result=self._on_status)
 
     @Slot()
     def check_llm(self) -> None:
@@ -81,6 +84,19 @@ class StatusBar(QStatusBar):
         if self._engine is not None:
             self._runner.submit(self._engine.llm_check, key="llm-check",
                                 on_result=self._on_llm_ok, on_error=self._on_llm_failed)
+
+    def set_last_commit(self, text: str) -> None:
+        """The newest change of the store, one line."""
+        self.commit_label.setText(f"Last change: {text}")
+
+    def on_store_changed(self, change: StoreChange) -> None:
+        """A change was committed: count again and show it as the last change."""
+        if change.commit:
+            ids = f" {len(change.memory_ids)} memor{'y' if len(change.memory_ids) == 1 else 'ies'}" \
+                if change.memory_ids else ""
+            self.set_last_commit(f"{change.operation}{ids} · {change.commit[:8]} "
+                                 f"({when(datetime.now(UTC))})")
+        self.refresh()
 
     def set_index_state(self, text: str) -> None:
         """Indexing progress or readiness."""
@@ -102,7 +118,6 @@ class StatusBar(QStatusBar):
     def _on_status(self, status: StoreStatus) -> None:
         problems = f" · {status.problems} problem file(s)" if status.problems else ""
         self.count_label.setText(f"{status.memories:,} memories{problems}")
-        self.commit_label.setText(f"Last change: {status.last_commit}")
 
     def _on_llm_ok(self, message: str) -> None:
         self.llm_label.setText("LLM: connected")

@@ -38,10 +38,9 @@ def window(qtbot: Any, window_config: Any, ui_settings: QSettings) -> Iterator[M
 
 
 def _open(qtbot: Any, win: MainWindow) -> None:
-    with qtbot.waitSignal(win.index_ready, timeout=60000):
-        with qtbot.waitSignal(win.store_opened, timeout=30000):
-            win.open_store()
-            assert win.stack.currentWidget() is win.loading_label  # shown before the store is open
+    with qtbot.waitSignal(win.index_ready, timeout=60000), qtbot.waitSignal(win.store_opened, timeout=30000):
+        win.open_store()
+        assert win.stack.currentWidget() is win.loading_label  # shown before the store is open
 
 
 def test_an_empty_store_offers_a_demo_store_that_fills_every_pane(qtbot: Any, window: MainWindow,
@@ -128,10 +127,10 @@ def test_a_second_window_on_the_same_store_offers_read_only(qtbot: Any, window: 
 def test_window_geometry_is_remembered(qtbot: Any, window_config: Any, ui_settings: QSettings) -> None:
     first = MainWindow(window_config, TaskRunner(), settings=ui_settings)
     qtbot.addWidget(first)
-    first.resize(900, 640)
+    first.resize(720, 520)
     first.show()
     first.shutdown()
     second = MainWindow(window_config, TaskRunner(), settings=ui_settings)
     qtbot.addWidget(second)
-    assert (second.width(), second.height()) == (900, 640)
+    assert (second.width(), second.height()) == (720, 520)
     second.shutdown()
