@@ -6,6 +6,7 @@ persistent `cat-file` process for blob contents, so a timeline page stays fast a
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -110,6 +111,13 @@ class GitHistory:
                 ) from None
         return self._repo
 
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[git.Repo]:
+        """The repository, for calls that use GitPython's persistent object-database process
+        (commit objects, trees, blobs): that process is shared and not thread-safe."""
+        with self._lock:
+            yield self.repo
+
     def exists(self) -> bool:
         """True when the store root is a git repository."""
         return (self.root / ".git").exists()
@@ -159,7 +167,7 @@ class GitHistory:
             )
         except GitCommandError as exc:
             raise GitHistoryError(f"git commit failed: {_reason(exc)}") from None
-        return self.repo.head.commit.hexsha
+        return self.head()
 
     def has_staged_changes(self) -> bool:
         """True when the index differs from HEAD (or HEAD is unborn and the index not empty)."""
@@ -167,7 +175,7 @@ class GitHistory:
             self.repo.git.diff("--cached", "--quiet")
         except GitCommandError:
             return True
-        if not self.repo.head.is_valid():
+        if self.head() is None:
             return bool(self.repo.git.ls_files("--cached").strip())
         return False
 
@@ -187,9 +195,12 @@ class GitHistory:
 
     def head(self) -> str | None:
         """The sha of HEAD, or None for an empty history."""
-        if not self.exists() or not self.repo.head.is_valid():
+        if not self.exists():
             return None
-        return self.repo.head.commit.hexsha
+        with self._lock:
+            if not self.repo.head.is_valid():
+                return None
+            return self.repo.head.commit.hexsha
 
     def count(self) -> int:
         """Number of commits reachable from HEAD."""

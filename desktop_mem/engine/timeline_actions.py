@@ -144,7 +144,8 @@ def restore_summary_version(
 def memory_at(engine: MemoryEngine, memory_id: str, sha: str) -> Memory:
     """A memory as it was at a commit (read-only; its `path` is where it lived then)."""
     try:
-        engine.git.repo.commit(sha)
+        with engine.git.locked() as repo:
+            repo.commit(sha)
     except (ValueError, GitError, ODBError):
         raise NotFoundError(f"{sha!r} is not a commit of this store") from None
     current = engine.lookup(memory_id)

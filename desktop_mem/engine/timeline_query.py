@@ -350,8 +350,9 @@ def file_bytes_at(engine: MemoryEngine, path: str, revision: str) -> bytes | Non
     GitPython strips of the final newline), so content hashes match the file on disk.
     """
     try:
-        blob = engine.git.repo.commit(revision).tree / path
-        data: bytes = blob.data_stream.read()
+        with engine.git.locked() as repo:
+            blob = repo.commit(revision).tree / path
+            data: bytes = blob.data_stream.read()
     except (KeyError, ValueError, GitError, ODBError):
         return None
     return data
