@@ -177,12 +177,10 @@ def main() -> int:
     parser.add_argument("--child", choices=("cold", "stalls"))
     parser.add_argument("--store", type=Path)
     args = parser.parse_args()
-    if args.child == "cold":
-        print(json.dumps(cold_start(args.store, args.memories)))
-        return 0
-    if args.child == "stalls":
-        print(json.dumps(stalls(args.store)))
-        return 0
+    if args.child:
+        result = cold_start(args.store, args.memories) if args.child == "cold" else stalls(args.store)
+        print(json.dumps(result), flush=True)
+        os._exit(0)  # lingering worker threads of the closed store must not hold the measurement up
     tmp = Path(tempfile.mkdtemp(prefix="desktop-mem-gui-bench-"))
     (tmp / "config.yaml").write_text("", encoding="utf-8")
     env = {**os.environ, "DESKTOP_MEM_CONFIG": str(tmp / "config.yaml")}

@@ -187,8 +187,9 @@ def main() -> int:
     finally:
         xvfb.terminate()
         xvfb.wait(5)
-    print(f"screenshots written to {args.out}")
-    return 0
+    print(f"screenshots written to {args.out}", flush=True)
+    # Worker threads of the closed store (chroma, the write path) may linger; a script may just end.
+    os._exit(0)
 
 
 if __name__ == "__main__":

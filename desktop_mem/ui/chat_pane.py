@@ -116,10 +116,10 @@ class ChatPane(QWidget):
         self._messages.setContentsMargins(12, 12, 12, 12)
         self._messages.setSpacing(10)
         self._messages.addStretch(1)
-        self.scroll = QScrollArea(self)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setWidget(self.transcript)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setWidget(self.transcript)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
         self.empty_label = QLabel("Say hello. Facts you mention are remembered; the panel under "
                                   "each reply shows what memory was used.", self.transcript)
@@ -148,7 +148,7 @@ class ChatPane(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.banner)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.scroll_area, 1)
         layout.addLayout(compose)
         self.send_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
         self.send_shortcut_enter = QShortcut(QKeySequence("Ctrl+Enter"), self.input)
@@ -162,7 +162,7 @@ class ChatPane(QWidget):
         self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
         self._repaint.timeout.connect(self._on_repaint_timeout)
         self._used_received.connect(self._on_used_received, Qt.ConnectionType.QueuedConnection)
-        self.scroll.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
+        self.scroll_area.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
 
     # --------------------------------------------------------------- public
 
@@ -178,8 +178,9 @@ class ChatPane(QWidget):
 
     def messages(self) -> list[ChatMessage]:
         """The transcript's message widgets, oldest first."""
-        found = (self._messages.itemAt(i).widget() for i in range(self._messages.count()))
-        return [w for w in found if isinstance(w, ChatMessage)]
+        items = (self._messages.itemAt(i) for i in range(self._messages.count()))
+        widgets = (item.widget() for item in items if item is not None)
+        return [w for w in widgets if isinstance(w, ChatMessage)]
 
     def set_conversation(self, conversation_id: str | None) -> None:
         """Show a conversation's stored turns (loaded off the GUI thread)."""
@@ -338,5 +339,5 @@ class ChatPane(QWidget):
 
     @Slot(int, int)
     def _on_scroll_range_changed(self, _minimum: int, maximum: int) -> None:
-        bar = self.scroll.verticalScrollBar()
+        bar = self.scroll_area.verticalScrollBar()
         bar.setValue(maximum)  # follow the newest text

@@ -157,7 +157,7 @@ class ConversationList(QWidget):
         if row is not None:
             self.view.setCurrentIndex(self._model.index(row, 0))
 
-    def create(self, title: str) -> None:
+    def create_conversation(self, title: str) -> None:
         """Create a conversation with this title and select it."""
         self._runner.submit_write(self._engine.new_conversation, title, on_result=self._on_created)
 
@@ -203,7 +203,7 @@ class ConversationList(QWidget):
     def _on_new_button_clicked(self) -> None:
         title, ok = QInputDialog.getText(self, "New conversation", "Title:")
         if ok and title.strip():
-            self.create(title.strip())
+            self.create_conversation(title.strip())
 
     @Slot()
     def _on_rename_button_clicked(self) -> None:

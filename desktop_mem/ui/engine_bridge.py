@@ -9,11 +9,13 @@ after the engine call that caused it has returned.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
-from desktop_mem.engine.chat_types import WriteOutcome
-from desktop_mem.engine.facade import MemoryEngine, StoreChange
+if TYPE_CHECKING:
+    from desktop_mem.engine.chat_types import WriteOutcome
+    from desktop_mem.engine.facade import MemoryEngine, StoreChange
 
 
 class EngineBridge(QObject):

@@ -9,22 +9,27 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget
 
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.demo import create_demo_store
-from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
-from desktop_mem.ui.settings_dialog import SettingsDialog
 from desktop_mem.ui.status_bar import StatusBar, last_commit_line
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.welcome_page import WelcomePage
-from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB, Workspace
+
+if TYPE_CHECKING:
+    # Imported where first used: the engine pulls in chromadb (about a second), which must load on
+    # the writer thread after the window is on screen, not before it.
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.ui.workspace import Workspace
+
+CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,8 @@ class OpenedStore:
 
 def open_store(config: Config, read_only: bool) -> OpenedStore:
     """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
+    from desktop_mem.engine.facade import MemoryEngine
+
     engine = MemoryEngine(config, read_only=read_only)
     empty = not engine.list_memories(include_deleted=True) and not engine.store.conversations()
     return OpenedStore(engine, empty, last_commit_line(engine))
@@ -152,6 +159,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def open_settings(self) -> None:
         """Ctrl+,: the settings dialog; saving reopens the store with the new settings."""
+        from desktop_mem.ui.settings_dialog import SettingsDialog  # openai loads with it: not at start
+
         dialog = SettingsDialog(self.config, self.runner, self)
         dialog.saved.connect(self._on_settings_saved)
         dialog.open()
@@ -179,6 +188,8 @@ class MainWindow(QMainWindow):
     # -------------------------------------------------------------- private
 
     def _on_store_opened(self, opened: OpenedStore) -> None:
+        from desktop_mem.ui.workspace import Workspace
+
         engine = opened.engine
         self.engine = engine
         self.bridge = EngineBridge(engine, self)
@@ -247,9 +258,15 @@ class MainWindow(QMainWindow):
     def _on_welcome_demo_requested(self) -> None:
         if self.engine is None or self.welcome is None:
             return
+        from desktop_mem.engine.demo import create_demo_store
+
         self.welcome.set_busy("Creating the demo store…")
         self.runner.submit_write(create_demo_store, self.engine, on_result=lambda _: self._show_workspace(),
-                                 on_error=lambda e: self.welcome and self.welcome.set_busy(f"Failed: {e}"))
+                                 on_error=self._on_demo_failed)
+
+    def _on_demo_failed(self, error: BaseException) -> None:
+        if self.welcome is not None:
+            self.welcome.set_busy(f"Could not create the demo store: {error}")
 
     def _close_engine(self) -> None:
         engine = self.engine

@@ -8,7 +8,7 @@ reach the table. All engine calls go through the TaskRunner; the table is a snap
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, date, datetime, time
 
 from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
@@ -235,8 +235,10 @@ class MemoryBrowser(QWidget):
         """The search text and filters as shown."""
         since = until = None
         if self.date_check.isChecked():
-            since = datetime.combine(self.since_edit.date().toPython(), time.min).astimezone(UTC)
-            until = datetime.combine(self.until_edit.date().toPython(), time.max).astimezone(UTC)
+            first, last = self.since_edit.date(), self.until_edit.date()
+            # Local calendar days, as shown, turned into UTC instants.
+            since = datetime(first.year(), first.month(), first.day()).astimezone(UTC)
+            until = datetime.combine(date(last.year(), last.month(), last.day()), time.max).astimezone(UTC)
         return BrowserQuery(
             text=self.search_edit.text().strip(),
             conversation_id=self.conversation_combo.currentData(),

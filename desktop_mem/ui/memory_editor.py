@@ -104,6 +104,7 @@ class MemoryEditor(QWidget):
         self.extra_view.setMaximumHeight(70)
         self.extra_view.setToolTip("Front matter keys desktop-mem does not know; kept as they are.")
         form = QFormLayout()
+        self._form = form
         form.addRow("Kind", self.kind_combo)
         form.addRow("Source", self.source_combo)
         form.addRow("", expires)
@@ -135,6 +136,9 @@ class MemoryEditor(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.info_label)
         layout.addLayout(form)
+        body_label = QLabel("Text", self)
+        body_label.setObjectName("mutedLabel")
+        layout.addWidget(body_label)
         layout.addWidget(self.body_edit, 1)
         layout.addWidget(self.error_label)
         layout.addLayout(buttons)
@@ -321,7 +325,8 @@ class MemoryEditor(QWidget):
         extra = dict(memory.extra) if memory else {}
         self.extra_view.setPlainText(yaml.safe_dump(extra, allow_unicode=True, sort_keys=False,
                                                     default_flow_style=False) if extra else "")
-        self.extra_view.setVisible(bool(extra))
+        self._form.setRowVisible(self.extra_view, bool(extra))
+        self._form.setRowVisible(self.kind_combo, self._is_fact())
         self.save_button.setEnabled(writable)
         self.delete_button.setEnabled(writable and memory is not None)
         self.delete_button.setText("Restore" if memory and memory.deleted else "Delete")

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from desktop_mem.engine.models import Memory, Problem
-from desktop_mem.engine.retrieval import ScoreBreakdown
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.retrieval import ScoreBreakdown
 
 Index = QModelIndex | QPersistentModelIndex
 MEMORY_ROLE = Qt.ItemDataRole.UserRole + 1  # data(index, MEMORY_ROLE) -> Memory
@@ -154,12 +156,10 @@ class MemoryTableModel(QAbstractTableModel):
         if not 0 <= column <= SCORE_COLUMN:
             return
         reverse = order == Qt.SortOrder.DescendingOrder
-        if column == SCORE_COLUMN:
-            def key(m: Memory) -> Any:
-                score = self._scores.get(m.id)
-                return score.final if score is not None else -1.0
-        else:
-            key = COLUMNS[column][2]
+        scores = self._scores
+        key: Callable[[Memory], Any] = (
+            (lambda m: scores[m.id].final if m.id in scores else -1.0) if column == SCORE_COLUMN
+            else COLUMNS[column][2])
         self.layoutAboutToBeChanged.emit()
         old = self.persistentIndexList()
         old_ids = [self._rows[i.row()].id if i.row() < len(self._rows) else None for i in old]

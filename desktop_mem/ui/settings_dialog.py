@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.config import SETTINGS, Config, Setting, default_config_path, save_config
-from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.llm_client import LLMEndpoint
 from desktop_mem.engine.models import EngineError
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -41,6 +41,8 @@ INT_LIMIT = 2_000_000_000
 
 def check_endpoint(endpoint: LLMEndpoint) -> str:
     """Run in a worker: probe an endpoint with unsaved settings (raises LLMError)."""
+    from desktop_mem.engine.llm_client import LLMClient
+
     return LLMClient(endpoint).check()
 
 
@@ -64,7 +66,7 @@ class SettingsDialog(QDialog):
 
     def _setup_ui(self) -> None:
         self.setWindowTitle("Settings")
-        self.resize(620, 520)
+        self.resize(780, 520)
         self.tabs = QTabWidget(self)
         forms: dict[str, QFormLayout] = {}
         for setting in SETTINGS:
@@ -191,5 +193,5 @@ class SettingsDialog(QDialog):
 
     def _on_test_failed(self, error: BaseException) -> None:
         self.test_button.setEnabled(True)
-        message = error.message if isinstance(error, LLMError) else str(error)
+        message = str(getattr(error, "message", error))  # LLMError carries a user-facing message
         self.test_label.setText(f"✘ {message}")

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
-from desktop_mem.engine.facade import MemoryEngine, StoreChange
-from desktop_mem.engine.llm_client import LLMError
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.facade import MemoryEngine, StoreChange
 
 LLM_RECHECK_MS = 60_000
 
@@ -126,8 +128,9 @@ class StatusBar(QStatusBar):
         self._repolish()
 
     def _on_llm_failed(self, error: BaseException) -> None:
-        message = error.message if isinstance(error, LLMError) else str(error)
-        kind = error.kind if isinstance(error, LLMError) else "error"
+        # An LLMError carries .kind and a user-facing .message (imported lazily: openai is slow to load).
+        message = str(getattr(error, "message", error))
+        kind = str(getattr(error, "kind", "error"))
         self.llm_label.setText("LLM: unreachable" if kind in ("unreachable", "timeout") else f"LLM: {kind}")
         self.llm_label.setProperty("state", "bad")
         self.llm_label.setToolTip(message)

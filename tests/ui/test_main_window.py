@@ -91,7 +91,7 @@ def test_new_rename_and_delete_conversation(qtbot: Any, window: MainWindow) -> N
     if window.welcome is not None:
         window.welcome.empty_button.click()
     assert ws is not None and window.engine is not None
-    ws.conversations.create("Holiday plans")
+    ws.conversations.create_conversation("Holiday plans")
     qtbot.waitUntil(lambda: ws.conversations.current == "holiday-plans"
                     and ws.conversations.model.row_of("holiday-plans") is not None, timeout=10000)
     assert ws.chat.conversation == "holiday-plans"
