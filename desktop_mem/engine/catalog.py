@@ -33,10 +33,10 @@ class Catalog:
         memories: list[Memory] = []
         problems: list[Problem] = []
         seen: set[str] = set()
-        for rel in self.store.iter_paths():
+        for rel, entry in self.store.iter_entries():
             seen.add(rel)
             try:
-                st = (self.store.root / rel).stat()
+                st = entry.stat()
             except OSError as exc:
                 problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
                 continue

@@ -18,16 +18,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from desktop_mem.engine.embedder import Embedder
 from desktop_mem.engine.index_text import TurnContext
 from desktop_mem.engine.keyword_index import KeywordDoc, KeywordIndex
 from desktop_mem.engine.markdown_store import atomic_write
 from desktop_mem.engine.models import Memory
-from desktop_mem.engine.vector_index import VectorIndex
+
+if TYPE_CHECKING:  # chromadb and onnxruntime load in about a second: only when an index opens
+    from desktop_mem.engine.embedder import Embedder
+    from desktop_mem.engine.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 MANIFEST_NAME = "memory_index.json"

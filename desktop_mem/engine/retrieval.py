@@ -12,15 +12,18 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from desktop_mem.engine.embedder import Embedder
-from desktop_mem.engine.keyword_index import KeywordIndex
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
-from desktop_mem.engine.reranker import Reranker
-from desktop_mem.engine.vector_index import VectorIndex
+
+if TYPE_CHECKING:  # heavy (chromadb, onnxruntime): loaded when an index is built
+    from desktop_mem.engine.embedder import Embedder
+    from desktop_mem.engine.keyword_index import KeywordIndex
+    from desktop_mem.engine.reranker import Reranker
+    from desktop_mem.engine.vector_index import VectorIndex
 
 Vector = npt.NDArray[np.float32]
 
