@@ -6,9 +6,6 @@ chosen versions is highlighted word by word. Everything is read in a worker.
 
 from __future__ import annotations
 
-import difflib
-import html
-import re
 from dataclasses import dataclass
 
 from PySide6.QtCore import Signal, Slot
@@ -16,6 +13,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.models import EngineError, Memory
+from desktop_mem.engine.timeline_query import word_diff
+from desktop_mem.ui.diff_view import inline_html
 from desktop_mem.ui.markdown_view import MarkdownView
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -63,21 +62,7 @@ def load_summary(engine: MemoryEngine, conversation_id: str) -> SummaryState:
 
 def word_diff_html(old: str, new: str) -> str:
     """HTML of `new` with words removed since `old` struck through and added words highlighted."""
-    a = re.findall(r"\s+|[^\s]+", old)
-    b = re.findall(r"\s+|[^\s]+", new)
-    out: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(html.escape("".join(a[i1:i2])))
-            continue
-        if op in ("delete", "replace"):
-            out.append(f'<span style="background:#fde2e1;color:#8e1b17;text-decoration:line-through">'
-                       f'{html.escape("".join(a[i1:i2]))}</span>')
-        if op in ("insert", "replace"):
-            added = html.escape("".join(b[j1:j2]))
-            out.append(f'<span style="background:#dff3e0;color:#1b5e20">{added}</span>')
-    body = "".join(out).replace("\n", "<br>")
-    return f'<div style="line-height:140%">{body}</div>'
+    return inline_html(word_diff(old, new))
 
 
 class SummaryPane(QWidget):

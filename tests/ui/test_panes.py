@@ -12,7 +12,6 @@ from desktop_mem.engine.demo import create_demo_store
 from desktop_mem.ui.conversation_list import ConversationList
 from desktop_mem.ui.settings_dialog import SettingsDialog
 from desktop_mem.ui.summary_pane import SummaryPane, word_diff_html
-from desktop_mem.ui.timeline_list import TimelineList, chips
 
 
 def test_summary_pane_shows_the_summary_its_versions_and_their_diff(qtbot: Any, indexed_engine: Any,
@@ -39,24 +38,6 @@ def test_word_diff_marks_removed_and_added_words() -> None:
     html = word_diff_html("Sam likes tea", "Sam likes green tea <b>")
     assert "Sam likes" in html and "green" in html and "&lt;b&gt;" in html
     assert "line-through" not in word_diff_html("same", "same")
-
-
-def test_timeline_list_shows_commits_with_chips_and_their_patch(qtbot: Any, indexed_engine: Any,
-                                                                runner: Any, settle: Any,
-                                                                qtmodeltester: Any) -> None:
-    first = indexed_engine.add("The user likes tea")
-    indexed_engine.replace(first.id, "The user likes coffee")
-    timeline = TimelineList(indexed_engine, runner)
-    qtbot.addWidget(timeline)
-    timeline.reload()
-    settle(runner)
-    qtmodeltester.check(timeline.model)
-    newest = timeline.model.commit_at(0)
-    assert newest is not None and newest.subject.startswith("Update fact")
-    assert ("UPDATE", 1) in chips(newest)
-    timeline.view.setCurrentIndex(timeline.model.index(0, 0))
-    settle(runner)
-    assert "+The user likes coffee" in timeline.patch_view.toPlainText()
 
 
 def test_conversation_list_model_lists_titles(qtbot: Any, indexed_engine: Any, runner: Any, settle: Any,
