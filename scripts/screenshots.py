@@ -157,6 +157,13 @@ def take(out: Path) -> None:
     window.grab().save(str(out / "summary.png"))
 
     window.show_tab(TIMELINE_TAB)
+    timeline = ws.timeline
+    wait_until(lambda: timeline.model.rowCount() > 0)
+    update_row = next(r for r in range(timeline.model.rowCount())
+                      if (c := timeline.model.commit_at(r)) is not None
+                      and any(e.type.value == "UPDATE" for e in c.events))
+    timeline.select_commit(update_row)
+    timeline.diff_view.side_check.setChecked(True)
     pause(1.5)
     window.grab().save(str(out / "timeline.png"))
 

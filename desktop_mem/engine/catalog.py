@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -27,6 +28,7 @@ class Catalog:
         self._by_path: dict[str, Memory] = {}
         self._by_id: dict[str, str] = {}
         self._problems: dict[str, Problem] = {}
+        self._per_conversation: Counter[str] = Counter()
 
     def load(self) -> None:
         """Re-read the store; unchanged files come from the manifest's cache."""
@@ -57,6 +59,7 @@ class Catalog:
             # live copies win over tombstones when an id appears twice
             self._by_id = {m.id: m.path for m in sorted(memories, key=lambda m: m.deleted, reverse=True)}
             self._problems = {p.path: p for p in problems}
+            self._per_conversation = Counter(m.conversation_id for m in memories)
 
     def reload(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
         """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
@@ -64,6 +67,8 @@ class Catalog:
         for rel in paths:
             with self.lock:
                 old = self._by_path.pop(rel, None)
+                if old is not None:
+                    self._per_conversation[old.conversation_id] -= 1
                 if old is not None and self._by_id.get(old.id) == rel:
                     del self._by_id[old.id]
                 self._problems.pop(rel, None)
@@ -91,6 +96,10 @@ class Catalog:
     def remember(self, memory: Memory) -> None:
         """Record a memory just written (or re-read)."""
         with self.lock:
+            old = self._by_path.get(memory.path)
+            if old is not None:
+                self._per_conversation[old.conversation_id] -= 1
+            self._per_conversation[memory.conversation_id] += 1
             self._by_path[memory.path] = memory
             self._by_id[memory.id] = memory.path
             with contextlib.suppress(OSError):
@@ -99,7 +108,8 @@ class Catalog:
     def forget(self, memory: Memory) -> None:
         """Drop a memory whose file moved or went away."""
         with self.lock:
-            self._by_path.pop(memory.path, None)
+            if self._by_path.pop(memory.path, None) is not None:
+                self._per_conversation[memory.conversation_id] -= 1
             self.manifest.files.pop(memory.path, None)
             if self._by_id.get(memory.id) == memory.path:
                 del self._by_id[memory.id]
@@ -161,6 +171,13 @@ class Catalog:
         """Files that could not be read, with their reasons."""
         with self.lock:
             return sorted(self._problems.values(), key=lambda p: p.path)
+
+    def share_of(self, conversation_ids: Iterable[str]) -> float:
+        """The fraction of all memories (live or deleted) that these conversations hold."""
+        with self.lock:
+            total = len(self._by_path)
+            part = sum(self._per_conversation.get(c, 0) for c in set(conversation_ids))
+        return part / total if total else 1.0
 
     def live_conversations(self) -> set[str]:
         """Conversations that hold at least one live memory."""

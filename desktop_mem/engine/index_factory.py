@@ -60,5 +60,5 @@ def build_index(engine: MemoryEngine, config: Config) -> tuple[IndexSync, Retrie
     keywords = KeywordIndex(root / "keyword_index.sqlite3")
     sync = IndexSync(engine.manifest, embedder, vectors, keywords, read_only=engine.read_only)
     retriever = Retriever(embedder, vectors, keywords, engine.lookup, retrieval_settings(config),
-                          make_reranker(config))
+                          make_reranker(config), scope_share=engine.catalog.share_of)
     return sync, retriever

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # heavy (chromadb, onnxruntime): loaded when an index is buil
     from desktop_mem.engine.vector_index import VectorIndex
 
 Vector = npt.NDArray[np.float32]
+OVERSAMPLE = 3.0  # unfiltered hits fetched per wanted in-scope hit (divided by the scope's share)
+MAX_OVERSAMPLED = 1500  # beyond this a filtered query is cheaper
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class Retriever:
         lookup: MemoryLookup,
         settings: RetrievalSettings | None = None,
         reranker: Reranker | None = None,
+        scope_share: Callable[[Sequence[str]], float] | None = None,
     ) -> None:
         self.embedder = embedder
         self.vectors = vectors
@@ -98,6 +101,7 @@ class Retriever:
         self.lookup = lookup
         self.settings = settings or RetrievalSettings()
         self.reranker = reranker
+        self.scope_share = scope_share
 
     def search(
         self,
@@ -146,6 +150,20 @@ class Retriever:
         if f.roles:
             clauses.append({"role": {"$in": list(f.roles)}})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        if where is not None:
+            # Post-filtering first: chroma's metadata filter costs time in proportion to the whole
+            # collection (measured at 100k memories: 93 ms filtered vs 5 ms unfiltered), while an
+            # oversampled unfiltered HNSW query filtered on the catalog usually finds enough hits
+            # in the scope. Only a small scope falls back to the filtered query.
+            share = self.scope_share(scopes) if scopes is not None and self.scope_share else 1.0
+            fetch = min(MAX_OVERSAMPLED, int(n * OVERSAMPLE / max(share, 1e-6)))
+            hits = (self.vectors.query(query_vec, fetch, None, with_payload=False, with_embeddings=False)
+                    if fetch > n else [])
+            kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)
+                    and (scopes is None or m.conversation_id in scopes)][:n]
+            if len(kept) >= max(n // 4, min(n, 10)):  # enough to fuse with the keyword candidates
+                vectors = self.vectors.get_embeddings([h.id for h in kept])
+                return {h.id: (h.similarity, vectors[h.id]) for h in kept if h.id in vectors}
         hits = self.vectors.query(query_vec, n + n // 2, where, with_payload=False)
         kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)]
         return {h.id: (h.similarity, h.embedding) for h in kept[:n]}

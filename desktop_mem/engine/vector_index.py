@@ -171,11 +171,13 @@ class VectorIndex:
         where: dict[str, Any] | None = None,
         *,
         with_payload: bool = True,
+        with_embeddings: bool = True,
     ) -> list[VectorHit]:
         """Up to n nearest entries (fewer if the collection or filter has fewer), closest first.
 
         `with_payload=False` skips documents and metadata (the read path resolves memories
-        through its catalog), which saves several milliseconds per query.
+        through its catalog) and `with_embeddings=False` the vectors (empty arrays instead):
+        returning 384 floats per hit dominates a query that asks for hundreds of hits.
         """
         if n <= 0:
             return []
@@ -186,8 +188,8 @@ class VectorIndex:
             query_embeddings=[vector],
             n_results=n,
             where=where or None,  # chroma rejects an empty where dict
-            include=(["distances", "documents", "metadatas", "embeddings"] if with_payload
-                     else ["distances", "embeddings"]),
+            include=(["distances"] + (["documents", "metadatas"] if with_payload else [])
+                     + (["embeddings"] if with_embeddings else [])),
         )
         ids = result["ids"][0]
         distances = (result.get("distances") or [[]])[0]
