@@ -62,26 +62,28 @@ class Catalog:
             self._per_conversation = Counter(m.conversation_id for m in memories)
 
     def reload(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
-        """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
+        """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone.
+
+        Each file is read first and swapped in under the lock, so a reader never sees a memory
+        vanish while its file is being re-read.
+        """
         results: list[Memory | Problem | str] = []
         for rel in paths:
+            gone = not (self.store.root / rel).exists()
+            result: Memory | Problem | str = rel if gone else self._read(rel)
             with self.lock:
                 old = self._by_path.pop(rel, None)
                 if old is not None:
                     self._per_conversation[old.conversation_id] -= 1
-                if old is not None and self._by_id.get(old.id) == rel:
-                    del self._by_id[old.id]
+                    if self._by_id.get(old.id) == rel:
+                        del self._by_id[old.id]
                 self._problems.pop(rel, None)
-            if not (self.store.root / rel).exists():
-                self.manifest.files.pop(rel, None)
-                results.append(rel)
-                continue
-            result = self._read(rel)
-            if isinstance(result, Problem):
-                with self.lock:
+                if isinstance(result, Problem):
                     self._problems[rel] = result
-            else:
-                self.remember(result)
+                elif isinstance(result, Memory):
+                    self.remember(result)
+                else:
+                    self.manifest.files.pop(rel, None)
             results.append(result)
         return results
 
