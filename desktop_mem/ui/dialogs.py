@@ -15,3 +15,24 @@ def ask(parent: QWidget | None, title: str, text: str) -> bool:
                                   QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                   QMessageBox.StandardButton.No)
     return answer == QMessageBox.StandardButton.Yes
+
+
+SecretChoice = Callable[[QWidget | None, str], str | None]
+
+
+def ask_secret(parent: QWidget | None, findings: str) -> str | None:
+    """A memory looks like it holds a secret: "redact", "keep" or None (cancel, nothing saved)."""
+    box = QMessageBox(QMessageBox.Icon.Warning, "Possible secret",
+                      "This memory looks like it contains a secret, which would be committed to "
+                      f"the store's git history:\n\n{findings}\n\nRedact it, keep it as typed, or "
+                      "cancel?", QMessageBox.StandardButton.Cancel, parent)
+    redact = box.addButton("Redact", QMessageBox.ButtonRole.AcceptRole)
+    keep = box.addButton("Keep as typed", QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(redact)
+    box.exec()
+    clicked = box.clickedButton()
+    if clicked is redact:
+        return "redact"
+    if clicked is keep:
+        return "keep"
+    return None

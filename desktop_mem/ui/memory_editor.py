@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory
-from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.engine.secrets_scan import SecretDetectedError
+from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.lineage_view import show_lineage_dialog
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -59,6 +60,8 @@ class MemoryEditor(QWidget):
         self._engine = engine
         self._runner = runner
         self._confirm = confirm
+        self._ask_secret: SecretChoice = ask_secret
+        self._secrets: str | None = None  # the user's answer for the save in progress
         self._memory: Memory | None = None
         self._new_conversation: str | None = None
         self._base_hash: str | None = None
@@ -241,7 +244,7 @@ class MemoryEditor(QWidget):
             self._runner.submit_write(
                 self._engine.add, values.text, conversation_id=self._new_conversation,
                 kind=values.kind or "fact", source=values.source or "manual", expires_at=values.expires_at,
-                on_result=self._on_saved, on_error=self._on_save_failed)
+                secrets=self._secrets, on_result=self._on_saved, on_error=self._on_save_failed)
             return
         assert self._memory is not None
         text, meta = self.changes()
@@ -249,7 +252,7 @@ class MemoryEditor(QWidget):
             return
         self._saving = True
         self._runner.submit_write(self._engine.edit, self._memory.id, text=text, meta=meta or None,
-                                  expected_hash=self._base_hash,
+                                  expected_hash=self._base_hash, secrets=self._secrets,
                                   on_result=self._on_saved, on_error=self._on_save_failed)
 
     @Slot()
@@ -372,6 +375,15 @@ class MemoryEditor(QWidget):
 
     def _on_save_failed(self, error: BaseException) -> None:
         self._saving = False
+        if isinstance(error, SecretDetectedError) and self._secrets is None:
+            listed = "\n".join(f"• {f.kind}: {f.masked}" for f in error.findings)
+            self._secrets = self._ask_secret(self, listed)
+            if self._secrets is not None:
+                self.save()
+                self._secrets = None
+            else:
+                self.error_label.setText("Not saved: the text looks like it contains a secret.")
+            return
         if isinstance(error, ConflictError):
             self._show_conflict("This memory changed on disk since you opened it; nothing was "
                                 "overwritten. Reload to see the other version, or keep yours.")

@@ -145,3 +145,25 @@ def test_edits_made_here_then_outside_show_the_conflict_banner(qtbot: Any, index
     with qtbot.waitSignal(editor.conflict_shown, timeout=5000):
         _outside_edit(indexed_engine, memory.path, "likes cats", "likes dogs")
     assert editor.body_edit.toPlainText() == "The user likes birds"
+
+
+@pytest.mark.parametrize(("answer", "expected"), [("redact", "[redacted:"), ("keep", "sk-proj-"), (None, None)])
+def test_a_likely_secret_asks_before_anything_is_committed(qtbot: Any, indexed_engine: Any, runner: Any,
+                                                          settle: Any, answer: str | None,
+                                                          expected: str | None) -> None:
+    memory = indexed_engine.add("The user's deploy notes")
+    commits = len(indexed_engine.history(limit=100))
+    editor = _editor(qtbot, indexed_engine, runner)
+    asked: list[str] = []
+    editor._ask_secret = lambda _parent, findings: asked.append(findings) or answer  # type: ignore[method-assign]
+    editor.open_memory(memory)
+    editor.body_edit.setPlainText("The deploy key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z")
+    editor.save_button.click()
+    settle(runner)
+    assert asked and "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" not in asked[0], "findings are shown masked"
+    on_disk = (indexed_engine.root / memory.path).read_text(encoding="utf-8")
+    if expected is None:
+        assert "deploy key" not in on_disk and len(indexed_engine.history(limit=100)) == commits
+        assert "secret" in editor.error_label.text()
+    else:
+        assert expected in on_disk and len(indexed_engine.history(limit=100)) == commits + 1
