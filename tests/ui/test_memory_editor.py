@@ -147,7 +147,8 @@ def test_edits_made_here_then_outside_show_the_conflict_banner(qtbot: Any, index
     assert editor.body_edit.toPlainText() == "The user likes birds"
 
 
-@pytest.mark.parametrize(("answer", "expected"), [("redact", "[redacted:"), ("keep", "sk-proj-"), (None, None)])
+@pytest.mark.parametrize(("answer", "expected"),
+                         [("redact", "[redacted:"), ("keep", "sk-proj-"), (None, None)])
 def test_a_likely_secret_asks_before_anything_is_committed(qtbot: Any, indexed_engine: Any, runner: Any,
                                                           settle: Any, answer: str | None,
                                                           expected: str | None) -> None:
