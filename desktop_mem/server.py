@@ -7,8 +7,6 @@ engine work runs in worker threads so the event loop only shuttles bytes.
 from __future__ import annotations
 
 import asyncio
-import hmac
-import ipaddress
 import json
 import threading
 import time
@@ -22,9 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desktop_mem import __version__
 from desktop_mem.engine.chat_types import ChatReply, MemoryUsed
@@ -45,6 +41,7 @@ from desktop_mem.engine.models import (
     StoreLockedError,
     ValidationError,
 )
+from desktop_mem.server_security import Guard, check_bind
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -91,7 +88,7 @@ class NewMemory(BaseModel):
 def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
     """The HTTP app over an open engine; with `token`, every request needs `Bearer <token>`."""
     app = FastAPI(title="desktop-mem", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(_Guard, token=token or None, max_body=MAX_BODY_BYTES)
+    app.add_middleware(Guard, token=token or None, max_body=MAX_BODY_BYTES, error_body=_error_body)
     _install_error_handlers(app)
     model_name = str(engine.config["llm.model"])
 
@@ -392,94 +389,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         app.add_exception_handler(kind, on_exception)
     app.add_exception_handler(HTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_invalid)
-
-
-# ---------------------------------------------------------------------------------- security
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def _host_of(value: str) -> str:
-    """The host part of a Host header or an Origin URL."""
-    value = value.split("://", 1)[-1].split("/", 1)[0]
-    if value.startswith("["):
-        return value[1: value.find("]")]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-class _Guard:
-    """Bearer token, browser cross-origin refusal and the request size limit, before any route."""
-
-    def __init__(self, app: ASGIApp, token: str | None, max_body: int) -> None:
-        self.app, self.token, self.max_body = app, token, max_body
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        refused = self._refusal(headers)
-        if refused is not None:
-            status, message, extra = refused
-            await JSONResponse(_error_body(status, message, None, "invalid_request_error"),
-                               status_code=status, headers=extra)(scope, receive, send)
-            return
-        received = 0
-
-        async def limited() -> Message:
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.max_body:  # chunked uploads have no Content-Length to check first
-                raise HTTPException(413, self._too_large())
-            return message
-
-        await self.app(scope, limited, send)
-
-    def _refusal(self, headers: Headers) -> tuple[int, str, dict[str, str]] | None:
-        if self.token is not None:
-            given = headers.get("authorization", "")
-            scheme, _, value = given.partition(" ")
-            valid = hmac.compare_digest(value.strip().encode(), self.token.encode())
-            if scheme.lower() != "bearer" or not valid:
-                return (401, "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
-                        "(the token is server.token / DESKTOP_MEM_TOKEN)", {"WWW-Authenticate": "Bearer"})
-        else:
-            # Without a token only local clients may talk to us; a web page that rebinds its DNS
-            # name to 127.0.0.1, or posts cross-origin, must not read or change memories.
-            host = headers.get("host", "127.0.0.1")
-            if not is_loopback(_host_of(host)):
-                return 403, f"Host {host!r} is not a loopback name; set a token to serve other hosts", {}
-            origin = headers.get("origin")
-            if origin and origin != "null" and not is_loopback(_host_of(origin)):
-                return 403, f"cross-origin request from {origin!r} refused", {}
-            if origin == "null":
-                return 403, "cross-origin request from an opaque origin refused", {}
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body:
-            return 413, self._too_large(), {}
-        return None
-
-    def _too_large(self) -> str:
-        return f"request body larger than {self.max_body} bytes; send less (e.g. fewer or shorter messages)"
-
-
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to serve beyond loopback without a bearer token."""
-    if not is_loopback(host) and not token:
-        raise ValidationError(
-            f"refusing to serve on {host!r} without a token: anyone on the network could read your "
-            "memories. Set --token (or DESKTOP_MEM_TOKEN / server.token), or bind 127.0.0.1."
-        )
 
 
 def serve(
