@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.importers import EXPORT_FORMAT
+from desktop_mem.engine.import_formats import EXPORT_FORMAT
 from desktop_mem.engine.markdown_store import ENTRIES
 from desktop_mem.engine.models import Memory, ValidationError, utc_now
 
