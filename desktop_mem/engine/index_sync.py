@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,9 @@ class FileEntry:
     mtime_ns: int
     size: int
     hash: str
-    memory: Mapping[str, Any]
+    # The parsed Memory (shared with the catalog, so the cache costs no second copy), or its JSON
+    # form as read from disk until the file is first looked up.
+    memory: Memory | Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,17 @@ class SyncReport:
     unchanged: int
 
 
+_FIELDS = tuple(f.name for f in fields(Memory))
+
+
 def memory_to_json(memory: Memory) -> dict[str, Any]:
-    """A Memory as JSON-safe data (datetimes as ISO text)."""
-    data = asdict(memory)
+    """A Memory as JSON-ready data (datetimes as ISO text; `extra` values json.dumps can take,
+    anything else is written with str()). Not dataclasses.asdict: it deep-copies everything."""
+    data = {name: getattr(memory, name) for name in _FIELDS}
     for key, value in data.items():
         if isinstance(value, datetime):
             data[key] = value.isoformat()
-    data["extra"] = json.loads(json.dumps(data["extra"], default=str))
+    data["extra"] = dict(memory.extra)
     return data
 
 
@@ -141,11 +147,12 @@ class Manifest:
             "embedder": self.embedder_name,
             # Not dataclasses.asdict: it deep-copies every stored memory (~1 s per save at 10k
             # files, and a start saves twice); the entries are already JSON-ready.
-            "files": {p: {"mtime_ns": e.mtime_ns, "size": e.size, "hash": e.hash, "memory": e.memory}
-                      for p, e in self.files.items()},
-            "indexed": {k: list(v) for k, v in self.indexed.items()},
+            "files": {p: {"mtime_ns": e.mtime_ns, "size": e.size, "hash": e.hash,
+                          "memory": memory_to_json(e.memory) if isinstance(e.memory, Memory) else e.memory}
+                      for p, e in list(self.files.items())},  # a snapshot: writers may add meanwhile
+            "indexed": {k: list(v) for k, v in list(self.indexed.items())},
         }
-        atomic_write(self.path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+        atomic_write(self.path, json.dumps(data, separators=(",", ":"), default=str).encode("utf-8"))
 
     def flush(self) -> None:
         """Write a save that was deferred (at close)."""
@@ -157,15 +164,18 @@ class Manifest:
         entry = self.files.get(rel)
         if entry is None or entry.mtime_ns != stat.st_mtime_ns or entry.size != stat.st_size:
             return None
+        if isinstance(entry.memory, Memory):
+            return entry.memory
         try:
-            return memory_from_json(entry.memory)
+            memory = memory_from_json(entry.memory)
         except (TypeError, ValueError, KeyError):
             return None
+        self.files[rel] = FileEntry(entry.mtime_ns, entry.size, entry.hash, memory)  # drop the JSON copy
+        return memory
 
     def remember_file(self, memory: Memory, stat: os.stat_result) -> None:
         """Record a freshly parsed file."""
-        self.files[memory.path] = FileEntry(stat.st_mtime_ns, stat.st_size, memory.content_hash,
-                                            memory_to_json(memory))
+        self.files[memory.path] = FileEntry(stat.st_mtime_ns, stat.st_size, memory.content_hash, memory)
 
 
 class IndexSync:
