@@ -45,21 +45,15 @@ def create_demo_store(engine: MemoryEngine) -> None:
     engine.replace(old_job.id, "The user works as a data analyst in Lisbon")
     scratch = engine.add("The user wants to learn Portuguese", conversation_id="work-notes")
     engine.delete(scratch.id)
-    with engine._write_lock:
-        summary = engine.store.write_summary(
-            "trip-to-lisbon",
-            "Sam plans a May trip to **Lisbon** with their sister Anna. They like quiet places and "
-            "seafood; suggested Alfama (mornings) and Cais do Sodré (evenings).",
-            summarized_count=2,
-        )
-        engine._remember(summary)
-        engine._after_write([summary], [], "summary", "Update summary of trip-to-lisbon", "trip-to-lisbon")
-    with engine._write_lock:
-        summary = engine.store.write_summary(
-            "trip-to-lisbon",
-            "Sam plans a May trip to **Lisbon** with their sister Anna.\n\n- Likes quiet places and "
-            "seafood\n- Alfama in the mornings, Cais do Sodré for dinner",
-            summarized_count=4,
-        )
-        engine._remember(summary)
-        engine._after_write([summary], [], "summary", "Update summary of trip-to-lisbon", "trip-to-lisbon")
+    versions = (
+        ("Sam plans a May trip to **Lisbon** with their sister Anna. They like quiet places and "
+         "seafood; suggested Alfama (mornings) and Cais do Sodré (evenings).", 2),
+        ("Sam plans a May trip to **Lisbon** with their sister Anna.\n\n- Likes quiet places and "
+         "seafood\n- Alfama in the mornings, Cais do Sodré for dinner", 4),
+    )
+    for text, covered in versions:  # two versions, so the summary pane has a history to diff
+        with engine._write_lock:
+            summary = engine.store.write_summary("trip-to-lisbon", text, summarized_count=covered)
+            engine._remember(summary)
+            engine._after_write([summary], [], "summary", "Update summary of trip-to-lisbon",
+                                "trip-to-lisbon")

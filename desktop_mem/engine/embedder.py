@@ -16,6 +16,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from desktop_mem.engine.onnx_session import cpu_session
 from desktop_mem.resources import resource_path
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -131,16 +132,9 @@ class OnnxEmbedder:
 
     @staticmethod
     def _load_session(path: Path, threads: int) -> ort.InferenceSession:
-        options = ort.SessionOptions()
-        # On two cores the embedder competes with a local LLM: both thread counts are settings.
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         try:
-            return ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime raises its own untyped errors
+            return cpu_session(path, threads)
+        except RuntimeError as exc:
             raise EmbeddingError(f"cannot load ONNX model {path}: {exc}") from exc
 
     def _pick_output(self) -> tuple[str, bool]:

@@ -8,9 +8,7 @@ name and renamed, and an existing file is never replaced unless asked.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.conversation_ids import validate_conversation_id
 from desktop_mem.engine.import_formats import EXPORT_FORMAT
-from desktop_mem.engine.markdown_store import ENTRIES
+from desktop_mem.engine.markdown_store import ENTRIES, atomic_replace
 from desktop_mem.engine.models import Memory, ValidationError, utc_now
 
 if TYPE_CHECKING:
@@ -136,18 +134,7 @@ def _write_new(output: Path, overwrite: bool, write: Any) -> None:
         raise ValidationError(f"{output} already exists; choose another name or remove it first")
     if output.is_dir():
         raise ValidationError(f"{output} is a folder; give a file name for the export")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.parent / f".{output.name}.partial"
-    try:
-        with open(tmp, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, output)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    atomic_replace(output, write)
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -13,10 +13,10 @@ import hashlib
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -49,11 +49,16 @@ def content_hash(raw: bytes) -> str:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` so a reader (or a crash) sees the old file or the new, never half."""
+    atomic_replace(path, lambda handle: handle.write(data))
+
+
+def atomic_replace(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Let `write` fill a temp file beside `path`, fsync it, then rename it over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         with open(tmp, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

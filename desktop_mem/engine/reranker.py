@@ -15,6 +15,8 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from desktop_mem.engine.onnx_session import cpu_session
+
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 WHERE_TO_GET = (
@@ -99,15 +101,9 @@ class OnnxReranker:
 
     @staticmethod
     def _load_session(path: Path, threads: int) -> ort.InferenceSession:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         try:
-            return ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime raises its own untyped errors
+            return cpu_session(path, threads)
+        except RuntimeError as exc:
             raise RerankerError(f"cannot load reranker model {path}: {exc}; {WHERE_TO_GET}") from exc
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
