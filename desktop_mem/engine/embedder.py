@@ -16,7 +16,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.onnx_session import cpu_session
+from desktop_mem.engine.onnx_session import batch_tokenizer, cpu_session
 from desktop_mem.resources import resource_path
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -114,21 +114,12 @@ class OnnxEmbedder:
 
     @staticmethod
     def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
-        try:
-            tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
-            raise EmbeddingError(f"cannot read tokenizer {path}: {exc}") from exc
         # The shipped file pads every text to a fixed 128 tokens; padding to the longest text of
         # the batch is several times faster for short memories (measured in ORIGIN.md).
-        padding = tokenizer.padding or {}
-        tokenizer.no_padding()
-        tokenizer.enable_padding(
-            pad_id=int(padding.get("pad_id", 0)),
-            pad_type_id=int(padding.get("pad_type_id", 0)),
-            pad_token=str(padding.get("pad_token", "[PAD]")),
-        )
-        tokenizer.enable_truncation(max_length=max_length)
-        return tokenizer
+        try:
+            return batch_tokenizer(path, max_length, "longest_first")
+        except RuntimeError as exc:
+            raise EmbeddingError(f"cannot read tokenizer {path}: {exc}") from exc
 
     @staticmethod
     def _load_session(path: Path, threads: int) -> ort.InferenceSession:

@@ -1,10 +1,11 @@
-"""One way to open an ONNX model on the CPU, shared by the embedder and the reranker."""
+"""One way to open an ONNX model and its tokenizer on the CPU, shared by the embedder and the reranker."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import onnxruntime as ort
+from tokenizers import Tokenizer
 
 
 def cpu_session(path: Path, threads: int) -> ort.InferenceSession:
@@ -21,3 +22,24 @@ def cpu_session(path: Path, threads: int) -> ort.InferenceSession:
         return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own exception types are not exported
         raise RuntimeError(str(exc)) from exc
+
+
+def batch_tokenizer(path: Path, max_length: int, strategy: str = "longest_first") -> Tokenizer:
+    """A tokenizer.json that pads to the longest text of each batch and truncates at max_length.
+
+    Files exported for a fixed sequence length (the shipped MiniLM one pads everything to 128)
+    are several times slower on short memories. Raises RuntimeError if the file is unreadable.
+    """
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on a bad file
+        raise RuntimeError(str(exc)) from exc
+    padding = tokenizer.padding or {}
+    tokenizer.no_padding()
+    tokenizer.enable_padding(
+        pad_id=int(padding.get("pad_id", 0)),
+        pad_type_id=int(padding.get("pad_type_id", 0)),
+        pad_token=str(padding.get("pad_token", "[PAD]")),
+    )
+    tokenizer.enable_truncation(max_length=max_length, strategy=strategy)
+    return tokenizer

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.onnx_session import cpu_session
+from desktop_mem.engine.onnx_session import batch_tokenizer, cpu_session
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -83,21 +83,11 @@ class OnnxReranker:
 
     @staticmethod
     def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
-        try:
-            tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception on a bad file
-            raise RerankerError(f"cannot read reranker tokenizer {path}: {exc}; {WHERE_TO_GET}") from exc
-        # Pad to the longest pair of each batch, not to a length fixed in the file.
-        padding = tokenizer.padding or {}
-        tokenizer.no_padding()
-        tokenizer.enable_padding(
-            pad_id=int(padding.get("pad_id", 0)),
-            pad_type_id=int(padding.get("pad_type_id", 0)),
-            pad_token=str(padding.get("pad_token", "[PAD]")),
-        )
         # Longest-first trims the longer of query and passage, so a long memory keeps the query.
-        tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
-        return tokenizer
+        try:
+            return batch_tokenizer(path, max_length, "longest_first")
+        except RuntimeError as exc:
+            raise RerankerError(f"cannot read reranker tokenizer {path}: {exc}; {WHERE_TO_GET}") from exc
 
     @staticmethod
     def _load_session(path: Path, threads: int) -> ort.InferenceSession:
