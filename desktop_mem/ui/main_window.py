@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QStackedWidget
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
     from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.git_sync import SyncResult
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
@@ -70,6 +71,7 @@ class MainWindow(QMainWindow):
 
     store_opened = Signal()  # panes or welcome page are shown
     index_ready = Signal()
+    sync_finished = Signal(str)  # what a sync did (or why it failed), as shown to the user
 
     def __init__(self, config: Config, runner: TaskRunner | None = None, *,
                  settings: QSettings | None = None, confirm: Confirm = ask) -> None:
@@ -110,6 +112,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self.settings_action = self._action(file_menu, "&Settings…", "Ctrl+,", self.open_settings)
         self._action(file_menu, "Open store &folder", None, self._on_open_folder_triggered)
+        self.sync_action = self._action(file_menu, "S&ync with remote", "Ctrl+Shift+Y",
+                                        self._on_sync_triggered)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         edit_menu = bar.addMenu("&Edit")
@@ -323,6 +327,36 @@ class MainWindow(QMainWindow):
     def _on_stop_triggered(self) -> None:
         if self.workspace is not None:
             self.workspace.chat.stop()
+
+    @Slot()
+    def _on_sync_triggered(self) -> None:
+        """Pull, merge (conflicts kept side by side), push: on the writer; the answer is non-modal."""
+        from desktop_mem.engine.git_sync import sync
+
+        if self.engine is None or self.engine.read_only:
+            return
+        self.statusBar().showMessage("Syncing with the remote…")
+        self.runner.submit_write(sync, self.engine, on_result=self._on_synced, on_error=self._on_sync_failed)
+
+    def _on_synced(self, result: SyncResult) -> None:
+        lines = [f"Synced with {result.remote} ({result.branch}): {result.incoming_commits} commit(s) in, "
+                 f"{result.outgoing_commits} out{'' if result.pushed else ', not pushed'}."]
+        for conflict in result.conflicts:
+            lines.append(f"Changed on both machines: {conflict.path} — yours kept; theirs saved as "
+                         f"{conflict.their_copy_path or 'a separate memory'} ({conflict.note}).")
+        self._show_sync_message("\n".join(lines), bool(result.conflicts))
+
+    def _on_sync_failed(self, error: BaseException) -> None:
+        self._show_sync_message(f"Sync failed: {error}", True)
+
+    def _show_sync_message(self, text: str, warn: bool) -> None:
+        self.last_sync_message = text
+        self.statusBar().showMessage(text.splitlines()[0], 15000)
+        self.sync_finished.emit(text)
+        if warn:
+            box = QMessageBox(QMessageBox.Icon.Warning, "Sync", text, QMessageBox.StandardButton.Ok, self)
+            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            box.open()  # non-modal: the window stays usable
 
     @Slot()
     def _on_open_folder_triggered(self) -> None:

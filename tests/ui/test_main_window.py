@@ -134,3 +134,51 @@ def test_window_geometry_is_remembered(qtbot: Any, window_config: Any, ui_settin
     qtbot.addWidget(second)
     assert (second.width(), second.height()) == (720, 520)
     second.shutdown()
+
+
+def test_sync_from_the_menu_pushes_and_reports_conflicts_without_blocking(
+    qtbot: Any, make_config: Any, tmp_path: Path, ui_settings: QSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.git_sync import sync
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    other_config = make_config(tmp_path / "other", sync__remote_url=str(remote))
+    config = make_config(tmp_path / "mine", sync__remote_url=str(remote))
+    with MemoryEngine(other_config) as other:  # another machine: a fact, pushed
+        shared = other.add("The user lives in Berlin")
+        sync(other)
+    with MemoryEngine(config) as mine:  # this machine pulls it, then both edit it
+        sync(mine)
+        mine.edit(shared.id, text="The user lives in Munich")
+    with MemoryEngine(other_config) as other:
+        other.edit(shared.id, text="The user lives in Hamburg")
+        sync(other)
+    boxes: list[str] = []
+    monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.open", lambda box: boxes.append(box.text()))
+    win = MainWindow(config, TaskRunner(), settings=ui_settings)
+    qtbot.addWidget(win)
+    win.show()
+    _open(qtbot, win)
+    try:
+        with qtbot.waitSignal(win.sync_finished, timeout=60000) as blocker:
+            win.sync_action.trigger()
+        message = str(blocker.args[0])
+        assert "1 commit(s) in" in message and "Changed on both machines" in message
+        assert boxes and "yours kept" in boxes[0], "conflicts are shown in a non-modal box"
+        engine = win.engine
+        assert engine is not None
+        texts = {m.text for m in engine.list_memories()}
+        assert {"The user lives in Munich", "The user lives in Hamburg"} <= texts
+    finally:
+        win.shutdown()
+
+
+def test_sync_without_a_remote_says_what_to_set(qtbot: Any, window: MainWindow) -> None:
+    _open(qtbot, window)
+    with qtbot.waitSignal(window.sync_finished, timeout=30000) as blocker:
+        window.sync_action.trigger()
+    assert "sync.remote_url" in str(blocker.args[0])
