@@ -53,7 +53,7 @@ class Catalog:
                 memories.append(result)
                 self.manifest.remember_file(result, st)
         for stale in set(self.manifest.files) - seen:
-            del self.manifest.files[stale]
+            self.manifest.forget_file(stale)
         with self.lock:
             self._by_path = {m.path: m for m in memories}
             # live copies win over tombstones when an id appears twice
@@ -83,7 +83,7 @@ class Catalog:
                 elif isinstance(result, Memory):
                     self.remember(result)
                 else:
-                    self.manifest.files.pop(rel, None)
+                    self.manifest.forget_file(rel)
             results.append(result)
         return results
 
@@ -112,7 +112,7 @@ class Catalog:
         with self.lock:
             if self._by_path.pop(memory.path, None) is not None:
                 self._per_conversation[memory.conversation_id] -= 1
-            self.manifest.files.pop(memory.path, None)
+            self.manifest.forget_file(memory.path)
             if self._by_id.get(memory.id) == memory.path:
                 del self._by_id[memory.id]
 

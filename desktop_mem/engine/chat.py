@@ -61,14 +61,11 @@ class ChatService:
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write-path")
         self._pending: set[Future[WriteOutcome]] = set()
         self._pending_lock = threading.Lock()
-        self._listeners: list[OutcomeListener] = []
+        # Shared with the engine, so the UI can subscribe before the first chat creates this
+        # service (creating it imports openai: about a second, never on the GUI thread).
+        self._listeners: list[OutcomeListener] = engine._outcome_listeners
 
     # ------------------------------------------------------------------ API
-
-    def subscribe(self, listener: OutcomeListener) -> Callable[[], None]:
-        """Call `listener` (from the background thread) when a turn's write path finishes."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def chat(
         self,

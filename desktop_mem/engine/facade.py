@@ -75,6 +75,7 @@ class MemoryEngine:
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
         self._chat: ChatService | None = None
+        self._outcome_listeners: list[Callable[[WriteOutcome], None]] = []
         # What the reply path changed in a stored turn (redacted, cut), for the write path's notes.
         self._turn_notes: dict[str, list[str]] = {}
         if not read_only:
@@ -170,7 +171,7 @@ class MemoryEngine:
         """
         self.catalog.load()
         if not self.read_only:
-            self.manifest.save()
+            self.manifest.flush()  # only when files were parsed or went away
 
     def reload_paths(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
         """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
@@ -550,8 +551,13 @@ class MemoryEngine:
         )
 
     def subscribe_outcomes(self, listener: Callable[[WriteOutcome], None]) -> Callable[[], None]:
-        """Be told (from a background thread) when a turn's write path finished."""
-        return self.chat_service.subscribe(listener)
+        """Be told (from a background thread) when a turn's write path finished.
+
+        Does not create the chat service: subscribing is cheap and safe on the GUI thread.
+        """
+        listeners = self._outcome_listeners
+        listeners.append(listener)
+        return lambda: listeners.remove(listener) if listener in listeners else None
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until background write paths finished (tests, CLI exit)."""

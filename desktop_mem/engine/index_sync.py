@@ -155,7 +155,7 @@ class Manifest:
         atomic_write(self.path, json.dumps(data, separators=(",", ":"), default=str).encode("utf-8"))
 
     def flush(self) -> None:
-        """Write a save that was deferred (at close)."""
+        """Write the manifest if anything changed since the last write (deferred saves, close)."""
         if self._dirty:
             self.save()
 
@@ -176,6 +176,12 @@ class Manifest:
     def remember_file(self, memory: Memory, stat: os.stat_result) -> None:
         """Record a freshly parsed file."""
         self.files[memory.path] = FileEntry(stat.st_mtime_ns, stat.st_size, memory.content_hash, memory)
+        self._dirty = True
+
+    def forget_file(self, rel: str) -> None:
+        """Drop a file that moved or went away."""
+        if self.files.pop(rel, None) is not None:
+            self._dirty = True
 
 
 class IndexSync:
@@ -223,7 +229,10 @@ class IndexSync:
                 desired[m.id] = m
             gone = [i for i in self.manifest.indexed if i not in desired]
             report = self._apply(list(desired.values()), gone, progress)
-            self.manifest.save()
+            if report.embedded or report.metadata_only or report.removed:
+                self.manifest.save()
+            else:
+                self.manifest.flush()  # a warm start changes nothing: no 10k-entry rewrite
             return report
 
     def apply(self, changed: Sequence[Memory], removed_ids: Sequence[str] = ()) -> SyncReport:

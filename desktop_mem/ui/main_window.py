@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         self.bridge: EngineBridge | None = None
         self.workspace: Workspace | None = None
         self.welcome: WelcomePage | None = None
+        self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._setup_ui()
         self._setup_menus()
         self._restore_state()
@@ -217,9 +218,20 @@ class MainWindow(QMainWindow):
         self.status.set_last_commit(opened.last_commit)
         self.status.set_index_state("Indexing…")
         self.status.set_watcher(False, "starts once the index is ready")
-        self.runner.submit_write(open_index_and_watch, engine, on_result=self._on_index_opened,
-                                 on_error=self._on_index_failed)
+        # Open the index once the memory list is on screen: loading chromadb and the model holds
+        # the GIL for about a second and would otherwise delay the first listing.
+        self.workspace.browser.page_loaded.connect(self._open_index_once)
+        if self.welcome is not None and self.stack.currentWidget() is self.welcome:
+            self._open_index_once()
         self.store_opened.emit()
+
+    @Slot()
+    def _open_index_once(self) -> None:
+        if self.engine is None or self._index_requested is self.engine:
+            return
+        self._index_requested = self.engine
+        self.runner.submit_write(open_index_and_watch, self.engine, on_result=self._on_index_opened,
+                                 on_error=self._on_index_failed)
 
     def _on_store_failed(self, error: BaseException) -> None:
         if isinstance(error, StoreLockedError) and self._confirm(
