@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
 from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -95,6 +96,7 @@ class MemoryBrowser(QWidget):
         super().__init__(parent)
         self._engine = engine
         self._runner = runner
+        self.last_lineage_dialog: QWidget | None = None  # the dialog "Show lineage" opened last
         self._model = MemoryTableModel(self)
         self._problems = ProblemsModel(self)
         self._search_timer = QTimer(self)
@@ -167,6 +169,10 @@ class MemoryBrowser(QWidget):
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.table, "Memories")
+        # Right-click a memory: its replaced_by chain, both ways (the timeline's lineage view).
+        self.lineage_action = QAction("Show lineage", self.table)
+        self.table.addAction(self.lineage_action)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
         self.tabs.addTab(self.problems_table, "Problems")
 
         layout = QVBoxLayout(self)
@@ -193,6 +199,15 @@ class MemoryBrowser(QWidget):
         self.deleted_check.toggled.connect(self.refresh)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_row_changed)
         self.problems_table.doubleClicked.connect(self._on_problems_table_double_clicked)
+        self.lineage_action.triggered.connect(self._on_lineage_action_triggered)
+
+    @Slot()
+    def _on_lineage_action_triggered(self) -> None:
+        from desktop_mem.ui.lineage_view import show_lineage_dialog
+
+        memory = self._model.memory_at(self.table.currentIndex().row())
+        if memory is not None:
+            self.last_lineage_dialog = show_lineage_dialog(self, self._runner, self._engine, memory.id)
 
     # --------------------------------------------------------------- public
 

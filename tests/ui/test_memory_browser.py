@@ -113,3 +113,22 @@ def test_the_model_exposes_big_snapshots_lazily_and_sorts_all_rows(qtmodeltester
     model.sort(0)
     assert model.index(0, 0).data() == "fact number 0"
     qtmodeltester.check(model)
+
+
+def test_lineage_is_one_right_click_away(qtbot: Any, indexed_engine: Any, runner: Any, settle: Any) -> None:
+    from PySide6.QtCore import Qt
+
+    from desktop_mem.ui.lineage_view import LineageView
+
+    first = indexed_engine.add("The user lives in Berlin")
+    _tomb, second = indexed_engine.replace(first.id, "The user lives in Munich")
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    row = next(r for r in range(browser.model.rowCount()) if browser.model.memory_at(r).id == second.id)
+    browser.table.selectRow(row)
+    assert browser.table.contextMenuPolicy() == Qt.ContextMenuPolicy.ActionsContextMenu
+    assert browser.lineage_action in browser.table.actions()
+    browser.lineage_action.trigger()
+    settle(runner)
+    view = browser.last_lineage_dialog.findChild(LineageView, "lineageView")
+    assert view is not None and view.lineage is not None
+    assert [s.memory_id for s in view.lineage.chain] == [first.id, second.id]
