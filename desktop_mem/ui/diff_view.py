@@ -10,7 +10,7 @@ import html
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -38,6 +38,7 @@ from desktop_mem.engine.timeline_query import (
     word_diff,
 )
 from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.row_table_model import RowTableModel
 from desktop_mem.ui.task_runner import TaskRunner
 
 Index = QModelIndex | QPersistentModelIndex
@@ -112,32 +113,14 @@ class InertBrowser(QTextBrowser):
         return None
 
 
-class FieldChangeModel(QAbstractTableModel):
+class FieldChangeModel(RowTableModel[FieldChange]):
     """Front-matter keys that changed: field, how, value before, value after."""
 
     HEADERS = ("Field", "Change", "Before", "After")
 
-    def __init__(self, parent: Any = None) -> None:
-        super().__init__(parent)
-        self._rows: list[FieldChange] = []
-
     def set_changes(self, changes: tuple[FieldChange, ...]) -> None:
         """Replace the rows."""
-        self.beginResetModel()
-        self._rows = list(changes)
-        self.endResetModel()
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section] if 0 <= section < len(self.HEADERS) else None
-        return None
+        self.set_rows(changes)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QDialog,
@@ -25,6 +25,7 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.lineage import Lineage, LineageStep, lineage
 from desktop_mem.engine.models import CommitInfo, Memory
 from desktop_mem.ui.memory_model import first_line, when
+from desktop_mem.ui.row_table_model import RowTableModel
 from desktop_mem.ui.task_runner import TaskRunner
 
 Index = QModelIndex | QPersistentModelIndex
@@ -47,41 +48,23 @@ def _step_label(depth: int) -> str:
     return f"replaced by it ({depth})" if depth < 0 else f"replaced it (+{depth})"
 
 
-class LineageModel(QAbstractTableModel):
+class LineageModel(RowTableModel[LineageStep]):
     """The steps of a chain, oldest first: which memory, its commits, its state and text."""
 
     HEADERS = ("Step", "Memory", "Created in", "Replaced in", "State", "Text")
 
-    def __init__(self, parent: Any = None) -> None:
-        super().__init__(parent)
-        self._steps: list[LineageStep] = []
-
     def set_lineage(self, chain: Lineage | None) -> None:
         """Show `chain` (None clears)."""
-        self.beginResetModel()
-        self._steps = list(chain.chain) if chain else []
-        self.endResetModel()
+        self.set_rows(chain.chain if chain else ())
 
     def step_at(self, row: int) -> LineageStep | None:
         """The step in `row`, if any."""
-        return self._steps[row] if 0 <= row < len(self._steps) else None
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._steps)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section] if 0 <= section < len(self.HEADERS) else None
-        return None
+        return self.row_at(row)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or not 0 <= index.row() < len(self._steps):
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
-        step = self._steps[index.row()]
+        step = self._rows[index.row()]
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             values = (_step_label(step.depth), step.memory_id[:12], _commit_label(step.created_in),

@@ -10,13 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
-from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QDateEdit,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem
 from desktop_mem.engine.retrieval import ScoreBreakdown, SearchFilters
+from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.memory_model import SCORE_COLUMN, MemoryTableModel, ProblemsModel
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -117,12 +117,7 @@ class MemoryBrowser(QWidget):
         self.role_combo = self._combo((ANY, *ROLES))
         self.kind_combo = self._combo((ANY, *KINDS))
         self.date_check = QCheckBox("From", self)
-        self.since_edit = QDateEdit(QDate.currentDate().addMonths(-1), self)
-        self.until_edit = QDateEdit(QDate.currentDate(), self)
-        for edit in (self.since_edit, self.until_edit):
-            edit.setCalendarPopup(True)
-            edit.setDisplayFormat("yyyy-MM-dd")
-            edit.setEnabled(False)
+        self.since_edit, self.until_edit = date_range_edits(self)
         self.deleted_check = QCheckBox("Include deleted", self)
         self.count_label = QLabel(self)
         self.count_label.setObjectName("mutedLabel")

@@ -15,6 +15,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from desktop_mem.engine.models import Memory, Problem
+from desktop_mem.ui.row_table_model import RowTableModel
 
 if TYPE_CHECKING:
     from desktop_mem.engine.retrieval import ScoreBreakdown
@@ -171,37 +172,18 @@ class MemoryTableModel(QAbstractTableModel):
         self.layoutChanged.emit()
 
 
-class ProblemsModel(QAbstractTableModel):
+class ProblemsModel(RowTableModel[Problem]):
     """Files that failed to parse: path and reason."""
 
     HEADERS = ("File", "Reason")
 
-    def __init__(self, parent: Any = None) -> None:
-        super().__init__(parent)
-        self._rows: list[Problem] = []
-
     def set_problems(self, problems: Sequence[Problem]) -> None:
         """Replace the list."""
-        self.beginResetModel()
-        self._rows = list(problems)
-        self.endResetModel()
+        self.set_rows(problems)
 
     def problem_at(self, row: int) -> Problem | None:
         """The problem in `row`, if any."""
-        return self._rows[row] if 0 <= row < len(self._rows) else None
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole \
-                and 0 <= section < len(self.HEADERS):
-            return self.HEADERS[section]
-        return None
+        return self.row_at(row)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or index.row() >= len(self._rows):

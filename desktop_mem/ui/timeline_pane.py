@@ -18,7 +18,6 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDateEdit,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -41,6 +40,7 @@ from desktop_mem.engine.timeline_actions import (
     revert_replacement,
 )
 from desktop_mem.engine.timeline_query import TimelinePage, TimelineQuery, timeline_page
+from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.diff_view import DiffView
 from desktop_mem.ui.lineage_view import LineageView, show_memory_at_dialog
@@ -91,12 +91,7 @@ class TimelinePane(QWidget):
             self.type_actions[kind] = action
         self.types_button.setMenu(types_menu)
         self.dates_check = QCheckBox("From", self)
-        self.since_edit = QDateEdit(QDate.currentDate().addMonths(-1), self)
-        self.until_edit = QDateEdit(QDate.currentDate(), self)
-        for edit in (self.since_edit, self.until_edit):
-            edit.setCalendarPopup(True)
-            edit.setDisplayFormat("yyyy-MM-dd")
-            edit.setEnabled(False)
+        self.since_edit, self.until_edit = date_range_edits(self)
         self.search_edit = QLineEdit(self)
         self.search_edit.setPlaceholderText("Search subjects and texts")
         self.search_edit.setClearButtonEnabled(True)
