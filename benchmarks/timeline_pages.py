@@ -26,12 +26,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine import front_matter
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.git_history import GITIGNORE, format_message
+from desktop_mem.engine.history.git_history import GITIGNORE, format_message
+from desktop_mem.engine.history.timeline_query import CommitCache, TimelineQuery, timeline_page
 from desktop_mem.engine.models import EventType
-from desktop_mem.engine.timeline_query import CommitCache, TimelineQuery, timeline_page
+from desktop_mem.engine.store import front_matter
 
 TARGET_FIRST_MS = 300.0
 TARGET_NEXT_MS = 150.0

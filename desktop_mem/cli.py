@@ -16,7 +16,7 @@ from desktop_mem import __version__
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
-from desktop_mem.engine.secrets_scan import SecretDetectedError
+from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_chat_parsers(sub: Any) -> None:
-    from desktop_mem.engine.context import STRATEGY_NAMES
+    from desktop_mem.engine.chat.context import STRATEGY_NAMES
 
     p = sub.add_parser("chat", help="chat in the terminal (streams; shows injected and stored memory)")
     p.add_argument("--conversation", default="default", help="conversation id (default: default)")
@@ -331,7 +331,7 @@ def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_search(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.engine.retrieval import SearchFilters
+    from desktop_mem.engine.index.retrieval import SearchFilters
 
     with open_engine(config, "search") as engine:
         results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,

@@ -42,7 +42,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
     """Plan the import, print it for a dry run, else write it with a progress bar."""
     from tqdm import tqdm
 
-    from desktop_mem.engine.importers import apply_import, iter_plan_lines, plan_import
+    from desktop_mem.engine.transfer.importers import apply_import, iter_plan_lines, plan_import
 
     with MemoryEngine(config) as engine:
         plan = plan_import(engine, args.file, args.format, extract=args.extract)
@@ -75,7 +75,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_export(args: argparse.Namespace, config: Config) -> int:
     """Write the JSON export or the zip of the Markdown tree."""
-    from desktop_mem.engine.exporters import export_json, export_zip
+    from desktop_mem.engine.transfer.exporters import export_json, export_zip
 
     write = export_zip if args.format == "zip" else export_json
     with MemoryEngine(config, read_only=True) as engine:
@@ -87,7 +87,7 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_sync(args: argparse.Namespace, config: Config) -> int:
     """Sync and say what came in, what went out and which memories conflicted."""
-    from desktop_mem.engine.git_sync import sync
+    from desktop_mem.engine.transfer.git_sync import sync
 
     with MemoryEngine(config) as engine:
         result = sync(engine)

@@ -23,12 +23,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from desktop_mem import __version__
-from desktop_mem.engine.chat_types import ChatReply, MemoryUsed
+from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
+from desktop_mem.engine.chat.context import STRATEGY_NAMES
+from desktop_mem.engine.chat.llm_client import LLMError
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.context import STRATEGY_NAMES
-from desktop_mem.engine.conversation_ids import validate_conversation_id
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.llm_client import LLMError
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -41,6 +40,7 @@ from desktop_mem.engine.models import (
     StoreLockedError,
     ValidationError,
 )
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.server_security import Guard, check_bind
 
 MAX_BODY_BYTES = 1_000_000

@@ -17,9 +17,9 @@ if str(ROOT) not in sys.path:
 
 from desktop_mem.engine.config import Config, load_config  # noqa: E402
 from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
-from desktop_mem.engine.front_matter import FrontMatterError  # noqa: E402
-from desktop_mem.engine.markdown_store import MarkdownStore  # noqa: E402
 from desktop_mem.engine.models import ValidationError  # noqa: E402
+from desktop_mem.engine.store.front_matter import FrontMatterError  # noqa: E402
+from desktop_mem.engine.store.markdown_store import MarkdownStore  # noqa: E402
 from tests.scripted_llm import ScriptedLLM  # noqa: E402
 
 FACTS = "You extract facts about the user"

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from desktop_mem.engine.chat_types import ChatReply, WriteOutcome  # noqa: E402
+from desktop_mem.engine.chat.chat_types import ChatReply, WriteOutcome  # noqa: E402
 from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
 from reliability.common import FACTS, RECONCILE, SUMMARY, is_chat, make_config, table  # noqa: E402
 from tests.scripted_llm import Fault, ScriptedLLM  # noqa: E402

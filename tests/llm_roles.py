@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop_mem.engine import prompts
+from desktop_mem.engine.chat import prompts
 
 FACTS = prompts.FACT_SYSTEM_PROMPT.splitlines()[0].rstrip(".")
 RECONCILE = prompts.UPDATE_MEMORY_PROMPT.splitlines()[0].rstrip(".")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine.context import (
+from desktop_mem.engine.chat.context import (
     ContextResult,
     SessionState,
     StrategySettings,
@@ -18,7 +18,7 @@ from desktop_mem.engine.context import (
     make_strategy,
     resolve_strategy,
 )
-from desktop_mem.engine.token_count import (
+from desktop_mem.engine.chat.token_count import (
     EstimateCounter,
     TokenizerCounter,
     count_messages,

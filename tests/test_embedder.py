@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from desktop_mem.engine.embedder import (
+from desktop_mem.engine.index.embedder import (
     Embedder,
     EmbeddingError,
     OnnxEmbedder,

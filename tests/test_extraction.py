@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine import prompts
-from desktop_mem.engine.extraction import (
+from desktop_mem.engine.chat import prompts
+from desktop_mem.engine.chat.extraction import (
     Decision,
     ExtractedFact,
     ExtractionResult,
@@ -20,7 +20,7 @@ from desktop_mem.engine.extraction import (
     reconcile,
     update_summary,
 )
-from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint
+from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from tests.scripted_llm import Fault, ScriptedLLM
 
 FACTS_CALL = "You extract facts about the user"
@@ -429,8 +429,8 @@ def test_reconcile_delete_and_re_add_of_the_same_text_keeps_the_fact(
 
 def test_a_pure_question_yields_no_facts_without_asking_the_llm(scripted_llm: Any) -> None:
     """Small models invent facts from questions ("Where do I live?" -> "The user lives in a city")."""
-    from desktop_mem.engine.extraction import extract_facts
-    from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint
+    from desktop_mem.engine.chat.extraction import extract_facts
+    from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 
     scripted_llm.script(None, '["The user lives in a city"]')
     llm = LLMClient(LLMEndpoint(scripted_llm.base_url, "k", "test-model"))

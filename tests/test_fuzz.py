@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from desktop_mem.engine.config import load_config
-from desktop_mem.engine.conversation_ids import validate_conversation_id
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.markdown_store import MarkdownStore
 from desktop_mem.engine.models import EngineError, Memory, ValidationError
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.markdown_store import MarkdownStore
 from desktop_mem.server import create_app
 from tests.scripted_llm import ScriptedLLM
 

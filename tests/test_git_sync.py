@@ -11,7 +11,7 @@ import git
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.git_sync import SyncError, sync
+from desktop_mem.engine.transfer.git_sync import SyncError, sync
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine.exporters import export_json, export_zip
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.importers import ImportFileError, apply_import, plan_import
 from desktop_mem.engine.models import ValidationError
+from desktop_mem.engine.transfer.exporters import export_json, export_zip
+from desktop_mem.engine.transfer.importers import ImportFileError, apply_import, plan_import
 from tests.llm_roles import FACTS
 
 

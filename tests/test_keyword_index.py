@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from desktop_mem.engine.keyword_index import KeywordDoc, KeywordHit, KeywordIndex, match_expression
+from desktop_mem.engine.index.keyword_index import KeywordDoc, KeywordHit, KeywordIndex, match_expression
 
 DOCS = [
     KeywordDoc("m1", "The user adopted a greyhound named Biscuit last spring.", "c1", "fact", "fact"),

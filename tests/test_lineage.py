@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.lineage import lineage
+from desktop_mem.engine.history.lineage import lineage
 from desktop_mem.engine.models import EventType, NotFoundError
 from tests.test_timeline_query import build_history, git
 

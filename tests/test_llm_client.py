@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
 from tests.scripted_llm import Fault, ScriptedLLM
 
 HI = [{"role": "user", "content": "hi"}]

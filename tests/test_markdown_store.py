@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.markdown_store import MarkdownStore
 from desktop_mem.engine.models import ConflictError, ValidationError
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.markdown_store import MarkdownStore
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine.memory_interface import (
+from desktop_mem.engine.chat.memory_interface import (
     MessageMemory,
     SimpleMemory,
     SlidingWindowMemory,

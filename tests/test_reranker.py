@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop_mem.engine.reranker import OnnxReranker, Reranker, RerankerError
+from desktop_mem.engine.index.reranker import OnnxReranker, Reranker, RerankerError
 from tests.tiny_cross_encoder import expected_logit, write_cross_encoder
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.retrieval import SearchFilters, injection_lines
+from desktop_mem.engine.index.retrieval import SearchFilters, injection_lines
 from tests.tiny_cross_encoder import write_cross_encoder
 
 FACTS = [

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine.lineage import lineage
+from desktop_mem.engine.history.lineage import lineage
+from desktop_mem.engine.history.timeline_actions import (
+    memory_at,
+    restore_deleted,
+    restore_summary_version,
+    revert_replacement,
+)
+from desktop_mem.engine.history.timeline_query import TimelineQuery, timeline_page
 from desktop_mem.engine.models import (
     CommitInfo,
     ConflictError,
@@ -17,13 +24,6 @@ from desktop_mem.engine.models import (
     TimelineEvent,
     ValidationError,
 )
-from desktop_mem.engine.timeline_actions import (
-    memory_at,
-    restore_deleted,
-    restore_summary_version,
-    revert_replacement,
-)
-from desktop_mem.engine.timeline_query import TimelineQuery, timeline_page
 from tests.test_timeline_query import build_history
 
 

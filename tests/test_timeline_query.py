@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine.models import CommitInfo, EventType
-from desktop_mem.engine.timeline_query import (
+from desktop_mem.engine.history.timeline_query import (
     CommitCache,
     FieldChange,
     TimelineCursor,
@@ -23,6 +22,7 @@ from desktop_mem.engine.timeline_query import (
     timeline_page,
     word_diff,
 )
+from desktop_mem.engine.models import CommitInfo, EventType
 
 HAND_DATE = "2024-01-15T10:00:00+00:00"
 

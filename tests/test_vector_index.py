@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from desktop_mem.engine.embedder import OnnxEmbedder
-from desktop_mem.engine.vector_index import VectorIndex, VectorIndexError, clean_metadata
+from desktop_mem.engine.index.embedder import OnnxEmbedder
+from desktop_mem.engine.index.vector_index import VectorIndex, VectorIndexError, clean_metadata
 
 MEMORIES = {
     "m1": ("The user adopted a greyhound named Biscuit.", "c1", "fact"),

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.retrieval import SearchFilters
+from desktop_mem.engine.index.retrieval import SearchFilters
 
 DEADLINE_S = 20.0
 

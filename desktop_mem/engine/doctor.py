@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from desktop_mem.engine.git_history import GitHistoryError
+from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.models import Problem
-from desktop_mem.engine.store_lock import describe_holder, read_holder
+from desktop_mem.engine.store.store_lock import describe_holder, read_holder
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

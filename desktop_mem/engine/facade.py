@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine.catalog import Catalog
-from desktop_mem.engine.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.config import Config, load_config
-from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.git_history import GitHistory, GitHistoryError
-from desktop_mem.engine.index_sync import MANIFEST_NAME, IndexSync, Manifest, Progress, SyncReport
-from desktop_mem.engine.markdown_store import MarkdownStore
+from desktop_mem.engine.history.git_history import GitHistory, GitHistoryError
+from desktop_mem.engine.history.timeline import classify
+from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
+from desktop_mem.engine.index.retrieval import Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     CommitInfo,
@@ -30,13 +29,15 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
-from desktop_mem.engine.retrieval import Retriever, SearchFilters, SearchResult
-from desktop_mem.engine.secrets_scan import Finding, apply_policy, describe
-from desktop_mem.engine.store_lock import StoreLock
-from desktop_mem.engine.timeline import classify
+from desktop_mem.engine.store.catalog import Catalog
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
+from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.secrets_scan import Finding, apply_policy, describe
+from desktop_mem.engine.store.store_lock import StoreLock
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.chat import ChatService
+    from desktop_mem.engine.chat.service import ChatService
     from desktop_mem.engine.doctor import DoctorReport
 
 log = logging.getLogger(__name__)
@@ -444,7 +445,7 @@ class MemoryEngine:
 
     def open_index(self, progress: Progress | None = None) -> SyncReport:
         """Open the embedder and indexes and bring them in step with the files."""
-        from desktop_mem.engine.index_factory import build_index
+        from desktop_mem.engine.index.index_factory import build_index
 
         with self._index_lock:
             if self._index is None:
@@ -527,7 +528,7 @@ class MemoryEngine:
     def chat_service(self) -> ChatService:
         """The chat pipeline (created on first use)."""
         if self._chat is None:
-            from desktop_mem.engine.chat import ChatService
+            from desktop_mem.engine.chat.service import ChatService
 
             self._chat = ChatService(self)
         return self._chat
@@ -565,7 +566,7 @@ class MemoryEngine:
 
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """The conversation's stored turns as chat messages, oldest first."""
-        from desktop_mem.engine.ingest import history_messages
+        from desktop_mem.engine.chat.ingest import history_messages
 
         validate_conversation_id(conversation_id)
         return [{"role": m.role, "content": m.text, "id": m.id, "created_at": m.created_at.isoformat()}
@@ -627,7 +628,7 @@ class MemoryEngine:
 
     def new_conversation(self, title: str) -> str:
         """Create a conversation (a folder with its title) and return its id."""
-        from desktop_mem.engine.conversation_ids import slugify_conversation_id
+        from desktop_mem.engine.store.conversation_ids import slugify_conversation_id
 
         base = slugify_conversation_id(title)
         conv, n = base, 2
@@ -646,7 +647,7 @@ class MemoryEngine:
     def set_conversation_strategy(self, conversation_id: str, strategy: str | None) -> None:
         """Save the context strategy for this conversation (None: use the default)."""
         if strategy is not None:
-            from desktop_mem.engine.context import resolve_strategy
+            from desktop_mem.engine.chat.context import resolve_strategy
 
             resolve_strategy(strategy, None, "none")
         self._update_conversation(conversation_id, f"Set strategy of {conversation_id}: {strategy}",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.chat_types import WriteOutcome
+    from desktop_mem.engine.chat.chat_types import WriteOutcome
     from desktop_mem.engine.facade import MemoryEngine, StoreChange
 
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.lineage import Lineage, LineageStep, lineage
+from desktop_mem.engine.history.lineage import Lineage, LineageStep, lineage
 from desktop_mem.engine.models import CommitInfo, Memory
 from desktop_mem.ui.memory_model import first_line, when
 from desktop_mem.ui.row_table_model import RowTableModel

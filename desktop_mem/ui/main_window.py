@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
     from desktop_mem.engine.facade import MemoryEngine
-    from desktop_mem.engine.git_sync import SyncResult
+    from desktop_mem.engine.transfer.git_sync import SyncResult
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
@@ -343,7 +343,7 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_sync_triggered(self) -> None:
         """Pull, merge (conflicts kept side by side), push: on the writer; the answer is non-modal."""
-        from desktop_mem.engine.git_sync import sync
+        from desktop_mem.engine.transfer.git_sync import sync
 
         if self.engine is None or self.engine.read_only:
             return

@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.index.retrieval import ScoreBreakdown, SearchFilters
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem
-from desktop_mem.engine.retrieval import ScoreBreakdown, SearchFilters
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.memory_model import SCORE_COLUMN, MemoryTableModel, ProblemsModel
 from desktop_mem.ui.task_runner import TaskRunner

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory
-from desktop_mem.engine.secrets_scan import SecretDetectedError
+from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.lineage_view import show_lineage_dialog
 from desktop_mem.ui.memory_model import when

@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop_mem.engine.chat.llm_client import LLMEndpoint
 from desktop_mem.engine.config import SETTINGS, Config, Setting, default_config_path, save_config
-from desktop_mem.engine.llm_client import LLMEndpoint
 from desktop_mem.engine.models import EngineError
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -41,7 +41,7 @@ INT_LIMIT = 2_000_000_000
 
 def check_endpoint(endpoint: LLMEndpoint) -> str:
     """Run in a worker: probe an endpoint with unsaved settings (raises LLMError)."""
-    from desktop_mem.engine.llm_client import LLMClient
+    from desktop_mem.engine.chat.llm_client import LLMClient
 
     return LLMClient(endpoint).check()
 

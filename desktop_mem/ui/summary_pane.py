@@ -12,8 +12,8 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.history.timeline_query import word_diff
 from desktop_mem.engine.models import EngineError, Memory
-from desktop_mem.engine.timeline_query import word_diff
 from desktop_mem.ui.diff_view import inline_html
 from desktop_mem.ui.markdown_view import MarkdownView
 from desktop_mem.ui.memory_model import when

@@ -32,14 +32,14 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
-from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, TimelineEvent
-from desktop_mem.engine.timeline_actions import (
+from desktop_mem.engine.history.timeline_actions import (
     memory_at,
     restore_deleted,
     restore_summary_version,
     revert_replacement,
 )
-from desktop_mem.engine.timeline_query import TimelinePage, TimelineQuery, timeline_page
+from desktop_mem.engine.history.timeline_query import TimelinePage, TimelineQuery, timeline_page
+from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, TimelineEvent
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.diff_view import DiffView

@@ -142,7 +142,7 @@ def test_sync_from_the_menu_pushes_and_reports_conflicts_without_blocking(
     import subprocess
 
     from desktop_mem.engine.facade import MemoryEngine
-    from desktop_mem.engine.git_sync import sync
+    from desktop_mem.engine.transfer.git_sync import sync
 
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)

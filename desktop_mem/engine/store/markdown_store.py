@@ -20,9 +20,6 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from desktop_mem.engine import front_matter
-from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.front_matter import FrontMatterError
 from desktop_mem.engine.models import (
     KINDS,
     ROLES,
@@ -33,6 +30,9 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
+from desktop_mem.engine.store import front_matter
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.front_matter import FrontMatterError
 
 ENTRIES = "entries"
 DELETED = "deleted"

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, cast
 
-from desktop_mem.engine import prompts
-from desktop_mem.engine.llm_client import LLMError
-from desktop_mem.engine.llm_json import (
+from desktop_mem.engine.chat import prompts
+from desktop_mem.engine.chat.llm_client import LLMError
+from desktop_mem.engine.chat.llm_json import (
     LLMJSONError,
     RawDecision,
     parse_decisions,

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from desktop_mem.engine.git_history import GitHistoryError, RawCommit
+from desktop_mem.engine.history.git_history import GitHistoryError, RawCommit
+from desktop_mem.engine.history.timeline_query import CommitCache, cache_for
 from desktop_mem.engine.models import CommitInfo, EventType, Memory, TimelineEvent
-from desktop_mem.engine.timeline_query import CommitCache, cache_for
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

@@ -20,10 +20,10 @@ import numpy.typing as npt
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
 
 if TYPE_CHECKING:  # heavy (chromadb, onnxruntime): loaded when an index is built
-    from desktop_mem.engine.embedder import Embedder
-    from desktop_mem.engine.keyword_index import KeywordIndex
-    from desktop_mem.engine.reranker import Reranker
-    from desktop_mem.engine.vector_index import VectorIndex
+    from desktop_mem.engine.index.embedder import Embedder
+    from desktop_mem.engine.index.keyword_index import KeywordIndex
+    from desktop_mem.engine.index.reranker import Reranker
+    from desktop_mem.engine.index.vector_index import VectorIndex
 
 Vector = npt.NDArray[np.float32]
 OVERSAMPLE = 3.0  # unfiltered hits fetched per wanted in-scope hit (divided by the scope's share)

@@ -10,21 +10,21 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine import prompts
-from desktop_mem.engine.chat_types import ChatReply, MemoryUsed, WriteOutcome
-from desktop_mem.engine.context import (
+from desktop_mem.engine.chat import prompts
+from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.chat.context import (
     ContextResult,
     SessionState,
     StrategySettings,
     build_context,
     resolve_strategy,
 )
-from desktop_mem.engine.extraction import update_summary
-from desktop_mem.engine.ingest import TurnRecord, history_messages, run_write_path
-from desktop_mem.engine.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.chat.extraction import update_summary
+from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path
+from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
+from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult, injection_lines
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
-from desktop_mem.engine.retrieval import SearchFilters, SearchResult, injection_lines
-from desktop_mem.engine.token_count import TokenCounter, make_counter
 
 if TYPE_CHECKING:
     from desktop_mem.engine.config import Config

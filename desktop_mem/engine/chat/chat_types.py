@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from desktop_mem.engine.index.retrieval import SearchResult
 from desktop_mem.engine.models import Memory
-from desktop_mem.engine.retrieval import SearchResult
 
 
 @dataclass(frozen=True)

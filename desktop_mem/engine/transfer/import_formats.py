@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine.conversation_ids import slugify_conversation_id, validate_conversation_id
-from desktop_mem.engine.extraction import kind_of
-from desktop_mem.engine.markdown_store import parse_when
+from desktop_mem.engine.chat.extraction import kind_of
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, ValidationError
+from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
+from desktop_mem.engine.store.markdown_store import parse_when
 
 EXPORT_FORMAT = "desktop-mem-export"  # the `format` key of our own JSON export
 NAMESPACE = uuid.UUID("6f2b8d1e-3c57-4e8a-9a41-0d5c7e2f9b13")  # fixed: ids must stay stable

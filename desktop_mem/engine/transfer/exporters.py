@@ -16,10 +16,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.import_formats import EXPORT_FORMAT
-from desktop_mem.engine.markdown_store import ENTRIES, atomic_replace
 from desktop_mem.engine.models import Memory, ValidationError, utc_now
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.markdown_store import ENTRIES, atomic_replace
+from desktop_mem.engine.transfer.import_formats import EXPORT_FORMAT
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from desktop_mem.engine import front_matter
-from desktop_mem.engine.front_matter import FrontMatterError
-from desktop_mem.engine.git_history import FileChange, RawCommit
+from desktop_mem.engine.history.git_history import FileChange, RawCommit
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
+from desktop_mem.engine.store import front_matter
+from desktop_mem.engine.store.front_matter import FrontMatterError
 
 BlobReader = Callable[[str | None], bytes | None]
 

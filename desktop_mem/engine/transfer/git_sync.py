@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from git.exc import GitCommandError
 
-from desktop_mem.engine.front_matter import FrontMatterError
-from desktop_mem.engine.git_history import format_message
-from desktop_mem.engine.markdown_store import atomic_write
+from desktop_mem.engine.history.git_history import format_message
 from desktop_mem.engine.models import EngineError, Memory, ValidationError
+from desktop_mem.engine.store.front_matter import FrontMatterError
+from desktop_mem.engine.store.markdown_store import atomic_write
 
 if TYPE_CHECKING:
     import git

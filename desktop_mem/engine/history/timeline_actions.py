@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from git.exc import GitError
 from gitdb.exc import ODBError
 
-from desktop_mem.engine.conversation_ids import validate_conversation_id
-from desktop_mem.engine.markdown_store import atomic_write, content_hash
+from desktop_mem.engine.history.timeline_query import file_bytes_at
 from desktop_mem.engine.models import (
     ConflictError,
     EventType,
@@ -25,7 +24,8 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
-from desktop_mem.engine.timeline_query import file_bytes_at
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.markdown_store import atomic_write, content_hash
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

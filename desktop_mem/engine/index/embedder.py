@@ -16,7 +16,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.onnx_session import batch_tokenizer, cpu_session
+from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session
 from desktop_mem.resources import resource_path
 
 FloatMatrix = npt.NDArray[np.float32]

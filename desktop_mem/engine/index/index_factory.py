@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.embedder import Embedder, OnnxEmbedder, OpenAIEmbedder
-from desktop_mem.engine.index_sync import IndexSync
-from desktop_mem.engine.keyword_index import KeywordIndex
-from desktop_mem.engine.reranker import OnnxReranker, Reranker
-from desktop_mem.engine.retrieval import RetrievalSettings, Retriever
-from desktop_mem.engine.vector_index import VectorIndex
+from desktop_mem.engine.index.embedder import Embedder, OnnxEmbedder, OpenAIEmbedder
+from desktop_mem.engine.index.index_sync import IndexSync
+from desktop_mem.engine.index.keyword_index import KeywordIndex
+from desktop_mem.engine.index.reranker import OnnxReranker, Reranker
+from desktop_mem.engine.index.retrieval import RetrievalSettings, Retriever
+from desktop_mem.engine.index.vector_index import VectorIndex
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

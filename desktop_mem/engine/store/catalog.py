@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
-from desktop_mem.engine.front_matter import FrontMatterError
-from desktop_mem.engine.index_sync import Manifest
-from desktop_mem.engine.markdown_store import MarkdownStore
 from desktop_mem.engine.models import Memory, NotFoundError, Problem, ValidationError
+from desktop_mem.engine.store.front_matter import FrontMatterError
+from desktop_mem.engine.store.manifest import Manifest
+from desktop_mem.engine.store.markdown_store import MarkdownStore
 
 
 class Catalog:

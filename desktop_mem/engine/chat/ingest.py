@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from desktop_mem.engine.chat_types import WriteOutcome
-from desktop_mem.engine.extraction import (
+from desktop_mem.engine.chat.chat_types import WriteOutcome
+from desktop_mem.engine.chat.extraction import (
     ChatModel,
     ExtractedFact,
     extract_facts,
@@ -22,9 +22,9 @@ from desktop_mem.engine.extraction import (
     reconcile,
     update_summary,
 )
+from desktop_mem.engine.index.retrieval import SearchFilters
 from desktop_mem.engine.models import Memory, NotFoundError, ValidationError, utc_now
-from desktop_mem.engine.retrieval import SearchFilters
-from desktop_mem.engine.secrets_scan import describe
+from desktop_mem.engine.store.secrets_scan import describe
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine
@@ -113,7 +113,7 @@ def _reconcile_and_apply(
     existing = _neighbourhood(engine, conv, facts)
     kinds = {f.text: f for f in facts}
     if llm is None:
-        from desktop_mem.engine.extraction import Decision, ReconcileResult
+        from desktop_mem.engine.chat.extraction import Decision, ReconcileResult
 
         known = {t.casefold() for _i, t in existing}
         result = ReconcileResult(tuple(Decision("ADD", f.text, None) for f in facts

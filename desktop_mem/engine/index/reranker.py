@@ -15,7 +15,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.onnx_session import batch_tokenizer, cpu_session
+from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"

@@ -23,10 +23,10 @@ import yaml
 from git.exc import GitError
 from gitdb.exc import ODBError
 
-from desktop_mem.engine import front_matter
-from desktop_mem.engine.git_history import RawCommit
+from desktop_mem.engine.history.git_history import RawCommit
+from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.engine.timeline import classify
+from desktop_mem.engine.store import front_matter
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

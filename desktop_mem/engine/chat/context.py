@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Protocol, cast, get_args
 
-from desktop_mem.engine.token_count import TokenCounter, count_messages, message_text
+from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 
 Message = dict[str, Any]
 StrategyName = Literal["none", "trimming", "sliding_window", "summarizing", "compacting"]

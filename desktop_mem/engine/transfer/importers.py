@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine.extraction import ChatModel, extract_facts, pattern_facts
-from desktop_mem.engine.import_formats import (  # noqa: F401 - Entry, ImportFileError, Skipped re-exported
+from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
+from desktop_mem.engine.models import Memory
+from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, ImportFileError, Skipped re-exported
     Entry,
     ImportFileError,
     Skipped,
@@ -27,7 +28,6 @@ from desktop_mem.engine.import_formats import (  # noqa: F401 - Entry, ImportFil
     parse_memory_list,
     stable_id,
 )
-from desktop_mem.engine.models import Memory
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine

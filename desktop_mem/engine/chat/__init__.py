@@ -1,0 +1,1 @@
+"""Chat and the write path: LLM client, prompts, context strategies, extraction, ingest."""

@@ -1,0 +1,1 @@
+"""Git history and the timeline: commits, classification, paging, lineage, timeline actions."""

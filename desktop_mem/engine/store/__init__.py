@@ -1,0 +1,1 @@
+"""The Markdown store: files, front matter, catalog, lock, ids, secrets, the write transaction."""

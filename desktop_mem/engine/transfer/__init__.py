@@ -1,0 +1,1 @@
+"""Moving memory in and out: imports, exports, git sync."""
