@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from enum import Enum
@@ -155,7 +156,24 @@ def open_engine(config: Config, command: str) -> MemoryEngine:
     return MemoryEngine(config, read_only=command in READ_COMMANDS)
 
 
+def no_display_reason(env: Mapping[str, str], platform: str) -> str | None:
+    """Why the window cannot open here (Linux without X11/Wayland), or None when it can.
+
+    Checked before Qt loads: without a display Qt aborts the process with its plugin message.
+    """
+    if not platform.startswith("linux") or env.get("QT_QPA_PLATFORM"):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return ("desktop-mem: no display (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot "
+            "open; use the command line (desktop-mem --help) or the HTTP endpoint (desktop-mem serve).")
+
+
 def _open_window(config: Config, parser: argparse.ArgumentParser) -> int:
+    reason = no_display_reason(os.environ, sys.platform)
+    if reason is not None:
+        print(reason, file=sys.stderr)
+        return 2
     try:
         from desktop_mem.ui.app import run_app
     except ImportError:

@@ -32,6 +32,10 @@ from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.task_runner import TaskRunner
 
 REPAINT_MS = 30
+EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
+              "memory was used.")
+NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new conversation starts "
+                        "with it (or press Ctrl+N to name one first).")
 
 
 class TokenBuffer:
@@ -76,6 +80,7 @@ class ChatPane(QWidget):
     reply_progressed = Signal(str)  # the reply text so far, after each repaint
     outcome_shown = Signal(str)
     llm_problem = Signal(str)  # one line for the status bar
+    conversation_created = Signal(str)  # Send with no conversation selected started this one
 
     _used_received = Signal(object)  # MemoryUsed, from the chat thread
 
@@ -84,6 +89,7 @@ class ChatPane(QWidget):
         self._engine = engine
         self._runner = runner
         self._conversation: str | None = None
+        self._creating = False  # a conversation for the first message is being created
         self._turn: _Turn | None = None
         self.last_token_count = 0  # tokens the last reply streamed in (0: it came in one piece)
         # (conversation, user text, reply widget) of replies whose write path has not reported yet
@@ -121,8 +127,7 @@ class ChatPane(QWidget):
         self.scroll_area.setWidget(self.transcript)
         self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
-        self.empty_label = QLabel("Say hello. Facts you mention are remembered; the panel under "
-                                  "each reply shows what memory was used.", self.transcript)
+        self.empty_label = QLabel(NO_CONVERSATION_HINT, self.transcript)
         self.empty_label.setObjectName("mutedLabel")
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -198,11 +203,14 @@ class ChatPane(QWidget):
     def send(self) -> None:
         """Send the typed message; the reply streams in below it."""
         text = self.input.toPlainText().strip()
-        if not text or self._turn is not None or self._conversation is None:
+        if not text or self._turn is not None or self._creating:
             return
         if self._engine.read_only:
             self.show_problem("This window opened the store read-only (another desktop-mem is writing "
                               "to it), so it cannot chat. Close the other one and reopen.")
+            return
+        if self._conversation is None:
+            self._start_conversation(text)
             return
         self.input.clear()
         self.banner.hide()
@@ -252,6 +260,28 @@ class ChatPane(QWidget):
 
     # -------------------------------------------------------------- private
 
+    def _start_conversation(self, text: str) -> None:
+        """Send with nothing selected (a new, empty store): create a conversation named after it."""
+        self._creating = True
+        self.send_button.setEnabled(False)
+        title = " ".join(text.split()[:6])[:60] or "Conversation"
+        self._runner.submit_write(self._engine.new_conversation, title,
+                                  on_result=self._on_conversation_created,
+                                  on_error=self._on_conversation_failed)
+
+    def _on_conversation_created(self, conversation_id: str) -> None:
+        self._creating = False
+        self._conversation = conversation_id
+        self.empty_label.setText(EMPTY_HINT)
+        self.conversation_created.emit(conversation_id)
+        self._set_busy(False)
+        self.send()
+
+    def _on_conversation_failed(self, error: BaseException) -> None:
+        self._creating = False
+        self._set_busy(False)
+        self.show_problem(f"Could not start a conversation: {error}")
+
     def _add_message(self, role: str, text: str) -> ChatMessage:
         self.empty_label.hide()
         message = ChatMessage(role, text, self.transcript)
@@ -265,6 +295,7 @@ class ChatPane(QWidget):
             message.setParent(None)
             message.deleteLater()
         self._awaiting_outcome = [p for p in self._awaiting_outcome if p[0] == self._conversation]
+        self.empty_label.setText(EMPTY_HINT if self._conversation is not None else NO_CONVERSATION_HINT)
         self.empty_label.show()
 
     def _set_busy(self, busy: bool) -> None:

@@ -161,6 +161,10 @@ class ConversationList(QWidget):
         """Create a conversation with this title and select it."""
         self._runner.submit_write(self._engine.new_conversation, title, on_result=self._on_created)
 
+    def show_created(self, conversation_id: str) -> None:
+        """A conversation made elsewhere (the chat's first message): list and select it."""
+        self._on_created(conversation_id)
+
     def rename(self, conversation_id: str, title: str) -> None:
         """Give a conversation a new title."""
         self._runner.submit_write(self._engine.rename_conversation, conversation_id, title,
@@ -196,7 +200,10 @@ class ConversationList(QWidget):
         conv = self._model.conversation_at(current.row())
         if conv is not None:
             self._current = conv.id
-            self.rename_button.setEnabled(not self._engine.read_only and conv.id != GLOBAL_CONVERSATION)
+            # Global memory is shared by every conversation: it can be neither renamed nor deleted.
+            editable = not self._engine.read_only and conv.id != GLOBAL_CONVERSATION
+            self.rename_button.setEnabled(editable)
+            self.delete_button.setEnabled(editable)
             self.conversation_selected.emit(conv.id)
 
     @Slot()
@@ -217,7 +224,7 @@ class ConversationList(QWidget):
     @Slot()
     def _on_delete_button_clicked(self) -> None:
         conv = self._model.conversation_at(self.view.currentIndex().row())
-        if conv is None:
+        if conv is None or conv.id == GLOBAL_CONVERSATION:
             return
         if self._confirm(self, "Delete conversation?",
                          f"Delete “{conv.title}” and all its memories? They move to deleted/ and can "

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -30,6 +29,7 @@ from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.index.retrieval import ScoreBreakdown, SearchFilters
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem
 from desktop_mem.ui.date_range import date_range_edits
+from desktop_mem.ui.flow_layout import FlowLayout, group
 from desktop_mem.ui.memory_model import SCORE_COLUMN, MemoryTableModel, ProblemsModel
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -114,6 +114,9 @@ class MemoryBrowser(QWidget):
         self.search_edit.setClearButtonEnabled(True)
         self.conversation_combo = QComboBox(self)
         self.conversation_combo.addItem("All conversations", None)
+        self.conversation_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.conversation_combo.setMinimumContentsLength(14)  # long ids elide instead of widening
         self.role_combo = self._combo((ANY, *ROLES))
         self.kind_combo = self._combo((ANY, *KINDS))
         self.date_check = QCheckBox("From", self)
@@ -122,19 +125,13 @@ class MemoryBrowser(QWidget):
         self.count_label = QLabel(self)
         self.count_label.setObjectName("mutedLabel")
 
-        filters = QHBoxLayout()
-        for label, widget in (("Conversation", self.conversation_combo), ("Role", self.role_combo),
-                              ("Kind", self.kind_combo)):
-            filters.addWidget(QLabel(label, self))
-            filters.addWidget(widget)
-        filters.addSpacing(8)
-        filters.addWidget(self.date_check)
-        filters.addWidget(self.since_edit)
-        filters.addWidget(QLabel("to", self))
-        filters.addWidget(self.until_edit)
-        filters.addSpacing(8)
+        # A wrapping row: the pane stays narrow enough for a 1280-px screen beside the editor.
+        filters = FlowLayout()
+        filters.addWidget(group(self, "Conversation", self.conversation_combo))
+        filters.addWidget(group(self, "Role", self.role_combo))
+        filters.addWidget(group(self, "Kind", self.kind_combo))
+        filters.addWidget(group(self, self.date_check, self.since_edit, "to", self.until_edit))
         filters.addWidget(self.deleted_check)
-        filters.addStretch(1)
         filters.addWidget(self.count_label)
 
         self.table = QTableView(self)

@@ -33,6 +33,7 @@ from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
+from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout
 from desktop_mem.ui.lineage_view import show_lineage_dialog
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -73,7 +74,7 @@ class MemoryEditor(QWidget):
     # ---------------------------------------------------------------- setup
 
     def _setup_ui(self) -> None:
-        self.title_label = QLabel(self)
+        self.title_label = ElidedLabel("", self)
         self.title_label.setObjectName("paneTitle")
         self.banner = QFrame(self)
         self.banner.setObjectName("warningBanner")
@@ -125,9 +126,8 @@ class MemoryEditor(QWidget):
         self.delete_button = QPushButton("Delete", self)
         self.external_button = QPushButton("Open in external editor", self)
         self.lineage_button = QPushButton("Show lineage", self)
-        buttons = QHBoxLayout()
+        buttons = FlowLayout()  # wraps when the editor is narrow
         buttons.addWidget(self.new_button)
-        buttons.addStretch(1)
         buttons.addWidget(self.external_button)
         buttons.addWidget(self.lineage_button)
         buttons.addWidget(self.delete_button)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer, Slot
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
+from desktop_mem.ui.flow_layout import ElidedLabel
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
 
@@ -53,7 +54,7 @@ class StatusBar(QStatusBar):
         self.count_label = QLabel(self)
         self.index_label = QLabel(self)
         self.watcher_label = QLabel(self)
-        self.commit_label = QLabel(self)
+        self.commit_label = ElidedLabel("", self)  # a long subject must not widen the window
         self.commit_label.setObjectName("mutedLabel")
         for label in (self.llm_label, self.count_label, self.index_label, self.watcher_label):
             self.addPermanentWidget(label)

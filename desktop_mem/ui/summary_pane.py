@@ -15,6 +15,7 @@ from desktop_mem.engine.facade import MemoryEngine, StoreChange
 from desktop_mem.engine.history.timeline_query import word_diff
 from desktop_mem.engine.models import EngineError, Memory
 from desktop_mem.ui.diff_view import inline_html
+from desktop_mem.ui.flow_layout import ElidedLabel
 from desktop_mem.ui.markdown_view import MarkdownView
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -80,10 +81,11 @@ class SummaryPane(QWidget):
         self._connect_signals()
 
     def _setup_ui(self) -> None:
-        self.title_label = QLabel(self)
+        self.title_label = ElidedLabel("", self)
         self.title_label.setObjectName("paneTitle")
         self.meta_label = QLabel(self)
         self.meta_label.setObjectName("mutedLabel")
+        self.meta_label.setWordWrap(True)
         self.summary_view = MarkdownView(self)
         self.from_combo = QComboBox(self)
         self.to_combo = QComboBox(self)
@@ -96,7 +98,7 @@ class SummaryPane(QWidget):
         right = QWidget(self)
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(QLabel("Earlier versions (from git)", right))
+        right_layout.addWidget(ElidedLabel("Earlier versions (from git)", right))
         right_layout.addLayout(compare)
         right_layout.addWidget(self.diff_view, 1)
         left = QWidget(self)

@@ -18,12 +18,12 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListView,
     QMenu,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QToolButton,
@@ -43,6 +43,7 @@ from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memo
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.diff_view import DiffView
+from desktop_mem.ui.flow_layout import FlowLayout, group
 from desktop_mem.ui.lineage_view import LineageView, show_memory_at_dialog
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
@@ -80,6 +81,9 @@ class TimelinePane(QWidget):
     def _setup_ui(self) -> None:
         self.conversation_combo = QComboBox(self)
         self.conversation_combo.addItem(ALL_CONVERSATIONS)
+        self.conversation_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.conversation_combo.setMinimumContentsLength(14)
         self.types_button = QToolButton(self)
         self.types_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         types_menu = QMenu(self.types_button)
@@ -99,14 +103,13 @@ class TimelinePane(QWidget):
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(_SEARCH_DELAY_MS)
-        filters = QHBoxLayout()
+        filters = FlowLayout()  # wraps: the pane fits a 1280-px screen
         filters.addWidget(self.conversation_combo)
         filters.addWidget(self.types_button)
-        filters.addWidget(self.dates_check)
-        filters.addWidget(self.since_edit)
-        filters.addWidget(QLabel("to", self))
-        filters.addWidget(self.until_edit)
-        filters.addWidget(self.search_edit, 1)
+        filters.addWidget(group(self, self.dates_check, self.since_edit, "to", self.until_edit))
+        self.search_edit.setMinimumWidth(160)
+        self.search_edit.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        filters.addWidget(self.search_edit)
         filters.addWidget(self.only_check)
 
         self.commit_view = QListView(self)
@@ -130,10 +133,9 @@ class TimelinePane(QWidget):
         self.status_label = QLabel(self)
         self.status_label.setWordWrap(True)
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)
-        actions = QHBoxLayout()
+        actions = FlowLayout()
         for button in (self.restore_button, self.revert_button, self.summary_button, self.open_button):
             actions.addWidget(button)
-        actions.addStretch(1)
         self.diff_view = DiffView(self._engine, self._runner, self)
         self.lineage_view = LineageView(self._engine, self._runner, self)
         self.detail_tabs = QTabWidget(self)

@@ -72,6 +72,7 @@ class Workspace(QWidget):
         self.chat.memory_requested.connect(self.open_memory)
         self.chat.settings_requested.connect(self.settings_requested)
         self.chat.llm_problem.connect(self.llm_problem)
+        self.chat.conversation_created.connect(self.conversations.show_created)
         self.browser.memory_activated.connect(self._on_browser_memory_activated)
         self.browser.problem_activated.connect(self._on_browser_problem_activated)
         self._bridge.store_changed.connect(self._on_bridge_store_changed)

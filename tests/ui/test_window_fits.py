@@ -1,0 +1,104 @@
+"""The window fits a 1280×720 screen in every pane and selection state; an empty store can chat."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from desktop_mem.ui.chat_pane import NO_CONVERSATION_HINT
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
+
+SCREEN_W, SCREEN_H = 1280, 720
+
+
+@pytest.fixture
+def window(qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> Iterator[MainWindow]:
+    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
+    win = MainWindow(config, TaskRunner(),
+                     settings=QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat),
+                     confirm=lambda *_: True)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.store_opened, timeout=30000):
+        win.open_store()
+    yield win
+    win.shutdown()
+
+
+def _fits(qtbot: Any, win: MainWindow, state: str) -> None:
+    qtbot.wait(50)  # let layouts settle after the state change
+    hint = win.minimumSizeHint().expandedTo(win.minimumSize())
+    assert hint.width() <= SCREEN_W and hint.height() <= SCREEN_H, f"{state}: minimum {hint.toTuple()}"
+    win.resize(SCREEN_W, SCREEN_H)
+    qtbot.waitUntil(lambda: (win.width(), win.height()) == (SCREEN_W, SCREEN_H), timeout=2000)
+
+
+def test_every_pane_and_selection_fits_1280x720(qtbot: Any, window: MainWindow) -> None:
+    assert window.welcome is not None
+    window.welcome.demo_button.click()
+    qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
+    ws = window.workspace
+    assert ws is not None
+    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5 and ws.timeline.model.rowCount() > 3,
+                    timeout=30000)
+    for tab in (CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB):
+        window.show_tab(tab)
+        _fits(qtbot, window, f"tab {tab}")
+
+    window.show_tab(CHAT_TAB)
+    ws.chat.show_problem("The LLM at http://127.0.0.1:9/v1 did not answer. " * 4)
+    _fits(qtbot, window, "chat with a problem banner")
+
+    window.show_tab(MEMORIES_TAB)
+    ws.browser.table.selectRow(0)
+    qtbot.waitUntil(lambda: ws.editor.memory is not None, timeout=5000)
+    _fits(qtbot, window, "a live memory open")
+    ws.browser.deleted_check.setChecked(True)
+    def rows() -> list[Any]:
+        return [ws.browser.model.memory_at(r) for r in range(ws.browser.model.rowCount())]
+
+    qtbot.waitUntil(lambda: any(m.deleted for m in rows()), timeout=10000)
+    deleted_row = next(r for r, m in enumerate(rows()) if m.deleted)
+    ws.browser.table.selectRow(deleted_row)
+    qtbot.waitUntil(lambda: ws.editor.memory is not None and ws.editor.memory.deleted, timeout=5000)
+    _fits(qtbot, window, "a deleted memory open")
+    ws.editor._show_conflict("This memory changed on disk while you were editing it. " * 3)
+    _fits(qtbot, window, "editor conflict banner")
+
+    window.show_tab(TIMELINE_TAB)
+    ws.timeline.commit_view.setCurrentIndex(ws.timeline.model.index(0, 0))
+    qtbot.waitUntil(lambda: ws.timeline.events_model.rowCount() > 0, timeout=10000)
+    ws.timeline.event_view.setCurrentIndex(ws.timeline.events_model.index(0, 0))
+    _fits(qtbot, window, "a timeline event selected")
+
+    window.show_tab(SUMMARY_TAB)
+    ws.conversations.select("trip-to-lisbon")
+    qtbot.waitUntil(lambda: ws.summary.state is not None and ws.summary.state.summary is not None,
+                    timeout=10000)
+    _fits(qtbot, window, "a summary with versions")
+
+
+def test_an_empty_store_says_send_starts_a_conversation_and_it_does(qtbot: Any, window: MainWindow,
+                                                                     scripted_llm: Any) -> None:
+    scripted_llm.default_reply = "Hello there!"
+    assert window.welcome is not None
+    window.welcome.empty_button.click()
+    ws = window.workspace
+    assert ws is not None and ws.conversations.model.rowCount() == 0
+    assert ws.chat.empty_label.text() == NO_CONVERSATION_HINT and ws.chat.send_button.isEnabled()
+    _fits(qtbot, window, "empty store")
+    ws.chat.input.setPlainText("Hi, I am planning a trip to Crete")
+    with qtbot.waitSignal(ws.chat.reply_finished, timeout=30000) as finished:
+        ws.chat.send_button.click()
+    assert finished.args[0].ok and finished.args[0].text == "Hello there!"
+    qtbot.waitUntil(lambda: ws.conversations.current is not None
+                    and ws.conversations.model.row_of(ws.conversations.current) is not None, timeout=10000)
+    assert ws.chat.conversation == ws.conversations.current
+    assert ws.conversations.model.index(0, 0).data() == "Hi, I am planning a trip"
+    assert [m.text for m in ws.chat.messages()] == ["Hi, I am planning a trip to Crete", "Hello there!"]
