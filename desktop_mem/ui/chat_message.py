@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from desktop_mem.engine.chat.chat_types import MemoryUsed
 from desktop_mem.ui.markdown_view import MarkdownView
@@ -14,6 +14,7 @@ class ChatMessage(QFrame):
     """A user message or an assistant reply (which may still be streaming)."""
 
     memory_requested = Signal(str)  # memory id, from the "memory used" panel
+    retry_requested = Signal()  # the Retry button under a failed reply
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -28,6 +29,14 @@ class ChatMessage(QFrame):
         self.status_label = QLabel(self)
         self.status_label.setObjectName("errorLabel")
         self.status_label.setWordWrap(True)
+        self.retry_button = QPushButton("Retry", self)
+        self.retry_button.setToolTip("Send the same message again")
+        self.retry_button.hide()
+        self.retry_button.clicked.connect(self.retry_requested)
+        status_row = QHBoxLayout()
+        status_row.setContentsMargins(0, 0, 0, 0)
+        status_row.addWidget(self.status_label, 1)
+        status_row.addWidget(self.retry_button)
         self.status_label.hide()
         self.outcome_label = QLabel(self)
         self.outcome_label.setObjectName("outcomeLabel")
@@ -38,7 +47,7 @@ class ChatMessage(QFrame):
         self._layout.setSpacing(2)
         self._layout.addWidget(self.who)
         self._layout.addWidget(self.view)
-        self._layout.addWidget(self.status_label)
+        self._layout.addLayout(status_row)
         self._layout.addWidget(self.outcome_label)
 
     @property
@@ -68,6 +77,16 @@ class ChatMessage(QFrame):
         """A problem with this reply (stopped, failed), shown under it."""
         self.status_label.setText(text)
         self.status_label.setVisible(bool(text))
+
+    def set_waiting(self, text: str) -> None:
+        """What the reply is waiting for, shown until its first words arrive."""
+        self.view.setPlaceholderText(text)
+
+    def set_interrupted(self, retry: bool) -> None:
+        """Mark a reply that did not complete; `retry` offers to send the message again."""
+        self.who.setText("Assistant · interrupted")
+        self.view.setPlaceholderText("")
+        self.retry_button.setVisible(retry)
 
     def set_outcome(self, text: str) -> None:
         """The "Memory updated: ..." line once the background write path finished."""

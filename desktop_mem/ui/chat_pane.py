@@ -1,6 +1,7 @@
 """The chat pane: the transcript, a streaming reply, stop, "memory used" and "memory updated".
 
-A turn runs `engine.chat` on the writer thread. Tokens arrive on that thread and go into a
+A turn runs `engine.chat` on the runner's chat lane (never on the writer: saves made while a
+reply streams land at once). Tokens arrive on that thread and go into a
 locked buffer; a 30 ms timer on the GUI thread drains it, so the view repaints at a steady rate
 however fast the model streams. The "memory used" value crosses threads through a queued signal;
 the write path's outcome arrives later through the EngineBridge.
@@ -29,6 +30,7 @@ from shiboken6 import isValid
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.ui.chat_message import ChatMessage
+from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner
 
 REPAINT_MS = 30
@@ -69,6 +71,7 @@ class _Turn:
     message: ChatMessage | None
     buffer: TokenBuffer = field(default_factory=TokenBuffer)
     cancel: threading.Event = field(default_factory=threading.Event)
+    released: bool = False  # stopped by the user: the pane no longer waits for it
 
 
 class ChatPane(QWidget):
@@ -80,6 +83,7 @@ class ChatPane(QWidget):
     reply_progressed = Signal(str)  # the reply text so far, after each repaint
     outcome_shown = Signal(str)
     llm_problem = Signal(str)  # one line for the status bar
+    reply_stopped = Signal()  # Stop or Esc released the pane (the request may still end later)
     conversation_created = Signal(str)  # Send with no conversation selected started this one
 
     _used_received = Signal(object)  # MemoryUsed, from the chat thread
@@ -216,31 +220,59 @@ class ChatPane(QWidget):
         self.banner.hide()
         self._add_message("user", text)
         reply = self._add_message("assistant", "")
-        reply.view.setPlaceholderText("…")
+        reply.set_waiting(self._waiting_text())
         turn = _Turn(self._conversation, text, reply)
+        reply.retry_requested.connect(lambda t=turn: self.retry(t.user_text))
         self._turn = turn
         self._set_busy(True)
         self._repaint.start()
-        self._runner.submit_write(
+        self._runner.submit_chat(
             self._engine.chat, turn.conversation_id, text,
             on_token=turn.buffer.push, on_used=self._used_received.emit, cancel=turn.cancel,
-            on_result=self._on_reply, on_error=self._on_chat_error)
+            on_result=lambda r, t=turn: self._on_reply(t, r),
+            on_error=lambda e, t=turn: self._on_chat_error(t, e))
 
     @Slot()
     def stop(self) -> None:
-        """Stop the reply being streamed (the text so far is kept and stored)."""
+        """Stop the reply at once: the text so far is kept, and Send works again right away.
+
+        The engine notices the cancel at its next token; a request still waiting for the server
+        ends in the background and its (empty or partial) result is shown when it arrives.
+        """
+        turn = self._finish_turn()
+        if turn is None:
+            return
+        turn.cancel.set()
+        turn.released = True
+        if turn.message is not None:
+            turn.message.set_interrupted(retry=False)
+            turn.message.set_status(stopped_text(len(turn.message.text)))
+        self.reply_stopped.emit()
+
+    def retry(self, text: str) -> None:
+        """Send a message again (the Retry button under a failed reply)."""
         if self._turn is not None:
-            self._turn.cancel.set()
-            self.stop_button.setEnabled(False)
+            return
+        self.input.setPlainText(text)
+        self.send()
+
+    def _waiting_text(self) -> str:
+        """What a new reply waits for, before its first words."""
+        model = self._engine.config["llm.model"] or "the model"
+        if any(p[0] == self._conversation for p in self._awaiting_outcome):
+            return (f"Waiting for {model}… The server is also updating memory from the previous "
+                    "turn; it may answer one request at a time.")
+        return f"Waiting for {model}…"
 
     def focus_input(self) -> None:
         """Put the cursor in the message box."""
         self.input.setFocus(Qt.FocusReason.OtherFocusReason)
 
-    def show_problem(self, message: str) -> None:
-        """A non-modal banner with a link to Settings (LLM unreachable or misconfigured)."""
+    def show_problem(self, message: str, *, settings: bool = True) -> None:
+        """A non-modal banner; with a link to Settings when a setting can fix the problem."""
         safe = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        self.banner_label.setText(f"{safe} &nbsp;<a href=\"settings\">Open Settings…</a>")
+        link = ' &nbsp;<a href="settings">Open Settings…</a>' if settings else ""
+        self.banner_label.setText(f"{safe}{link}")
         self.banner.show()
 
     def on_outcome(self, outcome: WriteOutcome) -> None:
@@ -329,31 +361,42 @@ class ChatPane(QWidget):
         if turn is not None and turn.message is not None and used.conversation_id == turn.conversation_id:
             turn.message.set_used(used)
 
-    def _on_reply(self, reply: ChatReply) -> None:
-        turn = self._finish_turn()
-        message = turn.message if turn is not None else None
-        if turn is not None:
-            self._awaiting_outcome.append((turn.conversation_id, turn.user_text, message))
+    def _on_reply(self, turn: _Turn, reply: ChatReply) -> None:
+        if turn is self._turn:
+            self._finish_turn()
+        message = turn.message if turn.message is not None and isValid(turn.message) else None
+        self._awaiting_outcome.append((turn.conversation_id, turn.user_text, message))
         if message is not None:
             if reply.text != message.text:
                 message.set_text(reply.text)
             if message.used_panel is None:
                 message.set_used(reply.used)
-            if reply.cancelled:
-                message.set_status("Stopped. The text so far was kept.")
+            if reply.cancelled or turn.released:
+                message.set_interrupted(retry=False)
+                message.set_status(stopped_text(len(reply.text)))
             elif reply.error:
-                message.set_status(reply.error)
-        if reply.error:
-            self.show_problem(reply.error)
+                message.set_interrupted(retry=True)
+                message.set_status(failure_text(reply))
+        if reply.error and not turn.released:
+            self._keep_typed_text(turn, reply.text)
+            self.show_problem(failure_text(reply), settings=is_config_problem(reply))
             self.llm_problem.emit(reply.error)
         self.reply_finished.emit(reply)
 
-    def _on_chat_error(self, error: BaseException) -> None:
-        turn = self._finish_turn()
+    def _on_chat_error(self, turn: _Turn, error: BaseException) -> None:
+        if turn is self._turn:
+            self._finish_turn()
         text = f"The message could not be sent: {error}"
-        if turn is not None and turn.message is not None:
+        if turn.message is not None and isValid(turn.message):
+            turn.message.set_interrupted(retry=True)
             turn.message.set_status(text)
-        self.show_problem(text)
+        self._keep_typed_text(turn, "")
+        self.show_problem(text, settings=False)
+
+    def _keep_typed_text(self, turn: _Turn, reply_text: str) -> None:
+        """Nothing came back: put the message back in the box (unless the user typed anew)."""
+        if not reply_text and turn.conversation_id == self._conversation and not self.input.toPlainText():
+            self.input.setPlainText(turn.user_text)
 
     def _on_history_loaded(self, messages: list[dict[str, object]]) -> None:
         for item in messages:

@@ -152,7 +152,7 @@ class MainWindow(QMainWindow):
         """Open the configured store on the writer thread; the window stays responsive."""
         self.loading_label.setText(f"Loading store…\n{self.config.store_path}")
         self.stack.setCurrentWidget(self.loading_label)
-        self.runner.submit_write(open_store, self.config, read_only,
+        self.runner.submit_write(open_store, self.config, read_only, quiet=True,
                                  on_result=self._on_store_opened, on_error=self._on_store_failed)
 
     def show_tab(self, tab: int) -> None:
@@ -230,8 +230,8 @@ class MainWindow(QMainWindow):
         if self.engine is None or self._index_requested is self.engine:
             return
         self._index_requested = self.engine
-        self.runner.submit_write(open_index_and_watch, self.engine, on_result=self._on_index_opened,
-                                 on_error=self._on_index_failed)
+        self.runner.submit_write(open_index_and_watch, self.engine, quiet=True,
+                                 on_result=self._on_index_opened, on_error=self._on_index_failed)
 
     def _on_store_failed(self, error: BaseException) -> None:
         if isinstance(error, StoreLockedError) and self._confirm(
@@ -291,7 +291,7 @@ class MainWindow(QMainWindow):
         if self.bridge is not None:
             self.bridge.close()
         self.status.set_engine(None)
-        self.runner.submit_write(close_engine, engine)
+        self.runner.submit_write(close_engine, engine, quiet=True)
         self.engine = None
 
     def _drop_pages(self) -> None:

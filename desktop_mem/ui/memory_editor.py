@@ -67,6 +67,7 @@ class MemoryEditor(QWidget):
         self._new_conversation: str | None = None
         self._base_hash: str | None = None
         self._saving = False
+        self._busy_button: tuple[QPushButton, str] | None = None  # the button showing "Saving…"
         self._setup_ui()
         self._connect_signals()
         self._show(None)
@@ -240,7 +241,7 @@ class MemoryEditor(QWidget):
             return
         values = self.values()
         if self._new_conversation is not None:
-            self._saving = True
+            self._begin_write(self.save_button, "Saving…")
             self._runner.submit_write(
                 self._engine.add, values.text, conversation_id=self._new_conversation,
                 kind=values.kind or "fact", source=values.source or "manual", expires_at=values.expires_at,
@@ -250,7 +251,7 @@ class MemoryEditor(QWidget):
         text, meta = self.changes()
         if text is None and not meta:
             return
-        self._saving = True
+        self._begin_write(self.save_button, "Saving…")
         self._runner.submit_write(self._engine.edit, self._memory.id, text=text, meta=meta or None,
                                   expected_hash=self._base_hash, secrets=self._secrets,
                                   on_result=self._on_saved, on_error=self._on_save_failed)
@@ -368,13 +369,30 @@ class MemoryEditor(QWidget):
         self.banner.show()
         self.conflict_shown.emit(message)
 
-    def _on_saved(self, memory: Memory) -> None:
+    def _begin_write(self, button: QPushButton, text: str) -> None:
+        """A write is under way: say so on its button until the writer answers."""
+        self._saving = True
+        self._busy_button = (button, button.text())
+        button.setText(text)
+        for other in (self.save_button, self.delete_button):
+            other.setEnabled(False)
+
+    def _end_write(self) -> None:
         self._saving = False
+        if self._busy_button is not None:
+            button, text = self._busy_button
+            button.setText(text)
+            self._busy_button = None
+        self.save_button.setEnabled(not self._engine.read_only)
+        self.delete_button.setEnabled(not self._engine.read_only and self._memory is not None)
+
+    def _on_saved(self, memory: Memory) -> None:
+        self._end_write()
         self._show(memory)
         self.saved.emit(memory)
 
     def _on_save_failed(self, error: BaseException) -> None:
-        self._saving = False
+        self._end_write()
         if isinstance(error, SecretDetectedError) and self._secrets is None:
             listed = "\n".join(f"• {f.kind}: {f.masked}" for f in error.findings)
             self._secrets = self._ask_secret(self, listed)
@@ -411,5 +429,5 @@ class MemoryEditor(QWidget):
         if memory is None or self._saving:
             return
         action = self._engine.restore if memory.deleted else self._engine.delete
-        self._saving = True
+        self._begin_write(self.delete_button, "Restoring…" if memory.deleted else "Deleting…")
         self._runner.submit_write(action, memory.id, on_result=self._on_saved, on_error=self._on_save_failed)

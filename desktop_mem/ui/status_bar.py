@@ -50,18 +50,23 @@ class StatusBar(QStatusBar):
         super().__init__(parent)
         self._runner = runner
         self._engine: MemoryEngine | None = None
+        self._last_failure = ""  # why the last reply failed, kept in the LLM label's tooltip
+        self.saving_label = QLabel(self)  # pending writes: every save is visibly under way
+        self.saving_label.hide()
         self.llm_label = QLabel("LLM: not checked", self)
         self.count_label = QLabel(self)
         self.index_label = QLabel(self)
         self.watcher_label = QLabel(self)
         self.commit_label = ElidedLabel("", self)  # a long subject must not widen the window
         self.commit_label.setObjectName("mutedLabel")
-        for label in (self.llm_label, self.count_label, self.index_label, self.watcher_label):
+        for label in (self.saving_label, self.llm_label, self.count_label, self.index_label,
+                      self.watcher_label):
             self.addPermanentWidget(label)
         self.addWidget(self.commit_label, 1)
         self._llm_timer = QTimer(self)
         self._llm_timer.setInterval(LLM_RECHECK_MS)
         self._llm_timer.timeout.connect(self.check_llm)
+        runner.writes_pending.connect(self._on_runner_writes_pending)
 
     def set_engine(self, engine: MemoryEngine | None) -> None:
         """Follow this engine (None while the store is closed or loading)."""
@@ -112,11 +117,17 @@ class StatusBar(QStatusBar):
                                                  else "Edits made outside the app are not picked up"))
 
     def show_llm_problem(self, message: str) -> None:
-        """A chat failed: show why (the next check clears it)."""
-        self.llm_label.setText("LLM: unreachable")
-        self.llm_label.setProperty("state", "bad")
-        self.llm_label.setToolTip(message)
-        self._repolish()
+        """A reply failed: probe the server now, so the label says its real state.
+
+        A reply cut short by a server that is up must not read "unreachable".
+        """
+        self._last_failure = message
+        self.check_llm()
+
+    @Slot(int)
+    def _on_runner_writes_pending(self, count: int) -> None:
+        self.saving_label.setText("Saving…" if count == 1 else f"Saving… ({count} changes)")
+        self.saving_label.setVisible(count > 0)
 
     def _on_status(self, status: StoreStatus) -> None:
         problems = f" · {status.problems} problem file(s)" if status.problems else ""
@@ -125,7 +136,8 @@ class StatusBar(QStatusBar):
     def _on_llm_ok(self, message: str) -> None:
         self.llm_label.setText("LLM: connected")
         self.llm_label.setProperty("state", "good")
-        self.llm_label.setToolTip(message)
+        last = f"\nThe last reply failed: {self._last_failure}" if self._last_failure else ""
+        self.llm_label.setToolTip(message + last)
         self._repolish()
 
     def _on_llm_failed(self, error: BaseException) -> None:

@@ -1,7 +1,9 @@
 """Engine calls off the GUI thread: a read pool, one writer, results back on the GUI thread.
 
-As in Picard: reads run in a QThreadPool; every store mutation (and every chat turn, which
-writes turns) runs in a one-thread pool so files, index and git never race. Results travel back
+As in Picard: reads run in a QThreadPool; every store mutation runs in a one-thread pool so
+files, index and git never race. Chat turns have their own lane: a reply streams for seconds to
+minutes without the engine's write lock (ChatService takes it only to persist a turn file), so a
+Save pressed meanwhile must not queue behind it. Results travel back
 through one queued signal and the callbacks run on the GUI thread; workers never touch widgets.
 Requests submitted with a `key` are "latest wins": an older result for the same key is dropped.
 """
@@ -17,6 +19,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
 
 log = logging.getLogger(__name__)
+CHAT_THREADS = 4
 
 ResultCallback = Callable[[Any], None]
 ErrorCallback = Callable[[BaseException], None]
@@ -64,6 +67,8 @@ class TaskRunner(QObject):
     _finished = Signal(int, object, object)
     # Emitted on the GUI thread after every delivered (non-stale) task: tests and the status bar.
     task_done = Signal()
+    # Writes submitted and not yet delivered, on every change: the window's "Saving…" state.
+    writes_pending = Signal(int)
 
     def __init__(self, parent: QObject | None = None, *, read_threads: int = 4) -> None:
         super().__init__(parent)
@@ -72,6 +77,11 @@ class TaskRunner(QObject):
         self._write_pool = QThreadPool(self)
         self._write_pool.setMaxThreadCount(1)  # one writer: mutations never race
         self._write_pool.setExpiryTimeout(-1)
+        # Chat turns: one reply at a time in the UI, plus room for replies the user stopped
+        # while they still wait for the server (their thread ends when the server answers).
+        self._chat_pool = QThreadPool(self)
+        self._chat_pool.setMaxThreadCount(CHAT_THREADS)
+        self._writes: set[int] = set()
         self._ids = itertools.count(1)
         self._tickets: dict[int, _Ticket] = {}
         self._latest: dict[str, int] = {}
@@ -104,10 +114,30 @@ class TaskRunner(QObject):
         *args: Any,
         on_result: ResultCallback | None = None,
         on_error: ErrorCallback | None = None,
+        quiet: bool = False,
         **kwargs: Any,
     ) -> int:
-        """Run a mutation (or chat turn) on the single writer thread, in submission order."""
-        return self._start(self._write_pool, fn, args, kwargs, None, on_result, on_error)
+        """Run a mutation on the single writer thread, in submission order.
+
+        Counted in `writes_pending` (the user sees "Saving…") unless `quiet`: opening the store or
+        its index is not a save and has its own progress.
+        """
+        task_id = self._start(self._write_pool, fn, args, kwargs, None, on_result, on_error)
+        if not quiet:
+            self._writes.add(task_id)
+            self.writes_pending.emit(len(self._writes))
+        return task_id
+
+    def submit_chat(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        on_result: ResultCallback | None = None,
+        on_error: ErrorCallback | None = None,
+        **kwargs: Any,
+    ) -> int:
+        """Run a chat turn on the chat lane: never behind the writer's queue, never blocking it."""
+        return self._start(self._chat_pool, fn, args, kwargs, None, on_result, on_error)
 
     def _start(self, pool: QThreadPool, fn: Callable[..., Any], args: tuple[Any, ...],
                kwargs: dict[str, Any], key: str | None, on_result: ResultCallback | None,
@@ -131,6 +161,9 @@ class TaskRunner(QObject):
     @Slot(int, object, object)
     def _on_finished(self, task_id: int, result: Any, error: BaseException | None) -> None:
         ticket = self._tickets.pop(task_id, None)
+        if task_id in self._writes:
+            self._writes.discard(task_id)
+            self.writes_pending.emit(len(self._writes))
         if ticket is None:
             return
         if ticket.key is not None:
@@ -156,9 +189,10 @@ class TaskRunner(QObject):
         return bool(self._tickets)
 
     def wait_for_done(self, msecs: int = 30000) -> bool:
-        """Block until both pools are idle (shutdown only; never while the window runs)."""
+        """Block until every pool is idle (shutdown only; never while the window runs)."""
+        ok_chat = self._chat_pool.waitForDone(msecs)
         ok_read = self._read_pool.waitForDone(msecs)
-        return self._write_pool.waitForDone(msecs) and ok_read
+        return self._write_pool.waitForDone(msecs) and ok_read and ok_chat
 
 
 class SyncTaskRunner(TaskRunner):

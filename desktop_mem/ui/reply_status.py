@@ -1,0 +1,46 @@
+"""What the chat pane says about a reply that did not complete: truthful, counted, actionable.
+
+Plain functions over ChatReply (no Qt), so each message can be tested by itself. The engine's
+LLMError messages say what went wrong; these add what was kept of the reply, and decide whether
+Settings can help (only for configuration problems: a wrong URL, key or model).
+"""
+
+from __future__ import annotations
+
+import re
+
+from desktop_mem.engine.chat.chat_types import ChatReply
+
+# Error kinds a change in Settings can fix. A timeout, a busy or failing server or a reply cut
+# short are not configuration problems: Retry is the answer, not Settings.
+CONFIG_KINDS = frozenset({"unreachable", "auth", "model_missing"})
+
+# The engine's own sentence about kept text; replaced by one that counts what was really kept.
+_KEPT_SENTENCE = re.compile(r"\s*The partial text was kept[^.]*\.")
+
+
+def is_config_problem(reply: ChatReply) -> bool:
+    """True when the failure is one Settings can fix."""
+    return reply.error_kind in CONFIG_KINDS
+
+
+def kept_text(chars: int) -> str:
+    """What happened to the part of the reply that arrived."""
+    if chars == 0:
+        return "No text of the reply arrived, so none was stored."
+    return (f"The {chars:,} characters that arrived are kept below and stored, marked as "
+            "interrupted; they are not used to learn facts.")
+
+
+def failure_text(reply: ChatReply) -> str:
+    """The line under a failed reply: why, and exactly what was kept."""
+    reason = _KEPT_SENTENCE.sub("", reply.error or "The reply failed.").strip()
+    return f"{reason} {kept_text(len(reply.text))}"
+
+
+def stopped_text(chars: int) -> str:
+    """The line under a reply the user stopped."""
+    if chars == 0:
+        return "Stopped before any text arrived; nothing of the reply was stored."
+    return (f"Stopped. The {chars:,} characters so far are kept and stored, marked as interrupted; "
+            "they are not used to learn facts.")
