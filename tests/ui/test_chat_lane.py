@@ -8,24 +8,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.memory_editor import MemoryEditor
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.task_runner import TaskRunner
 from tests.scripted_llm import Fault
-from tests.ui.test_chat_pane import is_chat
+from tests.ui.test_chat_pane import _pane, is_chat
 
 SLOW_S = 8  # the scripted reply's delay: far longer than any save may take
-
-
-def _pane(qtbot: Any, engine: Any, runner: Any, bridge: Any) -> ChatPane:
-    pane = ChatPane(engine, runner)
-    qtbot.addWidget(pane)
-    bridge.outcome_ready.connect(pane.on_outcome)
-    pane.resize(700, 600)
-    pane.show()
-    pane.set_conversation("trip")
-    return pane
 
 
 def _chat_requests(scripted_llm: Any) -> int:
@@ -81,7 +70,8 @@ def test_stop_and_a_new_message_never_wait_for_the_old_reply(qtbot: Any, indexed
         pane.stop()  # what Esc and the Stop button call
     first = pane.messages()[-1]
     assert not pane.busy and pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
-    assert "interrupted" in first.who.text() and "nothing of the reply was stored" in first.status_label.text()
+    assert "interrupted" in first.who.text()
+    assert "nothing of the reply was stored" in first.status_label.text()
     pane.input.setPlainText("Second question")
     with qtbot.waitSignal(pane.reply_finished, timeout=SLOW_S * 1000 // 2) as finished:
         pane.send_button.click()
