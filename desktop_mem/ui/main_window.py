@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QStackedWidget
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
+from desktop_mem.ui.app_overrides import apply_app_overrides
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.status_bar import StatusBar, last_commit_line
@@ -42,6 +43,28 @@ class OpenedStore:
     engine: MemoryEngine
     empty: bool
     last_commit: str
+
+
+@dataclass(frozen=True)
+class KeptView:
+    """What the user was looking at when Settings reopened the store."""
+
+    conversation: str | None
+    tab: int
+    typed: str
+
+    @classmethod
+    def of(cls, workspace: Workspace) -> KeptView:
+        """Remember the workspace's conversation, tab and unsent message."""
+        return cls(workspace.conversations.current, workspace.tabs.currentIndex(),
+                   workspace.chat.input.toPlainText())
+
+    def restore(self, workspace: Workspace) -> None:
+        """Show them again in the new workspace (the transcript reloads from the store)."""
+        if self.conversation is not None:
+            workspace.conversations.select(self.conversation)
+        workspace.tabs.setCurrentIndex(self.tab)
+        workspace.chat.input.setPlainText(self.typed)
 
 
 def open_store(config: Config, read_only: bool) -> OpenedStore:
@@ -76,15 +99,16 @@ class MainWindow(QMainWindow):
     def __init__(self, config: Config, runner: TaskRunner | None = None, *,
                  settings: QSettings | None = None, confirm: Confirm = ask) -> None:
         super().__init__()
-        self.config = config
         self.runner = runner or TaskRunner(self)
         self._settings = settings or QSettings()
+        self.config = apply_app_overrides(config, self._settings)
         self._confirm = confirm
         self.engine: MemoryEngine | None = None
         self.bridge: EngineBridge | None = None
         self.workspace: Workspace | None = None
         self.welcome: WelcomePage | None = None
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
+        self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
         self._setup_ui()
         self._setup_menus()
         self._restore_state()
@@ -162,13 +186,15 @@ class MainWindow(QMainWindow):
             self.workspace.tabs.setCurrentIndex(tab)
 
     @Slot()
-    def open_settings(self) -> None:
-        """Ctrl+,: the settings dialog; saving reopens the store with the new settings."""
+    def open_settings(self, group: str | None = None) -> None:
+        """Ctrl+,: the settings dialog (on `group`'s tab); saving reopens the store with the new
+        settings and shows the same conversation, tab and typed message again."""
         from desktop_mem.ui.settings_dialog import SettingsDialog  # openai loads with it: not at start
 
-        dialog = SettingsDialog(self.config, self.runner, self)
-        dialog.saved.connect(self._on_settings_saved)
-        dialog.open()
+        self.settings_dialog = SettingsDialog(self.config, self.runner, self, app_settings=self._settings,
+                                              group=group if isinstance(group, str) else None)
+        self.settings_dialog.saved.connect(self._on_settings_saved)
+        self.settings_dialog.open()
 
     def shutdown(self) -> None:
         """Save window state, stop a running reply, close the engine (waits for the writer)."""
@@ -199,7 +225,8 @@ class MainWindow(QMainWindow):
         self.engine = engine
         self.bridge = EngineBridge(engine, self)
         self.workspace = Workspace(engine, self.runner, self.bridge, self._confirm, self)
-        self.workspace.settings_requested.connect(self.open_settings)
+        # The chat asks for Settings only about the endpoint: open on that tab.
+        self.workspace.settings_requested.connect(lambda: self.open_settings("llm"))
         self.workspace.llm_problem.connect(self.status.show_llm_problem)
         self.bridge.store_changed.connect(self.status.on_store_changed)
         self.stack.addWidget(self.workspace)
@@ -210,7 +237,10 @@ class MainWindow(QMainWindow):
         self.workspace.tabs.setCurrentIndex(int(tab) if tab is not None else CHAT_TAB)
         mode = " (read-only)" if engine.read_only else ""
         self.setWindowTitle(f"desktop-mem — {engine.root}{mode}")
-        if opened.empty and not engine.read_only:
+        kept, self._kept_view = self._kept_view, None
+        if kept is not None:
+            kept.restore(self.workspace)
+        if opened.empty and not engine.read_only and kept is None:
             self._show_welcome()
         else:
             self._show_workspace()
@@ -295,6 +325,7 @@ class MainWindow(QMainWindow):
         self.engine = None
 
     def _drop_pages(self) -> None:
+        self.runner.drop_callbacks()  # results still under way must not reach the deleted panes
         for page in (self.workspace, self.welcome):
             if page is not None:
                 self.stack.removeWidget(page)
@@ -307,6 +338,7 @@ class MainWindow(QMainWindow):
     def _on_settings_saved(self, config: Config) -> None:
         self.config = config
         if self.workspace is not None:
+            self._kept_view = KeptView.of(self.workspace)
             self.workspace.chat.stop()
         self._close_engine()
         self._drop_pages()

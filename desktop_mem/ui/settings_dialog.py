@@ -3,13 +3,20 @@
 Nothing here lists settings by hand: a new setting declared in config.py shows up with the
 right widget (check box, spin box, combo for choices, password field for secrets) and its
 description as tooltip. Saving writes only what changed, with save_config.
+
+A value that comes from an environment variable is shown with that source and stays editable:
+a different value saved here is kept as this app's override (in the window's QSettings, not the
+config file, which the environment would shadow) and wins over the variable in the window; the
+command line and `serve` still follow the environment. A --set flag wins over everything.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import QSettings, Signal, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -31,14 +38,14 @@ from PySide6.QtWidgets import (
 from desktop_mem.engine.chat.llm_client import LLMEndpoint
 from desktop_mem.engine.config import SETTINGS, Config, Setting, default_config_path, save_config
 from desktop_mem.engine.models import EngineError
+from desktop_mem.ui.app_overrides import APP_SOURCE, OVERRIDES_GROUP
 from desktop_mem.ui.task_runner import TaskRunner
 
-GROUP_TITLES = {"store": "Store", "llm": "LLM", "embedding": "Embeddings", "chroma": "Index",
+# "Endpoint": the name the LLM errors use ("Check Settings > Endpoint").
+GROUP_TITLES = {"store": "Store", "llm": "Endpoint", "embedding": "Embeddings", "chroma": "Index",
                 "retrieval": "Retrieval", "memory": "Memory", "context": "Context", "watcher": "Watcher",
                 "server": "Server"}
 INT_LIMIT = 2_000_000_000
-
-
 def check_endpoint(endpoint: LLMEndpoint) -> str:
     """Run in a worker: probe an endpoint with unsaved settings (raises LLMError)."""
     from desktop_mem.engine.chat.llm_client import LLMClient
@@ -55,14 +62,22 @@ class SettingsDialog(QDialog):
 
     saved = Signal(object)  # Config
 
-    def __init__(self, config: Config, runner: TaskRunner, parent: QWidget | None = None) -> None:
+    def __init__(self, config: Config, runner: TaskRunner, parent: QWidget | None = None, *,
+                 app_settings: QSettings | None = None, group: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         super().__init__(parent)
         self._config = config
         self._runner = runner
+        self._app_settings = app_settings if app_settings is not None else QSettings()
+        self._env = os.environ if env is None else env
         self._path = config.file or default_config_path()
         self.editors: dict[str, QWidget] = {}
+        self.source_labels: dict[str, QLabel] = {}
+        self._groups: list[str] = []
         self._setup_ui()
         self._connect_signals()
+        if group is not None and group in self._groups:
+            self.tabs.setCurrentIndex(self._groups.index(group))
 
     def _setup_ui(self) -> None:
         self.setWindowTitle("Settings")
@@ -77,17 +92,31 @@ class SettingsDialog(QDialog):
                 scroll.setWidgetResizable(True)
                 scroll.setWidget(page)
                 self.tabs.addTab(scroll, GROUP_TITLES.get(setting.group, setting.group.capitalize()))
+                self._groups.append(setting.group)
             editor = self._editor_for(setting)
             tip = setting.description + (f"\nEnvironment variable: {setting.env}" if setting.env else "")
             source = self._config.source(setting.name)
-            if source.startswith("environment") or source == "flag":
-                editor.setEnabled(False)
-                tip += f"\nSet by {source}; change it there."
+            if source == "flag":
+                editor.setEnabled(False)  # --set is this run's explicit choice
             editor.setToolTip(tip)
             label = QLabel(_label(setting))
             label.setToolTip(tip)
             self.editors[setting.name] = editor
-            forms[setting.group].addRow(label, editor)
+            note = self._source_note(setting, source)
+            if note:
+                field = QWidget()
+                column = QVBoxLayout(field)
+                column.setContentsMargins(0, 0, 0, 0)
+                column.setSpacing(1)
+                column.addWidget(editor)
+                source_label = QLabel(note)
+                source_label.setObjectName("mutedLabel")
+                source_label.setWordWrap(True)
+                column.addWidget(source_label)
+                self.source_labels[setting.name] = source_label
+                forms[setting.group].addRow(label, field)
+            else:
+                forms[setting.group].addRow(label, editor)
         self.test_button = QPushButton("Test connection", self)
         self.test_label = QLabel(self)
         self.test_label.setWordWrap(True)
@@ -108,6 +137,23 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.error_label)
         layout.addWidget(path_label)
         layout.addWidget(self.buttons)
+
+    def _env_value(self, setting: Setting) -> str | None:
+        return self._env.get(setting.env) or None if setting.env else None
+
+    def _source_note(self, setting: Setting, source: str) -> str:
+        """Where the value comes from and which source wins, when it is not the file or a default."""
+        if source == "flag":
+            return "Set by --set for this run; it wins over everything else."
+        env_value = self._env_value(setting)
+        if env_value is None:
+            return ""
+        shown = "***" if setting.secret else env_value
+        if source == APP_SOURCE:
+            return (f"Overrides {setting.env}={shown} in this app. Set the value back to the "
+                    "environment's to follow it again.")
+        return (f"From the environment: {setting.env}. A different value saved here overrides it in "
+                "this app (the command line still uses the environment).")
 
     def _editor_for(self, setting: Setting) -> QWidget:
         value = self._config[setting.name]
@@ -165,12 +211,28 @@ class SettingsDialog(QDialog):
 
     @Slot()
     def save(self) -> None:
-        """Write the changed settings to the config file and close."""
+        """Write the changed settings and close: file values to the config file, values over an
+        environment variable as this app's overrides (set back to the environment's: removed)."""
         changes = self.changes()
+        by_name = {s.name: s for s in SETTINGS}
+        over_env = {n: v for n, v in changes.items() if self._env_value(by_name[n]) is not None}
+        to_file = {n: v for n, v in changes.items() if n not in over_env}
         try:
-            if changes:
-                save_config(self._path, changes)
-            new_config = self._config.with_overrides(changes, source=str(self._path))
+            if to_file:
+                save_config(self._path, to_file)
+            new_config = self._config.with_overrides(to_file, source=str(self._path)) if to_file \
+                else self._config
+            for name, value in over_env.items():
+                env_value = self._env_value(by_name[name])
+                key = f"{OVERRIDES_GROUP}/{name.replace('.', '/')}"
+                if str(value) == env_value:
+                    self._app_settings.remove(key)
+                    new_config = new_config.with_overrides({name: env_value},
+                                                           source=f"environment variable {by_name[name].env}")
+                else:
+                    self._app_settings.setValue(key, str(value))
+                    new_config = new_config.with_overrides({name: value}, source=APP_SOURCE)
+            self._app_settings.sync()
         except (EngineError, OSError) as exc:
             self.error_label.setText(f"Not saved: {exc}")
             return

@@ -33,6 +33,7 @@ class _Ticket:
     on_result: ResultCallback | None
     on_error: ErrorCallback | None
     stale: bool = False  # read by the worker before it starts: skips superseded searches
+    dropped: bool = False  # its receiver is gone: a failure is not an error to report
 
 
 class _Job(QRunnable):
@@ -174,7 +175,7 @@ class TaskRunner(QObject):
             if error is not None:
                 if ticket.on_error is not None:
                     ticket.on_error(error)
-                else:
+                elif not ticket.dropped:
                     log.error("background task failed", exc_info=error)
             elif ticket.on_result is not None:
                 ticket.on_result(result)
@@ -182,6 +183,15 @@ class TaskRunner(QObject):
             self.task_done.emit()
 
     # --------------------------------------------------------------- control
+
+    def drop_callbacks(self) -> None:
+        """Deliver nothing of the tasks submitted so far (their panes are being deleted).
+
+        The tasks still run (a queued save still saves); only their results are not delivered.
+        """
+        for ticket in self._tickets.values():
+            ticket.on_result = ticket.on_error = None
+            ticket.dropped = True
 
     @property
     def busy(self) -> bool:

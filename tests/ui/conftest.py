@@ -61,3 +61,23 @@ def bridge(indexed_engine: Any, qtbot: Any) -> Iterator[Any]:
     engine_bridge = EngineBridge(indexed_engine)
     yield engine_bridge
     engine_bridge.close()
+
+
+@pytest.fixture
+def opened_window(qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> Iterator[Any]:
+    """A main window (real pools) over a fresh store, opened: the welcome page shows."""
+    from PySide6.QtCore import QSettings
+
+    from desktop_mem.ui.main_window import MainWindow
+    from desktop_mem.ui.task_runner import TaskRunner
+
+    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
+    win = MainWindow(config, TaskRunner(),
+                     settings=QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat),
+                     confirm=lambda *_: True)
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.store_opened, timeout=30000):
+        win.open_store()
+    yield win
+    win.shutdown()

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
-from PySide6.QtCore import QSettings
 
 from desktop_mem.ui.chat_pane import NO_CONVERSATION_HINT
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
 
 SCREEN_W, SCREEN_H = 1280, 720
-
-
-@pytest.fixture
-def window(qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> Iterator[MainWindow]:
-    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
-    win = MainWindow(config, TaskRunner(),
-                     settings=QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat),
-                     confirm=lambda *_: True)
-    qtbot.addWidget(win)
-    win.show()
-    with qtbot.waitSignal(win.store_opened, timeout=30000):
-        win.open_store()
-    yield win
-    win.shutdown()
 
 
 def _fits(qtbot: Any, win: MainWindow, state: str) -> None:
@@ -39,7 +19,8 @@ def _fits(qtbot: Any, win: MainWindow, state: str) -> None:
     qtbot.waitUntil(lambda: (win.width(), win.height()) == (SCREEN_W, SCREEN_H), timeout=2000)
 
 
-def test_every_pane_and_selection_fits_1280x720(qtbot: Any, window: MainWindow) -> None:
+def test_every_pane_and_selection_fits_1280x720(qtbot: Any, opened_window: MainWindow) -> None:
+    window = opened_window
     assert window.welcome is not None
     window.welcome.demo_button.click()
     qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
@@ -84,9 +65,10 @@ def test_every_pane_and_selection_fits_1280x720(qtbot: Any, window: MainWindow) 
     _fits(qtbot, window, "a summary with versions")
 
 
-def test_an_empty_store_says_send_starts_a_conversation_and_it_does(qtbot: Any, window: MainWindow,
+def test_an_empty_store_says_send_starts_a_conversation_and_it_does(qtbot: Any, opened_window: MainWindow,
                                                                      scripted_llm: Any) -> None:
     scripted_llm.default_reply = "Hello there!"
+    window = opened_window
     assert window.welcome is not None
     window.welcome.empty_button.click()
     ws = window.workspace

@@ -1,0 +1,82 @@
+"""Settings can fix what they are opened for: the tab the banner names, environment values shown
+with their source and overridable in the app, and saving keeps the conversation and typed text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from PySide6.QtCore import QSettings
+
+from desktop_mem.engine.config import load_config
+from desktop_mem.ui.app_overrides import APP_SOURCE, apply_app_overrides
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.settings_dialog import SettingsDialog
+from desktop_mem.ui.workspace import CHAT_TAB
+
+DEAD_URL = "http://127.0.0.1:9/v1"
+
+
+def test_an_environment_value_is_shown_with_its_source_and_can_be_overridden_in_the_app(
+        qtbot: Any, tmp_path: Path, runner: Any, scripted_llm: Any) -> None:
+    env = {"OPENAI_BASE_URL": DEAD_URL, "DESKTOP_MEM_CONFIG": os.environ["DESKTOP_MEM_CONFIG"]}
+    config = load_config(env=env, flags={"store.path": str(tmp_path / "store")})
+    assert config.source("llm.base_url") == "environment variable OPENAI_BASE_URL"
+    ui = QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat)
+    dialog = SettingsDialog(config, runner, app_settings=ui, group="llm", env=env)
+    qtbot.addWidget(dialog)
+    assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Endpoint"  # the name the LLM errors use
+    editor = dialog.editors["llm.base_url"]
+    assert editor.isEnabled() and editor.text() == DEAD_URL  # type: ignore[attr-defined]
+    note = dialog.source_labels["llm.base_url"].text()
+    assert "OPENAI_BASE_URL" in note and "overrides it in this app" in note
+    editor.setText(scripted_llm.base_url)  # type: ignore[attr-defined]
+    with qtbot.waitSignal(dialog.saved) as saved:
+        dialog.save()
+    new = saved.args[0]
+    assert new["llm.base_url"] == scripted_llm.base_url and new.source("llm.base_url") == APP_SOURCE
+    # It persists for the window (the next start) and wins over the environment there ...
+    assert apply_app_overrides(config, ui, env)["llm.base_url"] == scripted_llm.base_url
+    # ... while the config file, which the environment would shadow, is left alone.
+    written = yaml.safe_load(Path(env["DESKTOP_MEM_CONFIG"]).read_text(encoding="utf-8")) or {}
+    assert "base_url" not in (written.get("llm") or {})
+
+    again = SettingsDialog(new, runner, app_settings=ui, group="llm", env=env)
+    qtbot.addWidget(again)
+    assert f"Overrides OPENAI_BASE_URL={DEAD_URL}" in again.source_labels["llm.base_url"].text()
+    again.editors["llm.base_url"].setText(DEAD_URL)  # type: ignore[attr-defined]
+    with qtbot.waitSignal(again.saved) as back:
+        again.save()
+    assert back.args[0].source("llm.base_url") == "environment variable OPENAI_BASE_URL"
+    assert apply_app_overrides(config, ui, env)["llm.base_url"] == DEAD_URL
+
+
+def test_the_chat_banner_opens_the_endpoint_tab_and_saving_keeps_the_conversation_and_typed_text(
+        qtbot: Any, opened_window: MainWindow) -> None:
+    window = opened_window
+    assert window.welcome is not None
+    window.welcome.demo_button.click()
+    qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
+    ws = window.workspace
+    assert ws is not None
+    qtbot.waitUntil(lambda: ws.conversations.model.row_of("trip-to-lisbon") is not None, timeout=10000)
+    ws.conversations.select("trip-to-lisbon")
+    window.show_tab(CHAT_TAB)
+    qtbot.waitUntil(lambda: len(ws.chat.messages()) > 0, timeout=10000)
+    shown = [m.text for m in ws.chat.messages()]
+    ws.chat.input.setPlainText("A message I typed but did not send")
+
+    ws.chat.settings_requested.emit()  # the banner's "Open Settings…" link
+    dialog = window.settings_dialog
+    assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Endpoint"
+    dialog.editors["retrieval.top_k"].setValue(7)  # type: ignore[attr-defined]
+    with qtbot.waitSignal(window.store_opened, timeout=30000):
+        dialog.save()
+    ws = window.workspace
+    assert ws is not None and window.config["retrieval.top_k"] == 7
+    assert window.stack.currentWidget() is ws and ws.tabs.currentIndex() == CHAT_TAB
+    qtbot.waitUntil(lambda: ws.chat.conversation == "trip-to-lisbon", timeout=10000)
+    qtbot.waitUntil(lambda: [m.text for m in ws.chat.messages()] == shown, timeout=10000)
+    assert ws.chat.input.toPlainText() == "A message I typed but did not send"
