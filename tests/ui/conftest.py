@@ -81,3 +81,12 @@ def opened_window(qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Pat
         win.open_store()
     yield win
     win.shutdown()
+
+
+def open_demo(qtbot: Any, window: Any) -> Any:
+    """Fill the opened window's empty store with the demo store; returns the shown workspace."""
+    assert window.welcome is not None
+    window.welcome.demo_button.click()
+    qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
+    assert window.workspace is not None
+    return window.workspace

@@ -15,6 +15,7 @@ from desktop_mem.ui.app_overrides import APP_SOURCE, apply_app_overrides
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.settings_dialog import SettingsDialog
 from desktop_mem.ui.workspace import CHAT_TAB
+from tests.ui.conftest import open_demo
 
 DEAD_URL = "http://127.0.0.1:9/v1"
 
@@ -56,11 +57,7 @@ def test_an_environment_value_is_shown_with_its_source_and_can_be_overridden_in_
 def test_the_chat_banner_opens_the_endpoint_tab_and_saving_keeps_the_conversation_and_typed_text(
         qtbot: Any, opened_window: MainWindow) -> None:
     window = opened_window
-    assert window.welcome is not None
-    window.welcome.demo_button.click()
-    qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
-    ws = window.workspace
-    assert ws is not None
+    ws = open_demo(qtbot, window)
     qtbot.waitUntil(lambda: ws.conversations.model.row_of("trip-to-lisbon") is not None, timeout=10000)
     ws.conversations.select("trip-to-lisbon")
     window.show_tab(CHAT_TAB)

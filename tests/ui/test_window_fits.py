@@ -7,6 +7,7 @@ from typing import Any
 from desktop_mem.ui.chat_pane import NO_CONVERSATION_HINT
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
+from tests.ui.conftest import open_demo
 
 SCREEN_W, SCREEN_H = 1280, 720
 
@@ -21,11 +22,7 @@ def _fits(qtbot: Any, win: MainWindow, state: str) -> None:
 
 def test_every_pane_and_selection_fits_1280x720(qtbot: Any, opened_window: MainWindow) -> None:
     window = opened_window
-    assert window.welcome is not None
-    window.welcome.demo_button.click()
-    qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
-    ws = window.workspace
-    assert ws is not None
+    ws = open_demo(qtbot, window)
     qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5 and ws.timeline.model.rowCount() > 3,
                     timeout=30000)
     for tab in (CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB):
