@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
@@ -17,6 +18,7 @@ from desktop_mem import __version__
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
@@ -67,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("history", help="classified history of memory changes, newest first")
-    p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--limit", type=_positive_int, default=20)
+    p.add_argument("--offset", type=_non_negative_int, default=0)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("diff", help="the git diff of one commit")
@@ -106,6 +108,29 @@ def _add_chat_parsers(sub: Any) -> None:
     p.add_argument("--host", help="address to bind (default: server.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: server.port, 8100)")
     p.add_argument("--token", help="bearer token clients must send (default: DESKTOP_MEM_TOKEN)")
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return number
+
+
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} is not 0 or more")
+    return number
+
+
+# C0 controls but newline and tab, DEL and C1 controls: escape sequences a terminal would obey.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with terminal control characters shown as \\xNN (memory text may hold ANSI escapes)."""
+    return _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -212,7 +237,7 @@ def _memory_line(m: Memory) -> str:
     flag = " [deleted]" if m.deleted else ""
     when = m.created_at.strftime("%Y-%m-%d %H:%M")
     text = " ".join(m.text.split())
-    return f"{m.id[:8]}  {when}  {m.conversation_id:<14} {m.role:<9} {text[:70]}{flag}"
+    return terminal_safe(f"{m.id[:8]}  {when}  {m.conversation_id:<14} {m.role:<9} {text[:70]}{flag}")
 
 
 def _print_memory(m: Memory, args: argparse.Namespace) -> None:
@@ -253,6 +278,8 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_list(args: argparse.Namespace, config: Config) -> int:
+    if args.conversation is not None:
+        validate_conversation_id(args.conversation)  # "../x" is an error, not an empty list
     with open_engine(config, "list") as engine:
         items = engine.list_memories(
             conversation_id=args.conversation, role=args.role, kind=args.kind, include_deleted=args.deleted
@@ -264,7 +291,7 @@ def cmd_list(args: argparse.Namespace, config: Config) -> int:
     for m in items:
         print(_memory_line(m))
     for p in problems:
-        print(f"problem: {p.path}: {p.reason}", file=sys.stderr)
+        print(terminal_safe(f"problem: {p.path}: {p.reason}"), file=sys.stderr)
     return 0
 
 
@@ -274,11 +301,11 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
     if args.json:
         emit_json(m)
         return 0
-    print(f"id:           {m.id}\nconversation: {m.conversation_id}\nrole:         {m.role}")
+    print(terminal_safe(f"id:           {m.id}\nconversation: {m.conversation_id}\nrole:         {m.role}"))
     print(f"kind:         {m.kind}\ncreated_at:   {m.created_at.isoformat()}\npath:         {m.path}")
     if m.deleted:
-        print(f"deleted_at:   {m.deleted_at}\nreplaced_by:  {m.replaced_by}")
-    print(f"\n{m.text}")
+        print(terminal_safe(f"deleted_at:   {m.deleted_at}\nreplaced_by:  {m.replaced_by}"))
+    print(terminal_safe(f"\n{m.text}"))
     return 0
 
 
@@ -311,11 +338,12 @@ def cmd_history(args: argparse.Namespace, config: Config) -> int:
         emit_json(commits)
         return 0
     for c in commits:
-        print(f"{c.sha[:10]}  {c.committed_at:%Y-%m-%d %H:%M}  {c.subject}")
+        print(terminal_safe(f"{c.sha[:10]}  {c.committed_at:%Y-%m-%d %H:%M}  {c.subject}"))
         for e in c.events:
             old = f" {_short(e.old_text)!r}" if e.old_text else ""
             new = f" -> {_short(e.new_text)!r}" if e.new_text and e.new_text != e.old_text else ""
-            print(f"    {e.type.value:<8} {(e.memory_id or '')[:8]} {e.conversation_id or ''}{old}{new}")
+            line = f"    {e.type.value:<8} {(e.memory_id or '')[:8]} {e.conversation_id or ''}{old}{new}"
+            print(terminal_safe(line))
     return 0
 
 
@@ -326,7 +354,7 @@ def _short(text: str | None, n: int = 50) -> str:
 
 def cmd_diff(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "diff") as engine:
-        print(engine.diff(args.commit))
+        print(terminal_safe(engine.diff(args.commit)))
     return 0
 
 
@@ -341,7 +369,7 @@ def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     for path in report.uncommitted:
         print(f"uncommitted: {path}")
     for p in report.problems:
-        print(f"problem:    {p.path}: {p.reason}")
+        print(terminal_safe(f"problem:    {p.path}: {p.reason}"))
     for note in report.notes:
         print(f"note:       {note}")
     print("ok" if report.ok else "needs attention")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,12 +30,20 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# host[:port] as RFC 9110 allows it: a name or IPv4 address, or an [IPv6] literal, and digits
+# for the port. Anything more ("127.0.0.1:80@evil.com", spaces, paths) is not a loopback name.
+_HOST_PORT = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::\d{1,5})?")
+
+
 def _host_of(value: str) -> str:
-    """The host part of a Host header or an Origin URL."""
-    value = value.split("://", 1)[-1].split("/", 1)[0]
-    if value.startswith("["):
-        return value[1: value.find("]")]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    """The host part of a Host header or an Origin URL; '' when it is not a plain host[:port]."""
+    scheme, sep, rest = value.partition("://")
+    if sep and not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme):
+        return ""
+    match = _HOST_PORT.fullmatch(rest if sep else value)
+    if match is None:
+        return ""
+    return match.group("v6") or match.group("name")
 
 
 class Guard:

@@ -6,6 +6,7 @@ no input writes outside the store; the HTTP API answers any JSON with JSON, neve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -299,3 +300,134 @@ def test_json_bodies_of_every_shape_left_the_store_consistent(
     listed = client.get("/api/memories", params={"limit": 1000}).json()
     assert all(isinstance(m, dict) and m["id"] for m in listed["data"])
     assert all(isinstance(m, Memory) for m in engine.list_memories(include_deleted=True))
+
+
+# ----------------------------------------------------------------- links, depth, git messages
+
+LINK_PLACES = ["entries/c", "entries/c/facts", "entries/c/facts/20250101T000000Z__l.md", "entries/c/deleted",
+               "entries/c/deleted/facts", "entries/c/summaries", "entries/c/summaries/summary.md",
+               "entries/c/conversation.yaml", "entries/c/turns/user", "entries/global"]
+LINK_TARGETS = st.sampled_from(["folder", "file", "dangling", "store-file"])
+OPERATIONS = st.lists(st.sampled_from(["add", "delete", "restore", "title", "summary", "export", "refresh",
+                                       "external"]), min_size=1, max_size=5)
+
+
+@FEW
+@given(place=st.sampled_from(LINK_PLACES), target=LINK_TARGETS, operations=OPERATIONS)
+def test_a_link_anywhere_in_the_store_is_never_followed(
+    place: str, target: str, operations: list[str]
+) -> None:
+    from desktop_mem.engine.transfer.exporters import export_zip
+
+    outer = Path(tempfile.mkdtemp(prefix="fuzz-link-"))
+    try:
+        outside = outer / "outside"
+        (outside / "facts").mkdir(parents=True)
+        marker = outside / "facts" / "20250101T000000Z__o.md"
+        marker.write_text("---\nrole: memory\n---\n\nOUTSIDE-MARKER\n", encoding="utf-8")
+        before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+        config = load_config(flags={"store.path": str(outer / "store"), "watcher.enabled": False})
+        with MemoryEngine(config) as eng:
+            fact = eng.add("The user likes tea", conversation_id="c")
+            link = eng.root / place
+            if link.exists():
+                shutil.rmtree(link) if link.is_dir() else link.unlink()
+            link.parent.mkdir(parents=True, exist_ok=True)
+            destination = {"folder": outside, "file": marker, "dangling": outer / "nowhere",
+                           "store-file": eng.root / fact.path}[target]
+            link.symlink_to(destination)
+            for operation in operations:
+                with contextlib.suppress(EngineError):
+                    _operate(eng, operation, fact.id, outer, export_zip)
+            assert all("OUTSIDE-MARKER" not in m.text for m in eng.list_memories(include_deleted=True))
+            assert link.is_symlink(), "the link was replaced or moved"
+            report = eng.doctor()
+            assert not report.ok
+        after = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+        assert after == before, "something was written outside the store through a link"
+        if (outer / "out.zip").exists():
+            import zipfile
+
+            with zipfile.ZipFile(outer / "out.zip") as archive:
+                assert all(b"OUTSIDE-MARKER" not in archive.read(n) for n in archive.namelist())
+    finally:
+        shutil.rmtree(outer)
+
+
+def _operate(eng: MemoryEngine, operation: str, fact_id: str, outer: Path, export_zip: Any) -> None:
+    if operation == "add":
+        eng.add("The user likes coffee", conversation_id="c")
+    elif operation == "delete":
+        eng.delete(fact_id)
+    elif operation == "restore":
+        eng.restore(fact_id)
+    elif operation == "title":
+        eng.store.write_conversation_meta("c", {"title": "Linked"})
+    elif operation == "summary":
+        eng.store.write_summary("c", "A summary.", 1)
+    elif operation == "export":
+        (outer / "out.zip").unlink(missing_ok=True)
+        export_zip(eng, outer / "out.zip")
+    elif operation == "refresh":
+        eng.refresh()
+    else:
+        eng.apply_external_changes([m.path for m in eng.list_memories(include_deleted=True)]
+                                   + ["entries/c/facts/20250101T000000Z__l.md", "entries/c"])
+
+
+@FUZZ
+@given(depth=st.integers(min_value=1, max_value=3000), shape=st.sampled_from(["[", "{a: "]))
+@example(depth=1000, shape="[")  # the adversarial pass: RecursionError in every write command
+@example(depth=20000, shape="[")
+def test_any_nesting_depth_is_read_or_reported_and_the_manifest_saves(depth: int, shape: str) -> None:
+    from desktop_mem.engine.store.manifest import Manifest
+
+    root, store = _fresh_store()
+    try:
+        closing = "]" if shape == "[" else "}"
+        path = root / "entries" / "c" / "facts" / "20250101T000000Z__d.md"
+        path.parent.mkdir(parents=True)
+        raw = f"---\nx: {shape * depth}1{closing * depth}\nrole: memory\n---\n\nnested\n".encode()
+        path.write_bytes(raw)
+        _assert_listing_reports_and_keeps(store, {path: raw})
+        listing = store.scan()
+        if listing.problems:
+            assert "deeper than" in listing.problems[0].reason or "larger than" in listing.problems[0].reason
+        manifest = Manifest(root / "memory_index.json")
+        for memory in listing.memories:
+            manifest.remember_file(memory, path.stat())
+        manifest.save()  # must not raise RecursionError
+    finally:
+        shutil.rmtree(root)
+
+
+commit_messages = st.text(min_size=1, max_size=120).filter(lambda t: "\x00" not in t) | st.sampled_from([
+    "\x1e", "\x1f", "\x1e\x1f\x1e", ":000000 100644 0000 1111 A\x00", "\n\n\n", "Desktop-Mem-Operation: add",
+    "a\x1fb\x1fc\x1fd\x1fe\x1ff", "\x1e" + "0" * 40 + "\x1f",
+])
+
+
+@FEW
+@given(messages=st.lists(commit_messages, min_size=1, max_size=4))
+def test_history_reads_any_commit_message(messages: list[str]) -> None:
+    import subprocess
+
+    from desktop_mem.engine.history.git_history import GitHistory
+
+    root = Path(tempfile.mkdtemp(prefix="fuzz-git-"))
+    try:
+        history = GitHistory(root)
+        history.init()
+        for i, message in enumerate(messages):
+            (root / f"f{i}.txt").write_text(str(i), encoding="utf-8")
+            subprocess.run(["git", "-C", str(root), "add", "--", f"f{i}.txt"], check=True)
+            subprocess.run(["git", "-C", str(root), "-c", "user.name=x", "-c", "user.email=x@x", "commit",
+                            "-q", "--allow-empty-message", "--cleanup=verbatim", "-F", "-"],
+                           input=message.replace("\x00", "").encode("utf-8", "surrogateescape"), check=True)
+        commits = history.log(limit=50)
+        assert len(commits) == len(messages)
+        expected = [f"f{i}.txt" for i in reversed(range(len(messages)))]
+        assert [c.changes[0].new_path for c in commits] == expected
+        history.close()
+    finally:
+        shutil.rmtree(root)

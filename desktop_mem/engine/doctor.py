@@ -33,6 +33,14 @@ class DoctorReport:
         return not self.problems and not self.uncommitted and self.git.startswith("ok")
 
 
+def _problems(engine: MemoryEngine) -> tuple[Problem, ...]:
+    """Unreadable files (catalog), links anywhere under entries/ (looked for now: one may have
+    arrived since the catalog was read), and what sits in entries/ that is no conversation."""
+    found = {p.path: p for p in [*engine.store.odd_folders(), *engine.store.links()]}
+    found.update({p.path: p for p in engine.problems()})
+    return tuple(sorted(found.values(), key=lambda p: p.path))
+
+
 def examine(engine: MemoryEngine) -> DoctorReport:
     """Check the store behind `engine` (read-only: changes nothing)."""
     memories = engine.list_memories(include_deleted=True)
@@ -56,7 +64,7 @@ def examine(engine: MemoryEngine) -> DoctorReport:
         store=str(engine.root),
         memories=sum(1 for m in memories if not m.deleted),
         deleted=sum(1 for m in memories if m.deleted),
-        problems=tuple(engine.problems()),
+        problems=_problems(engine),
         lock=lock,
         git=git_state,
         uncommitted=uncommitted,

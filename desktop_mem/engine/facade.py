@@ -185,7 +185,8 @@ class MemoryEngine:
         (already in the catalog) and ignored. Files that fail to parse become problems, are left
         untouched and are kept out of the index.
         """
-        rels = sorted({p for p in paths if _is_memory_file(p)})
+        # a link (to a file or a folder) is taken too, to be reported as a problem, never read
+        rels = sorted({p for p in paths if _is_memory_file(p) or (self.root / p).is_symlink()})
         if not rels:
             return None
         with self._write_lock:

@@ -100,8 +100,8 @@ class StoreWatcher:
                 rel = Path(path).relative_to(self.root).as_posix()
             except ValueError:
                 continue
-            if is_watched(path):
-                rels.add(rel)
+            if is_watched(path) or Path(path).is_symlink():
+                rels.add(rel)  # a link (even to a folder) is reported as itself, never entered
                 continue
             if change == watchfiles.Change.modified:
                 continue  # a folder's own mtime/attributes: its files report their own changes

@@ -332,9 +332,16 @@ _CONTROL_TOKENS = re.compile(r"<\|[^|<>]{0,40}\|>|\[/?INST\]|</?s>|<<<[^<>]{0,40
 
 
 def neutralize_data(text: str) -> list[str]:
-    """Lines of ``text`` with control tokens and leading role/heading markers removed."""
+    """Lines of ``text`` with control tokens and leading role/heading markers removed.
+
+    Repeated to a fixed point: one pass over ``<<<END MEM<<<x>>>ORY DATA>>>`` would leave a
+    working marker behind. Each pass removes characters, so the loop ends.
+    """
+    previous = None
+    while text != previous:
+        previous, text = text, _CONTROL_TOKENS.sub("", text)
     lines: list[str] = []
-    for raw in _CONTROL_TOKENS.sub("", text).splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         while (stripped := _LINE_MARKER.sub("", line, count=1).strip()) != line:
             line = stripped

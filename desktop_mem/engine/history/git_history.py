@@ -7,6 +7,7 @@ persistent `cat-file` process for blob contents, so a timeline page stays fast a
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ memory_index.json.*
 *.tmp
 """
 _ZERO = "0" * 40
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_LOG_FORMAT = "%H%x00%an%x00%ct%x00%P%x00%B"
+# A revision named by the user: never an option (no leading '-'), no whitespace or control bytes.
+_REVISION = re.compile(r"[A-Za-z0-9_./~^@{}:+][A-Za-z0-9_./~^@{}:+-]{0,199}")
 _APP_AUTHOR = ("desktop-mem", "desktop-mem@localhost")
 
 
@@ -130,6 +135,11 @@ class GitHistory:
         ignore = self.root / ".gitignore"
         if not ignore.exists():
             ignore.write_text(GITIGNORE, encoding="utf-8")
+        if self.repo.config_reader("repository").get_value("core", "symlinks", True) is not False:
+            # A sync remote may deliver symbolic links: check them out as small plain files
+            # (holding the target's path) rather than as links that could lead out of the store.
+            with self.repo.config_writer("repository") as writer:
+                writer.set_value("core", "symlinks", "false")
         reader = self.repo.config_reader("repository")
         if not reader.has_option("user", "name") and not self._global_identity():
             with self.repo.config_writer("repository") as writer:
@@ -212,31 +222,39 @@ class GitHistory:
         """A page of commits, newest first, with their changed files (renames detected)."""
         if self.head() is None:
             return []
-        args = [
-            "-z", "--raw", "-M", "--no-abbrev",
-            "--format=%x1e%H%x1f%an%x1f%ct%x1f%P%x1f%B%x1f",
-            f"--max-count={limit}", f"--skip={offset}", "HEAD",
-        ]
+        if limit < 1 or offset < 0:
+            raise GitHistoryError(f"limit must be 1 or more and offset 0 or more (got {limit}, {offset})")
+        args = [f"--max-count={limit}", f"--skip={offset}", "HEAD"]
         if paths:
             args += ["--follow", "--", *paths] if len(paths) == 1 else ["--", *paths]
+        return self._log(args)
+
+    def _log(self, args: Sequence[str]) -> list[RawCommit]:
         try:
-            out = self.repo.git.log(*args, strip_newline_in_stdout=False)
+            raw: bytes = self.repo.git.log(
+                "-z", "--raw", "-M", "--no-abbrev", f"--format={_LOG_FORMAT}", *args,
+                stdout_as_string=False, strip_newline_in_stdout=False,
+            )
         except GitCommandError as exc:
             raise GitHistoryError(f"git log failed: {_reason(exc)}") from None
-        return [_parse_record(rec) for rec in out.split("\x1e") if rec.strip()]
+        # Any bytes may sit in a commit message made with plain git: decode leniently.
+        return parse_log(raw.decode("utf-8", errors="replace"))
+
+    def resolve(self, revision: str) -> str:
+        """The full sha of a commit named by the user; never read as a git option."""
+        if not isinstance(revision, str) or not _REVISION.fullmatch(revision):
+            raise GitHistoryError(f"{revision!r} is not a commit of this store")
+        try:
+            return str(self.repo.git.rev_parse("--verify", "--quiet", f"{revision}^{{commit}}")).strip()
+        except GitCommandError:
+            raise GitHistoryError(f"{revision!r} is not a commit of this store") from None
 
     def commit_info(self, sha: str) -> RawCommit:
         """One commit by sha (or any revision git understands)."""
-        try:
-            full = self.repo.git.rev_parse("--verify", f"{sha}^{{commit}}")
-        except GitCommandError:
-            raise GitHistoryError(f"{sha!r} is not a commit of this store") from None
-        out = self.repo.git.log(
-            "-z", "--raw", "-M", "--no-abbrev", "--format=%x1e%H%x1f%an%x1f%ct%x1f%P%x1f%B%x1f",
-            "--max-count=1", full, strip_newline_in_stdout=False,
-        )
-        records = [r for r in out.split("\x1e") if r.strip()]
-        return _parse_record(records[0])
+        records = self._log(["--max-count=1", self.resolve(sha)])
+        if not records:
+            raise GitHistoryError(f"{sha!r} is not a commit of this store")
+        return records[0]
 
     def blob(self, sha: str | None) -> bytes | None:
         """Contents of a blob (None for the all-zero id of an added/deleted side)."""
@@ -250,6 +268,8 @@ class GitHistory:
 
     def show_file(self, path: str, revision: str) -> bytes:
         """A file's bytes as of a revision."""
+        if not _REVISION.fullmatch(revision):
+            raise GitHistoryError(f"{path} does not exist at {revision[:10]!r}")
         try:
             with self._lock:
                 data: bytes = self.repo.git.show(f"{revision}:{path}", stdout_as_string=False,
@@ -260,8 +280,9 @@ class GitHistory:
 
     def diff(self, sha: str) -> str:
         """The patch of one commit (against its first parent), renames detected."""
+        full = self.resolve(sha)
         try:
-            text: str = self.repo.git.show(sha, "--format=", "-M", "--patch", "--no-color")
+            text: str = self.repo.git.show("--format=", "-M", "--patch", "--no-color", full)
         except GitCommandError:
             raise GitHistoryError(f"{sha!r} is not a commit of this store") from None
         return text
@@ -288,43 +309,64 @@ class GitHistory:
             offset += page
 
 
-def _parse_record(record: str) -> RawCommit:
-    head, _, raw = record.rpartition("\x1f")
-    sha, author, ctime, parents, message = head.split("\x1f", 4)
-    changes: list[FileChange] = []
-    tokens = raw.lstrip("\0\n").split("\0")
-    i = 0
-    while i < len(tokens):
-        token = tokens[i].lstrip("\n")
-        i += 1
-        if not token.startswith(":"):
-            continue
-        fields = token[1:].split()
-        old_blob, new_blob, status = fields[2], fields[3], fields[4][0]
-        if status in "RC":
-            old_path, new_path = tokens[i], tokens[i + 1]
-            i += 2
-        else:
-            old_path = new_path = tokens[i]
+def parse_log(out: str) -> list[RawCommit]:
+    """Parse `git log -z --raw --format=_LOG_FORMAT` output, field by field.
+
+    Every field is NUL-terminated and read in order, so a message may hold any byte but NUL
+    (\x1e, \x1f, lines that look like raw diff entries or trailers) without confusing the parser.
+    Raw entries start with ':'; a sha never does, which is how the next record is found.
+    """
+    tokens = out.split("\0")
+    commits: list[RawCommit] = []
+    i, n = 0, len(tokens)
+    while i < n:
+        if not tokens[i]:
             i += 1
-        changes.append(
-            FileChange(
-                status="A" if status == "C" else status,
-                old_path=None if status in "AC" else old_path,
-                new_path=None if status == "D" else new_path,
-                old_blob=None if old_blob == _ZERO else old_blob,
-                new_blob=None if new_blob == _ZERO else new_blob,
-            )
-        )
-    return RawCommit(
-        sha=sha,
-        author=author,
-        committed_at=datetime.fromtimestamp(int(ctime), tz=UTC),
-        parents=tuple(parents.split()),
-        message=message.rstrip("\n"),
-        trailers=parse_trailers(message),
-        changes=tuple(changes),
-    )
+            continue
+        if i + 5 > n or not _SHA.fullmatch(tokens[i]):
+            raise GitHistoryError(f"unexpected git log output near {tokens[i][:40]!r}")
+        sha, author, ctime, parents, message = tokens[i:i + 5]
+        i += 5
+        changes: list[FileChange] = []
+        while i < n:
+            token = tokens[i].lstrip("\n")
+            if not token:
+                i += 1
+                continue
+            if not token.startswith(":"):
+                break  # the next record's sha
+            change, i = _raw_change(token, tokens, i + 1)
+            changes.append(change)
+        commits.append(RawCommit(
+            sha=sha,
+            author=author,
+            committed_at=datetime.fromtimestamp(int(ctime) if ctime.isdigit() else 0, tz=UTC),
+            parents=tuple(parents.split()),
+            message=message.rstrip("\n"),
+            trailers=parse_trailers(message),
+            changes=tuple(changes),
+        ))
+    return commits
+
+
+def _raw_change(token: str, tokens: list[str], i: int) -> tuple[FileChange, int]:
+    fields = token[1:].split()
+    if len(fields) < 5 or i >= len(tokens):
+        raise GitHistoryError(f"unexpected git log output near {token[:40]!r}")
+    old_blob, new_blob, status = fields[2], fields[3], fields[4][0]
+    if status in "RC":
+        old_path, new_path = tokens[i], tokens[i + 1] if i + 1 < len(tokens) else ""
+        i += 2
+    else:
+        old_path = new_path = tokens[i]
+        i += 1
+    return FileChange(
+        status="A" if status == "C" else status,
+        old_path=None if status in "AC" else old_path,
+        new_path=None if status == "D" else new_path,
+        old_blob=None if old_blob == _ZERO else old_blob,
+        new_blob=None if new_blob == _ZERO else new_blob,
+    ), i
 
 
 def _reason(exc: GitCommandError) -> str:

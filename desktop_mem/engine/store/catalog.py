@@ -7,6 +7,7 @@ not change, so a warm start parses nothing) and kept current by every write and 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -15,7 +16,7 @@ from datetime import datetime
 from desktop_mem.engine.models import Memory, NotFoundError, Problem, ValidationError
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.manifest import Manifest
-from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.markdown_store import SYMLINK_REASON, MarkdownStore
 
 
 class Catalog:
@@ -37,8 +38,11 @@ class Catalog:
         seen: set[str] = set()
         for rel, entry in self.store.iter_entries():
             seen.add(rel)
+            if entry.is_symlink():
+                problems.append(Problem(rel, f"{rel} {SYMLINK_REASON}"))  # never read through
+                continue
             try:
-                st = entry.stat()
+                st = entry.stat(follow_symlinks=False)
             except OSError as exc:
                 problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
                 continue
@@ -69,7 +73,7 @@ class Catalog:
         """
         results: list[Memory | Problem | str] = []
         for rel in paths:
-            gone = not (self.store.root / rel).exists()
+            gone = not os.path.lexists(self.store.root / rel)  # a dangling link is reported, not gone
             result: Memory | Problem | str = rel if gone else self._read(rel)
             with self.lock:
                 old = self._by_path.pop(rel, None)

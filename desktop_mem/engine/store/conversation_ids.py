@@ -7,7 +7,7 @@ import re
 from desktop_mem.engine.models import ValidationError
 
 MAX_LENGTH = 64
-_ALLOWED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # always fullmatch: "$" accepts a final "\n"
 # Names that Windows refuses as file names; a store may be synced to such a machine.
 _RESERVED = {
     "con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))
@@ -28,7 +28,7 @@ def validate_conversation_id(value: object) -> str:
             f"Conversation id {shown!r} contains a path separator or '..': ids are plain names, "
             "not paths."
         )
-    if not _ALLOWED.match(value):
+    if not _ALLOWED.fullmatch(value):
         raise ValidationError(
             f"Conversation id {shown!r} has characters other than letters, digits, '.', '_' and '-'."
         )

@@ -16,6 +16,9 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 MAX_FRONT_MATTER_CHARS = 64 * 1024
+# Nesting deeper than this is refused: no memory needs it, and a value nested ~1000 deep made
+# the JSON manifest (and anything else recursive) die with RecursionError on every write.
+MAX_DEPTH = 32
 
 # Known keys, in the order new files write them.
 KNOWN_KEYS = (
@@ -34,7 +37,8 @@ KNOWN_KEYS = (
 )
 
 _HANDLER = YAMLHandler()
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SAFE_LOADER = SAFE_LOADER
 
 
 class FrontMatterError(ValueError):
@@ -86,12 +90,30 @@ def parse(text: str) -> Document:
         raise FrontMatterError(f"the front matter has a value YAML cannot read: {_one_line(exc)}") from None
     if meta is None:
         meta = {}
+    check_depth(meta)
     if not isinstance(meta, dict):
         raise FrontMatterError("the front matter is not a mapping of keys to values")
     bad_keys = [k for k in meta if not isinstance(k, str)]
     if bad_keys:
         raise FrontMatterError(f"the front matter has a key that is not text: {bad_keys[0]!r}")
     return Document(meta=meta, yaml_text=yaml_text, body=_clean_body(content))
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse (FrontMatterError) lists/mappings nested deeper than `limit`; iterative, so the
+    check itself cannot overflow the stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = list(item.keys()) + list(item.values())
+        elif isinstance(item, list | tuple | set):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise FrontMatterError(f"the front matter nests lists or mappings deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def render(updates: Mapping[str, Any], body: str, original_yaml: str = "") -> str:

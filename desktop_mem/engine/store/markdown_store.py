@@ -38,6 +38,10 @@ ENTRIES = "entries"
 DELETED = "deleted"
 CONVERSATION_FILE = "conversation.yaml"
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+SYMLINK_REASON = (
+    "is a symbolic link; the store never follows links (they can lead outside it). Replace it "
+    "with the real file or folder, or remove it"
+)
 _ROLE_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
 _NAME_RE = re.compile(r"^(?P<ts>\d{8}T\d{6}(?:\d{6})?Z)__(?P<id>[^/]+)\.md$")
 
@@ -112,11 +116,22 @@ class MarkdownStore:
     # ----------------------------------------------------------------- reading
 
     def abspath(self, rel: str) -> Path:
-        """The absolute path of a store-relative path, refusing anything outside entries/."""
+        """The absolute path of a store-relative path, refusing anything outside entries/.
+
+        Refuses a path through a symbolic link too (entries/, a conversation folder, the file
+        itself): a link, e.g. one delivered by a sync remote, would lead reads and writes out of
+        the store. Each part is checked with lstat, so a link is never followed.
+        """
         pure = PurePosixPath(rel)
-        if pure.is_absolute() or ".." in pure.parts or not rel.startswith(f"{ENTRIES}/"):
+        if (pure.is_absolute() or ".." in pure.parts or not rel.startswith(f"{ENTRIES}/")
+                or "\x00" in rel):
             raise ValidationError(f"{rel!r} is not a path inside the store's entries/ folder")
-        return self.root.joinpath(*pure.parts)
+        path = self.root
+        for part in pure.parts:
+            path = path / part
+            if path.is_symlink():
+                raise ValidationError(f"{self.relpath(path)} {SYMLINK_REASON}")
+        return path
 
     def relpath(self, path: Path) -> str:
         """The store-relative POSIX path of an absolute path."""
@@ -125,13 +140,18 @@ class MarkdownStore:
     def read(self, rel: str) -> Memory:
         """Parse one file. Raises FrontMatterError/ValidationError/OSError with the reason."""
         path = self.abspath(rel)
-        size = path.stat().st_size
+        size = path.lstat().st_size
         if size > self.max_file_bytes:
             raise FrontMatterError(
                 f"the file is {size:,} bytes, over the {self.max_file_bytes:,}-byte limit "
                 "(store.max_file_bytes)"
             )
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # no link swapped in since
+        with os.fdopen(fd, "rb") as handle:
+            raw = handle.read(self.max_file_bytes + 1)
+        if len(raw) > self.max_file_bytes:
+            raise FrontMatterError(f"the file is over the {self.max_file_bytes:,}-byte limit "
+                                   "(store.max_file_bytes)")
         return self.memory_from_bytes(rel, raw)
 
     def memory_from_bytes(self, rel: str, raw: bytes) -> Memory:
@@ -162,11 +182,49 @@ class MarkdownStore:
                             continue
                         if entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
-                        elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        elif entry.is_symlink() or (entry.name.endswith(".md")
+                                                    and entry.is_file(follow_symlinks=False)):
+                            # a link (to a file or a folder) is yielded to be reported, never read
                             rel = entry.path[prefix:]
                             yield (rel if os.sep == "/" else rel.replace(os.sep, "/")), entry
             except OSError:
                 continue
+
+    def odd_folders(self) -> list[Problem]:
+        """Entries of entries/ that are not conversation folders: links, names that are not
+        valid conversation ids (e.g. a hand-made "My Notes") and plain files."""
+        problems: list[Problem] = []
+        if not self.entries.is_dir() or self.entries.is_symlink():
+            return problems
+        with os.scandir(self.entries) as it:
+            for entry in sorted(it, key=lambda e: e.name):
+                if entry.name.startswith("."):
+                    continue
+                rel = f"{ENTRIES}/{entry.name}"
+                if entry.is_symlink():
+                    problems.append(Problem(rel, f"{rel} {SYMLINK_REASON}"))
+                    continue
+                if not entry.is_dir(follow_symlinks=False):
+                    problems.append(Problem(rel, "is a file where only conversation folders belong"))
+                    continue
+                try:
+                    validate_conversation_id(entry.name)
+                except ValidationError as exc:
+                    problems.append(Problem(rel, f"is not a valid conversation id, so it is skipped: {exc}"))
+        return problems
+
+    def links(self) -> list[Problem]:
+        """Every symbolic link under entries/ (never entered), as a Problem; for `doctor`."""
+        if self.entries.is_symlink():
+            return [Problem(ENTRIES, f"{ENTRIES} {SYMLINK_REASON}")]
+        found: list[Problem] = []
+        for folder, dirs, files in os.walk(self.entries):  # followlinks=False
+            for name in [*dirs, *files]:
+                path = Path(folder, name)
+                if path.is_symlink():
+                    rel = self.relpath(path)
+                    found.append(Problem(rel, f"{rel} {SYMLINK_REASON}"))
+        return found
 
     def orphan_temp_files(self) -> list[Path]:
         """Temp files of interrupted atomic writes (".<name>.<hex>.tmp")."""
@@ -188,10 +246,12 @@ class MarkdownStore:
         return Listing(tuple(memories), tuple(problems))
 
     def conversations(self) -> list[str]:
-        """Conversation ids that have a folder under entries/."""
-        if not self.entries.is_dir():
+        """Conversation ids that have a folder under entries/ (links and odd names left out)."""
+        if not self.entries.is_dir() or self.entries.is_symlink():
             return []
-        return sorted(p.name for p in self.entries.iterdir() if p.is_dir() and not p.name.startswith("."))
+        with os.scandir(self.entries) as it:
+            names = [e.name for e in it if e.is_dir(follow_symlinks=False) and _is_conversation_id(e.name)]
+        return sorted(names)
 
     # ----------------------------------------------------------------- writing
 
@@ -289,7 +349,12 @@ class MarkdownStore:
         ).name
         target = self._unique(f"{conv_root}{DELETED}/{inner}")
         moved = self._move(memory, target)
-        stamps = {"deleted_at": utc_now(), "replaced_by": replaced_by}
+        now = utc_now()
+        stamps: dict[str, Any] = {"deleted_at": now, "replaced_by": replaced_by}
+        if memory.role == "summary":
+            # The live summary's id is fixed (summary-<conversation>); a deleted version gets its
+            # own, or it could not be named for restore once a newer summary holds that id.
+            stamps["id"] = f"{memory.id}-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         return self.rewrite(moved, stamps)
 
     def restore(self, memory: Memory) -> Memory:
@@ -298,9 +363,13 @@ class MarkdownStore:
             raise ValidationError(f"memory {memory.id} is not deleted")
         marker = f"/{DELETED}/"
         head, _, tail = memory.path.partition(marker)
-        target = self._unique(f"{head}/{tail}")
+        live = f"{head}/{tail}"
+        target = self._unique(live)
         moved = self._move(memory, target)
-        return self.rewrite(moved, {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()})
+        updates: dict[str, Any] = {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()}
+        if memory.role == "summary" and target == live:
+            updates["id"] = f"summary-{memory.conversation_id}"  # back in place: the fixed id again
+        return self.rewrite(moved, updates)
 
     def remove_file(self, memory: Memory) -> None:
         """Really delete a file. Only used to roll back a file this process just created."""
@@ -312,9 +381,13 @@ class MarkdownStore:
     def conversation_meta(self, conversation_id: str) -> dict[str, Any]:
         """Title and saved settings of a conversation ({} when none are saved)."""
         validate_conversation_id(conversation_id)
-        path = self.entries / conversation_id / CONVERSATION_FILE
         try:
-            data = yaml.safe_load(path.read_text("utf-8"))
+            path = self.abspath(f"{ENTRIES}/{conversation_id}/{CONVERSATION_FILE}")
+            text = path.read_text("utf-8")
+            if len(text) > front_matter.MAX_FRONT_MATTER_CHARS:
+                return {}
+            data = yaml.load(text, Loader=front_matter.SAFE_LOADER)  # noqa: S506 - a safe loader
+            front_matter.check_depth(data)
         except (OSError, yaml.YAMLError, ValueError, TypeError, RecursionError):
             # unreadable settings fall back to defaults (UnicodeDecodeError is a ValueError,
             # and so is a timestamp PyYAML matches but cannot build, e.g. year 0)
@@ -324,7 +397,7 @@ class MarkdownStore:
     def write_conversation_meta(self, conversation_id: str, meta: Mapping[str, Any]) -> str:
         """Save a conversation's title/settings; returns the store-relative path."""
         validate_conversation_id(conversation_id)
-        path = self.entries / conversation_id / CONVERSATION_FILE
+        path = self.abspath(f"{ENTRIES}/{conversation_id}/{CONVERSATION_FILE}")
         atomic_write(path, yaml.safe_dump(dict(meta), sort_keys=True, allow_unicode=True).encode())
         return self.relpath(path)
 
@@ -367,6 +440,14 @@ class MarkdownStore:
         return f"{stem}.{n}{dot}{ext}"
 
 
+def _is_conversation_id(name: str) -> bool:
+    try:
+        validate_conversation_id(name)
+    except ValidationError:
+        return False
+    return True
+
+
 def _safe_name(memory_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", memory_id)[:80] or "memory"
 
@@ -392,6 +473,11 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
     if len(parts) < 3 or parts[0] != ENTRIES:
         raise ValidationError(f"{rel} is not inside entries/<conversation>/")
     conversation_id = parts[1]
+    if not _is_conversation_id(conversation_id):
+        raise ValidationError(
+            f"the folder entries/{conversation_id} is not a valid conversation id (letters, digits, "
+            "'.', '_', '-'); rename the folder"
+        )
     match = _NAME_RE.match(parts[-1])
     role = meta.get("role") or _infer_role(parts[2:-1])
     if role not in ROLES:

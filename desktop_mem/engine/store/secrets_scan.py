@@ -13,6 +13,7 @@ the UI/CLI can ask; the automatic write path redacts), ``redact`` (always redact
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -45,38 +46,119 @@ class SecretDetectedError(EngineError):
         )
 
 
-# (kind, pattern, group holding the secret). Specific formats first: a span found by an earlier
-# pattern is not reported again by a later, more generic one.
-_PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int], ...]] = (
+# Assignment names: a keyword as a whole segment of a name (`DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`,
+# `api key`, `client-secret`), so `\b` failing after `_` no longer hides them, and `passport`
+# or `max_tokens` are not names of secrets.
+_KEYWORD = (r"(?:password|passwd|pwd|pass|passphrase|passcode|secret|token|api[ _-]?key|apikey|"
+            r"access[ _-]?key|account[ _-]?key|private[ _-]?key|secret[ _-]?key|client[ _-]?secret|"
+            r"credentials?|auth[ _-]?token)")
+_NAME = rf"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*{_KEYWORD}(?:[_.-][A-Za-z0-9]+)*(?![A-Za-z0-9])"
+# A token body, possibly split by single spaces (or zero-width/odd spaces, mapped to a space
+# before scanning); its length and look are checked after the match.
+_BODY = r"[A-Za-z0-9_-]{4,}(?: [A-Za-z0-9_-]{4,}){0,3}"
+
+# (kind, pattern, group holding the secret, check of the found text). Specific formats first: a
+# span found by an earlier pattern is not reported again by a later, more generic one.
+_PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int, Callable[[str], bool]], ...]] = (
     ("private_key", re.compile(
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), 0),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9]{2,8}-[A-Za-z0-9_-]{20,}"), 0),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), 0),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"), 0),
-    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"), 0),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), 0, bool),
+    ("anthropic_key", re.compile(r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9]{2,8}-" + _BODY), 0,
+     lambda t: _random_looking(t, 20)),
+    ("openai_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?" + _BODY), 0,
+     lambda t: _random_looking(t, 20)),
+    ("stripe_key", re.compile(r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_" + _BODY), 0,
+     lambda t: _random_looking(t, 16)),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_" + _BODY +
+                                r"|github_pat_[A-Za-z0-9_]{22,})"), 0, lambda t: _random_looking(t, 30)),
+    ("gitlab_token", re.compile(r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt)-" + _BODY), 0,
+     lambda t: _random_looking(t, 20)),
+    ("huggingface_token", re.compile(r"(?<![A-Za-z0-9])hf_" + _BODY), 0,
+     lambda t: _random_looking(t, 30)),
+    ("npm_token", re.compile(r"(?<![A-Za-z0-9])npm_" + _BODY), 0,
+     lambda t: _random_looking(t, 36)),
+    ("sendgrid_key", re.compile(r"(?<![A-Za-z0-9])SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,}"), 0, bool),
+    ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"), 0,
+     bool),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"), 0, bool),
+    ("slack_token", re.compile(r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"), 0, bool),
+    ("google_api_key", re.compile(r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}"), 0, bool),
+    ("telegram_bot_token", re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}"), 0, bool),
+    ("jwt", re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0,
+     bool),
+    ("url_credentials", re.compile(
+        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{0,100}:(?P<value>[^\s/@]{1,200})@[^\s/@]"), 1,
+     lambda t: not _placeholder(t)),
+    ("authorization_header", re.compile(
+        r"(?i)(?:\bauthorization\s*[:=]\s*[\"']?)?\b(?:bearer|basic|token)\s+(?P<value>[A-Za-z0-9._~+/=-]{16,})"),
+     1, lambda t: _random_looking(t, 16, letters_only=False)),
     ("password_or_key", re.compile(
-        r"(?i)\b(?:password|passwd|pwd|passphrase|secret(?:[_-]?key)?|client[_-]?secret|"
-        r"api[_-]?key|access[_-]?key|access[_-]?token|auth[_-]?token|bearer[_-]?token|private[_-]?key)"
-        r"[\"']?\s*[:=]\s*[\"']?(?P<value>(?!\[redacted)[^\s\"',;]{6,})"), 1),
+        rf"(?i){_NAME}[\"']?\s*(?:[:=]|=>|:=)\s*[\"']?(?P<value>(?!\[redacted)[^\s\"',;]{{6,}})"), 1,
+     lambda t: _plausible_password(t)),
 )
+
+# Unicode dashes and odd spaces, mapped one character to one so positions stay the same: a key
+# pasted as "sk‐proj‐…" (U+2010) or with a zero-width space inside is still a key.
+_NORMALISE: Final = str.maketrans(
+    {**{c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"},
+     **{c: " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+                        "\u200a\u200b\u200c\u200d\u2060\u202f\u205f\u3000\ufeff"}})
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:[<{\[(].*[>}\])]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?\w*\)?s|[*x.•#-]+|"
+    r"(?:your|my|the|some|example|sample|dummy|fake|test)[_-]?\w*|none|null|nil|true|false|"
+    r"undefined|required|optional|redacted|hidden|secret|password|changeme_later|todo|tbd)$")
+
+
+def _placeholder(value: str) -> bool:
+    return bool(_PLACEHOLDER.match(value.strip("\"'`")))
+
+
+def _random_looking(text: str, minimum: int, *, letters_only: bool = True) -> bool:
+    """A token body: long enough without its spaces, with letters and digits (not prose)."""
+    flat = text.replace(" ", "")
+    if len(flat) < minimum or _placeholder(flat):
+        return False
+    if " " in text and not all(any(c.isdigit() for c in part) for part in text.split(" ") if len(part) > 3):
+        return False  # "sk-learn is a library ..." is prose, not a key split by a space
+    return any(c.isdigit() for c in flat) and any(c.isalpha() for c in flat) if letters_only else (
+        any(c.isdigit() for c in flat))
+
+
+def _plausible_password(value: str) -> bool:
+    """An assigned value that could be a password/key: not a number, a placeholder or a word."""
+    if value.isdigit() or _placeholder(value):
+        return False
+    has_digit_or_symbol = any(c.isdigit() or (not c.isalnum() and c not in "-_.") for c in value)
+    return has_digit_or_symbol or len(value) >= 12
+
+
+def _checked_end(text: str, start: int, end: int, check: Callable[[str], bool]) -> int | None:
+    """The end of the found text that passes `check`, dropping words after a space one at a time
+    ("sk-…key - keep it safe" is the key, then prose); None if no prefix passes."""
+    while True:
+        if check(text[start:end]):
+            return end
+        cut = text.rfind(" ", start, end)
+        if cut <= start:
+            return None
+        end = cut
 
 
 def scan(text: str) -> tuple[Finding, ...]:
     """Likely secrets in `text`, in order of position (overlaps reported once)."""
     found: list[Finding] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern, group in _PATTERNS:
-        for match in pattern.finditer(text):
+    normal = text.translate(_NORMALISE)
+    for kind, pattern, group, check in _PATTERNS:
+        for match in pattern.finditer(normal):
             start, end = match.span(group)
             if end <= start or any(start < e and s < end for s, e in taken):
                 continue
-            taken.append((start, end))
-            found.append(Finding(kind, start, end, mask(text[start:end])))
+            checked = _checked_end(normal, start, end, check)
+            if checked is None:
+                continue
+            taken.append((start, checked))
+            found.append(Finding(kind, start, checked, mask(text[start:checked])))
     return tuple(sorted(found, key=lambda f: f.start))
 
 

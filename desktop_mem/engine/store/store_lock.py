@@ -1,8 +1,14 @@
 """One writer per store: an OS file lock held for the life of a writing engine.
 
 The lock is advisory and released by the OS when the process dies, so a crash never leaves a
-store locked. Who holds it (pid, host, program, since) is written next to it so the second
-process can say who to close.
+store locked. Two locks are taken: the lock file (as before) and an flock on the store folder
+itself, which still holds when someone deletes the lock file while a writer runs (a second
+process would otherwise lock a fresh file and get in).
+
+Who holds it (pid, host, program, since, plus whatever the holder publishes, e.g. an endpoint)
+is written next to it (0600) so the second process can say who to close. Never a secret: the
+program is named by its command words only (never `--set key=value` arguments), and published
+values are checked by the secret scanner.
 """
 
 from __future__ import annotations
@@ -10,14 +16,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
-from desktop_mem.engine.models import StoreLockedError, utc_now
+from desktop_mem.engine.models import StoreLockedError, ValidationError, utc_now
+from desktop_mem.engine.store.secrets_scan import scan
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the lock file alone
+    fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".desktop_mem.lock"
 INFO_NAME = ".desktop_mem.lock.json"
@@ -29,6 +43,8 @@ class StoreLock:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = FileLock(str(root / LOCK_NAME), timeout=0, thread_local=False)
+        self._dir_fd: int | None = None
+        self._info: dict[str, Any] = {}
 
     @property
     def held(self) -> bool:
@@ -38,21 +54,49 @@ class StoreLock:
     def acquire(self) -> None:
         """Take the writer lock now or fail with a message naming who has it."""
         try:
-            self._lock.acquire(timeout=0)
+            dir_fd = _lock_folder(self.root)
+            try:
+                self._lock.acquire(timeout=0)
+            except Timeout:
+                if dir_fd is not None:
+                    os.close(dir_fd)
+                raise
         except Timeout:
-            holder = read_holder(self.root)
-            who = describe_holder(holder)
+            who = describe_holder(read_holder(self.root))
             raise StoreLockedError(
                 f"The store {self.root} is open for writing by {who}. Close that window or "
                 "process first; read-only commands (list, show, search, history) still work."
             ) from None
-        info = {
+        self._dir_fd = dir_fd
+        self._info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "program": " ".join(sys.argv[:2])[:200],
+            "program": program_name(sys.argv),
             "since": utc_now().isoformat(),
         }
-        (self.root / INFO_NAME).write_text(json.dumps(info), encoding="utf-8")
+        self._write_info()
+
+    def publish(self, **fields: str | int | float | bool | None) -> None:
+        """Add fields to the holder's metadata (e.g. an endpoint other processes may call).
+
+        Values that look like a secret are refused: the file is readable by anyone who can read
+        the store, and its contents are printed by `doctor` and by the second writer's error.
+        """
+        if not self.held:
+            raise ValidationError("publish() needs the store lock; acquire it first")
+        for key, value in fields.items():
+            if scan(f"{key}={value}") or scan(str(value)):
+                raise ValidationError(f"lock metadata {key!r} looks like a secret; it is never written")
+        self._info.update(fields)
+        self._write_info()
+
+    def _write_info(self) -> None:
+        path = self.root / INFO_NAME
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(self._info, handle)
+        os.replace(tmp, path)
 
     def release(self) -> None:
         """Give the lock up (idempotent)."""
@@ -60,18 +104,63 @@ class StoreLock:
             with contextlib.suppress(OSError):
                 (self.root / INFO_NAME).unlink()
             self._lock.release(force=True)
+        if self._dir_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._dir_fd)  # closing the descriptor releases its flock
+            self._dir_fd = None
 
     def is_locked_elsewhere(self) -> bool:
         """True when another process holds the lock (probes without keeping it)."""
         if self.held:
             return False
-        probe = FileLock(str(self.root / LOCK_NAME), timeout=0, thread_local=False)
         try:
-            probe.acquire(timeout=0)
+            dir_fd = _lock_folder(self.root)
         except Timeout:
             return True
-        probe.release(force=True)
-        return False
+        try:
+            probe = FileLock(str(self.root / LOCK_NAME), timeout=0, thread_local=False)
+            try:
+                probe.acquire(timeout=0)
+            except Timeout:
+                return True
+            probe.release(force=True)
+            return False
+        finally:
+            if dir_fd is not None:
+                os.close(dir_fd)
+
+
+def _lock_folder(root: Path) -> int | None:
+    """flock the store folder and return its descriptor; None where the platform (or the file
+    system) has no flock on folders; raises Timeout when another process holds it."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(root, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise Timeout(str(root)) from None
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+_COMMAND_WORD = re.compile(r"[a-z][a-z0-9_-]{0,30}")
+
+
+def program_name(argv: Sequence[str]) -> str:
+    """'desktop-mem serve': the program and its first command word, never an option's value
+    (`--set=llm.api_key=...` must not end up in a file or a message)."""
+    if not argv:
+        return "another process"
+    words = [w for w in argv[1:] if _COMMAND_WORD.fullmatch(w)]
+    name = Path(str(argv[0])).name
+    return " ".join([name, *words[:1]])[:100]
 
 
 def read_holder(root: Path) -> dict[str, Any]:
@@ -87,7 +176,9 @@ def describe_holder(holder: dict[str, Any]) -> str:
     """'desktop-mem (pid 123 on host, since ...)' or 'another process'."""
     if not holder:
         return "another process"
+    # Lock files written by older versions hold the raw command line: show its words only.
+    program = program_name(str(holder.get("program") or "another process").split())
     return (
-        f"{holder.get('program') or 'another process'} (pid {holder.get('pid')} on "
+        f"{program} (pid {holder.get('pid')} on "
         f"{holder.get('host')}, since {holder.get('since')})"
     )

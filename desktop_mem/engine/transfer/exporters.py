@@ -9,6 +9,7 @@ name and renamed, and an existing file is never replaced unless asked.
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -102,9 +103,7 @@ def export_zip(
 ) -> ExportResult:
     """Write a zip of the Markdown tree (entries/ only, or one conversation's folder) + README.txt."""
     memories = _memories(engine, conversation_id)
-    folder = engine.root / ENTRIES / conversation_id if conversation_id else engine.root / ENTRIES
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")) \
-        if folder.is_dir() else []
+    files = _plain_files(engine, conversation_id)
     scope = f"conversation {conversation_id}" if conversation_id else "the whole store"
 
     def write(handle: Any) -> None:
@@ -116,6 +115,22 @@ def export_zip(
     _write_new(Path(output), overwrite, write)
     convs = {m.conversation_id for m in memories} | ({conversation_id} if conversation_id else set())
     return ExportResult(Path(output), len(memories), sum(1 for m in memories if m.deleted), len(convs))
+
+
+def _plain_files(engine: MemoryEngine, conversation_id: str | None) -> list[Path]:
+    """Regular files under entries/ (or one conversation); symbolic links are never followed
+    nor archived: one could point at any file of the user's."""
+    folder = engine.store.abspath(f"{ENTRIES}/{conversation_id}") if conversation_id else engine.store.entries
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder):  # followlinks=False
+        def plain(name: str, folder: str = dirpath) -> bool:
+            return not name.startswith(".") and not os.path.islink(os.path.join(folder, name))
+
+        dirnames[:] = [d for d in dirnames if plain(d)]
+        found += [Path(dirpath, name) for name in filenames if plain(name)]
+    return sorted(found)
 
 
 def _memories(engine: MemoryEngine, conversation_id: str | None) -> list[Memory]:

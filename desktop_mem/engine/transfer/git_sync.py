@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,7 @@ def sync(engine: MemoryEngine) -> SyncResult:
                         "settings or with --set sync.remote_url=...")
     if not engine.config["store.git_versioning"]:
         raise SyncError("sync needs git versioning: set store.git_versioning to true")
+    check_remote(url, branch)
     repo = engine.git.repo
     with engine._write_lock, _quiet_git(repo):
         _abort_stale_merge(repo)
@@ -94,11 +96,35 @@ def sync(engine: MemoryEngine) -> SyncResult:
     return SyncResult(url, branch, incoming, tuple(paths), outgoing, tuple(conflicts), pushed)
 
 
+# Transports that run a command or read a file descriptor ("ext::sh -c ...", "fd::3" waits
+# forever); `<helper>::<address>` in general, so no remote helper is started by a setting.
+_HELPER_TRANSPORT = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,99}")
+
+
+def check_remote(url: str, branch: str) -> None:
+    """Refuse a remote URL or branch git would read as an option or a command (one-line error)."""
+    if url.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in url):
+        raise SyncError(f"sync.remote_url {url[:60]!r} is not a git URL or folder (it starts with '-' "
+                        "or holds control characters); set sync.remote_url to e.g. a path or https URL")
+    if _HELPER_TRANSPORT.match(url):
+        raise SyncError(f"sync.remote_url {url[:60]!r} uses a '<transport>::' remote helper, which "
+                        "is refused; set sync.remote_url to a path, ssh or https URL")
+    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.endswith((".lock", "/", ".")):
+        raise SyncError(f"sync.branch {branch[:60]!r} is not a usable branch name")
+
+
 @contextlib.contextmanager
 def _quiet_git(repo: git.Repo) -> Iterator[None]:
     # Never wait on a password prompt: sync runs from the app and from scripts.
     ssh = os.environ.get("GIT_SSH_COMMAND") or "ssh -o BatchMode=yes"
-    with repo.git.custom_environment(GIT_TERMINAL_PROMPT="0", GIT_SSH_COMMAND=ssh):
+    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": ssh}
+    if "GIT_CONFIG_COUNT" not in os.environ:
+        # The transports that run a command or read a descriptor stay off even if a URL slipped
+        # past check_remote (e.g. a remote configured by hand in .git/config).
+        env.update(GIT_CONFIG_COUNT="2", GIT_CONFIG_KEY_0="protocol.ext.allow", GIT_CONFIG_VALUE_0="never",
+                   GIT_CONFIG_KEY_1="protocol.fd.allow", GIT_CONFIG_VALUE_1="never")
+    with repo.git.custom_environment(**env):
         yield
 
 
