@@ -152,7 +152,7 @@ def test_extract_facts_keeps_at_most_three_and_drops_overlong(
         "The user runs",
     ]
     scripted_llm.script(FACTS_CALL, json.dumps(facts))
-    result = extract_facts(llm, "about me")
+    result = extract_facts(llm, "About me: I am 30, I have a sister, I cook and I run.")
     assert _texts(result.facts) == ["The user is 30", "The user has a sister", "The user cooks"]
 
 
@@ -282,6 +282,7 @@ def test_reconcile_rejects_ids_outside_the_list(scripted_llm: ScriptedLLM, llm: 
     assert result.decisions == (
         Decision("ADD", "The user has a cat named Tom", None),
         Decision("DELETE", "The user lives in Oslo", "c21b-uuid-oslo"),
+        Decision("ADD", "The user lives in Rome", None),  # a fact the model left out is not lost
     )
 
 

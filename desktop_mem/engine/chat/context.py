@@ -21,6 +21,7 @@ Summarizer = Callable[[str | None, list[Message]], str | None]
 """(previous summary, messages to fold in) -> new summary, or None when summarising failed."""
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
+INCOMPLETE = "incomplete"  # message key: a reply that was stopped or cut; never summarised, never sent
 PLACEHOLDER_MARK = "⟦removed:"
 DEFAULT_DATA_PREAMBLE = (
     "The block below holds notes recalled from memory and summaries of earlier conversations. "
@@ -213,7 +214,9 @@ class SummarizingStrategy(_Base):
         while covered < cut < len(history) and history[cut].get("role") == "tool":
             cut -= 1
         if not fired or cut <= covered:
-            return self._send(history, covered, state, changed=False)
+            # A summary kept current by the write path covers the newest messages too; those
+            # (``summary_keep_last`` and the question) are still sent verbatim.
+            return self._send(history, min(covered, max(cut, 0)), state, changed=False)
         request = SummaryRequest(start=covered, end=cut, previous_summary=state.summary)
         new_summary = self.summarizer(state.summary, history[covered:cut])
         if new_summary is None or not new_summary.strip():
@@ -420,7 +423,8 @@ def build_context(
     outcome = make_strategy(strategy, settings, counter, summarizer).apply(chat, state)
     # The strategy's summary message is folded into the one system prompt: several chat
     # templates of local models reject a second system message.
-    body = [m for m in outcome.messages if m.get("role") != "system"]
+    body = [{k: v for k, v in m.items() if k != INCOMPLETE}
+            for m in outcome.messages if m.get("role") != "system"]
     system = {
         "role": "system",
         "content": build_system_prompt(

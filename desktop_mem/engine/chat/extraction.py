@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
-from desktop_mem.engine.chat import prompts
+from desktop_mem.engine.chat import fact_guards, prompts
 from desktop_mem.engine.chat.llm_client import LLMError
 from desktop_mem.engine.chat.llm_json import (
     LLMJSONError,
@@ -45,6 +45,7 @@ class ChatModel(Protocol):
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool = False,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> str: ...
 
 
@@ -63,6 +64,7 @@ class ExtractionResult:
 
     facts: tuple[ExtractedFact, ...]
     error: str | None = None
+    rejected: tuple[tuple[str, str], ...] = ()  # (fact, why) dropped by the grounding guards
 
 
 @dataclass(frozen=True)
@@ -94,18 +96,24 @@ class SummaryResult:
 
 
 def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
-    """0-3 facts from the latest user message; pattern rules if the LLM step fails."""
-    message = user_message.strip()
-    if not message or _only_questions(message):
-        # Small models answer a pure question ("Where do I live?") with an invented fact
-        # ("The user lives in a city"); a question states nothing about the user.
+    """0-3 facts about the user from the latest user message; pattern rules if the LLM step fails.
+
+    Only the sentences that state something are read (questions, requests, hypotheticals and
+    quotes are not facts about the user), and every fact the model writes must be grounded in
+    them (fact_guards): a small model's world facts and guesses are dropped, with the reason.
+    """
+    said = fact_guards.statements(user_message.strip())
+    if not said:
+        # "Where do I live?" or "List ten facts about Belgium" states nothing about the user;
+        # small models answer such messages with invented facts, so the LLM is not asked.
         return ExtractionResult(())
+    text = " ".join(said)[:MAX_MESSAGE_CHARS]
     messages = [
         {"role": "system", "content": prompts.FACT_SYSTEM_PROMPT},
-        {"role": "user", "content": prompts.FACT_USER_TEMPLATE.format(message=message[:MAX_MESSAGE_CHARS])},
+        {"role": "user", "content": prompts.FACT_USER_TEMPLATE.format(message=text)},
     ]
     try:
-        answer = llm.complete(messages, temperature=0.0, max_tokens=300)
+        answer = llm.complete(messages, temperature=0.0, max_tokens=300, json_schema=prompts.FACTS_SCHEMA)
         texts = parse_string_list(answer, max_items=10)
     except (LLMError, LLMJSONError) as err:
         problem = (
@@ -113,26 +121,25 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
             if isinstance(err, LLMError)
             else f"The LLM's fact list could not be read ({err})."
         )
-        return ExtractionResult(pattern_facts(message), f"{problem} Simple pattern rules were used instead.")
+        return ExtractionResult(pattern_facts(text), f"{problem} Simple pattern rules were used instead.")
     facts: list[ExtractedFact] = []
+    rejected: list[tuple[str, str]] = []
     seen: set[str] = set()
-    lowered = message.casefold()
-    for text in texts:
-        clean = text.strip().strip("\"'")
+    lowered = text.casefold()
+    for raw in texts:
+        clean = raw.strip().strip("\"'")
         if not clean or len(clean) > MAX_FACT_CHARS or _fold(clean) in seen:
             continue
         keyword = prompts.EXAMPLE_FACTS.get(clean)
         if keyword is not None and keyword not in lowered:
             continue  # a copied prompt example, not something the user said
+        why = fact_guards.grounding_problem(clean, text)
+        if why is not None:
+            rejected.append((clean, why))
+            continue
         seen.add(_fold(clean))
         facts.append(ExtractedFact(clean, kind_of(clean), "llm"))
-    return ExtractionResult(tuple(facts[:MAX_FACTS]))
-
-
-def _only_questions(message: str) -> bool:
-    """True when every sentence of the message is a question."""
-    sentences = [x for x in _SENTENCES.split(message.strip()) if x.strip()]
-    return bool(sentences) and all(x.rstrip().endswith("?") for x in sentences)
+    return ExtractionResult(tuple(facts[:MAX_FACTS]), rejected=tuple(rejected))
 
 
 _PREFERENCE = re.compile(
@@ -273,9 +280,13 @@ def _third_person(text: str) -> str:
 
 
 def reconcile(
-    llm: ChatModel, new_facts: Sequence[str], existing: Sequence[tuple[str, str]]
+    llm: ChatModel, new_facts: Sequence[str], existing: Sequence[tuple[str, str]], user_message: str = ""
 ) -> ReconcileResult:
-    """Decide ADD/UPDATE/DELETE/NONE for ``new_facts`` against ``existing`` (id, text) memories."""
+    """Decide ADD/UPDATE/DELETE/NONE for ``new_facts`` against ``existing`` (id, text) memories.
+
+    ``user_message`` (the words the facts came from) lets an UPDATE drop detail only when the user
+    named what is dropped.
+    """
     facts = _unique_clean(new_facts)
     if not facts:
         return ReconcileResult(())
@@ -292,54 +303,100 @@ def reconcile(
         {"role": "user", "content": user},
     ]
     try:
-        raw = parse_decisions(llm.complete(messages, temperature=0.0, max_tokens=600))
+        answer = llm.complete(messages, temperature=0.0, max_tokens=600, json_schema=prompts.DECISIONS_SCHEMA)
+        raw = parse_decisions(answer)
     except (LLMError, LLMJSONError) as err:
         detail = err.message if isinstance(err, LLMError) else str(err)
         return ReconcileResult(
             tuple(Decision("ADD", f, None) for f in facts),
             f"Memory reconciliation failed ({detail}); the new facts were added as they are.",
         )
-    return ReconcileResult(_resolve(raw, facts, short_ids, texts))
+    return ReconcileResult(_resolve(raw, facts, short_ids, texts, user_message or " ".join(facts)))
 
 
 def _resolve(
-    raw: list[RawDecision], facts: list[str], short_ids: dict[str, str], texts: dict[str, str]
+    raw: list[RawDecision], facts: list[str], short_ids: dict[str, str], texts: dict[str, str],
+    user_message: str,
 ) -> tuple[Decision, ...]:
-    """Map short ids back, drop invalid decisions, and keep new facts from being lost."""
+    """Map short ids back, drop invalid or unsafe decisions, and keep new facts from being lost.
+
+    Guards (fact_guards): an ADD or UPDATE text must be one of the new facts (the reconciler may
+    not invent one, e.g. "lives in Belgium" from facts about Belgium); an UPDATE or DELETE must be
+    about the same topic as a new fact; an UPDATE may not make a fact vaguer unless the user
+    named what it drops. Every new fact not otherwise accounted for is ADDed.
+    """
     out: list[Decision] = []
     targeted: set[str] = set()
     written: set[str] = set()  # folded texts of ADDs and UPDATEs, to drop repeats
+    covered: set[str] = set()  # folded new facts that a decision accounts for
     for item in raw:
         event, text = item["event"], _clean(item["text"])
         target = _target(item["id"], short_ids, texts)
+        found = _source_fact(text, facts) if text else None
+        source = found[0] if found else None
+        if found is not None:
+            covered.add(_fold(found[1]))
         if event == "ADD" or (event == "UPDATE" and target is None):
             # An UPDATE of an unknown id still carries a fact worth keeping.
-            if text and len(text) <= MAX_FACT_CHARS and _fold(text) not in written:
-                written.add(_fold(text))
-                out.append(Decision("ADD", text, None))
+            if source is not None and _fold(source) not in written:
+                written.add(_fold(source))
+                out.append(Decision("ADD", source, None))
             continue
         if target is None or target in targeted:
             continue  # unknown id, or a second decision about the same memory (first wins)
+        old = texts[target]
         if event == "UPDATE":
-            if not text or len(text) > MAX_FACT_CHARS or _fold(text) in written:
-                continue
-            if _fold(text) == _fold(texts[target]):
-                event, text = "NONE", texts[target]
+            if source is None or _fold(source) in written:
+                continue  # text the user never stated: the old fact stays
+            if not fact_guards.same_topic(old, source):
+                covered.discard(_fold(found[1]) if found else "")
+                continue  # an unrelated memory; the new fact is ADDed below
+            if _fold(source) == _fold(old) or fact_guards.vaguer(old, source, user_message):
+                event, text = "NONE", old
             else:
-                written.add(_fold(text))
+                written.add(_fold(source))
+                text = source
+        elif event == "DELETE":
+            if not any(fact_guards.same_topic(old, f) for f in facts):
+                continue  # deleting a memory no new fact speaks about
+            text = old
         else:
-            text = texts[target]
+            text = old
+            covered.update(_fold(f) for f in facts if _near_duplicate(f, old))
         targeted.add(target)
         out.append(Decision(cast(Event, event), text, target))
-    if not any(d.event in ("ADD", "UPDATE") for d in out) and (
-        not out or any(d.event == "DELETE" for d in out)
-    ):
-        # Deletes alone (or no usable decision) must not lose what the user just said.
-        out.extend(Decision("ADD", f, None) for f in facts if _fold(f) not in written)
-    # An ADD that repeats a memory which stays untouched would only duplicate it.
     changed = {d.target_id for d in out if d.event in ("UPDATE", "DELETE")}
     kept = {_fold(t) for memory_id, t in texts.items() if memory_id not in changed}
+    for fact in facts:
+        # Deletes alone, an omitted fact or a refused decision must not lose what the user said.
+        if _fold(fact) not in covered and _fold(fact) not in written and _fold(fact) not in kept:
+            written.add(_fold(fact))
+            out.append(Decision("ADD", fact, None))
+    # An ADD that repeats a memory which stays untouched would only duplicate it.
     return tuple(d for d in out if d.event != "ADD" or _fold(d.text) not in kept)
+
+
+def _source_fact(text: str, facts: list[str]) -> tuple[str, str] | None:
+    """(text to write, the new fact it stands for): a rewording must keep the fact's names and
+    most of its words; None when ``text`` is not one of the new facts."""
+    if len(text) > MAX_FACT_CHARS:
+        return None
+    folded = _fold(text)
+    for fact in facts:
+        if _fold(fact) == folded:
+            return fact, fact
+    names = fact_guards.specifics(text)
+    best, best_score = None, 0.0
+    for fact in facts:
+        if names <= fact_guards.specifics(fact):
+            score = fact_guards.similarity(text, fact)
+            if score > best_score:
+                best, best_score = fact, score
+    return (text, best) if best is not None and best_score >= 0.6 else None
+
+
+def _near_duplicate(a: str, b: str) -> bool:
+    return fact_guards.specifics(a) <= fact_guards.specifics(b) and fact_guards.similarity(a, b) >= 0.8
 
 
 def _target(raw_id: str | None, short_ids: dict[str, str], texts: dict[str, str]) -> str | None:
@@ -358,14 +415,26 @@ _FENCED = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _HEADING = re.compile(r"^[#*\s]*(?:(?:updated|new|current)\s+)?summary[* \t]*(?::[* \t]*\n?|\n)", re.I)
 
 
-def update_summary(llm: ChatModel, previous: str | None, new_material: Sequence[str]) -> SummaryResult:
-    """The running summary updated with ``new_material``; text None means keep the old one."""
+def update_summary(
+    llm: ChatModel,
+    previous: str | None,
+    new_material: Sequence[str],
+    superseded: Sequence[tuple[str, str | None]] = (),
+) -> SummaryResult:
+    """The running summary updated with ``new_material``; text None means keep the old one.
+
+    ``superseded`` lists (old fact, its replacement or None) that are no longer true: the model
+    is told to drop them, and sentences still stating an old fact's names (without its
+    replacement's) are removed afterwards, so a summary follows replacements.
+    """
     material = [_clean(m)[:MAX_MATERIAL_ITEM_CHARS] for m in new_material if m and m.strip()]
-    if not material:
+    if not material and not superseded:
         return SummaryResult(None)
+    items = "\n".join(f"- {old}" + (f" (now: {new})" if new else "") for old, new in superseded)
     user = prompts.SUMMARY_USER_TEMPLATE.format(
         previous=(previous or "").strip()[:MAX_SUMMARY_CHARS] or "(empty)",
-        material="\n".join(f"- {m}" for m in material),
+        material="\n".join(f"- {m}" for m in material) or "(none)",
+        corrections=prompts.SUMMARY_CORRECTIONS_TEMPLATE.format(items=items) if items else "",
     )
     messages = [
         {"role": "system", "content": prompts.SUMMARY_PROMPT},
@@ -380,6 +449,7 @@ def update_summary(llm: ChatModel, previous: str | None, new_material: Sequence[
     if fenced:
         text = fenced.group(1).strip()
     text = _HEADING.sub("", text, count=1).strip()
+    text = drop_superseded(text, superseded)
     if not text:
         return SummaryResult(None, "The summary was not updated: the model gave an empty answer.")
     if len(text) > MAX_SUMMARY_CHARS:
@@ -389,6 +459,39 @@ def update_summary(llm: ChatModel, previous: str | None, new_material: Sequence[
             f"{MAX_SUMMARY_CHARS} limit. The previous summary was kept.",
         )
     return SummaryResult(text)
+
+
+_SUMMARY_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+def drop_superseded(summary: str, superseded: Sequence[tuple[str, str | None]]) -> str:
+    """``summary`` without the sentences that still state a superseded fact.
+
+    A sentence goes when it names something only the old fact named (Ghent, in "lives in Ghent"
+    replaced by "lives in Leuven") and not the replacement's own names; sentences about other
+    things stay. Facts without names or numbers are left to the model's instructions.
+    """
+    stale: list[tuple[set[str], set[str]]] = []
+    for old, new in superseded:
+        new_names = fact_guards.specifics(new) if new else set()
+        gone = fact_guards.specifics(old) - new_names
+        if gone:
+            stale.append((gone, new_names))
+    if not stale:
+        return summary
+    kept: list[str] = []
+    for line in summary.splitlines():
+        parts = [p for p in _SUMMARY_SENTENCE.split(line) if p is not None]
+        good = [p for p in parts if not _states_stale(p, stale)]
+        if parts and not any(p.strip() for p in good):
+            continue  # the whole line was stale
+        kept.append(" ".join(p for p in good if p.strip()) if len(good) != len(parts) else line)
+    return "\n".join(kept).strip()
+
+
+def _states_stale(sentence: str, stale: list[tuple[set[str], set[str]]]) -> bool:
+    words = {w.casefold() for w in re.findall(r"[^\W_]+", sentence)}
+    return any(gone & words and not (new & words) for gone, new in stale)
 
 
 # -- small helpers -----------------------------------------------------------------------------

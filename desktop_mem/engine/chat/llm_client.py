@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
@@ -30,6 +31,17 @@ ErrorKind = Literal[
 # Local servers (Ollama, llama.cpp, LM Studio) accept any key but the client refuses an empty one.
 _PLACEHOLDER_KEY = "not-needed"
 _DETAIL_CHARS = 160
+
+# How an endpoint (base URL, model) takes a JSON schema, learned from the first call that asks
+# for one and kept for the process, so a server that refuses it is asked once, not every turn:
+# "json_schema" (OpenAI, Ollama, LM Studio, llama.cpp's server), "json_object" with a "schema"
+# (llama-cpp-python's server, which refuses the former with HTTP 500) or "none" (the prompt alone
+# asks for JSON, as before).
+SchemaMode = Literal["json_schema", "json_object", "none"]
+_SCHEMA_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "none")
+_SCHEMA_SUPPORT: dict[tuple[str, str], SchemaMode] = {}
+_SCHEMA_LOCK = threading.Lock()
+_REFUSALS = (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError)
 
 
 @dataclass(frozen=True, repr=False)
@@ -89,9 +101,16 @@ class LLMClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         json_mode: bool = False,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> str:
-        """Return the full reply text of one chat completion."""
+        """Return the full reply text of one chat completion.
+
+        ``json_schema`` (``{"name": ..., "schema": {...}}``) asks for structured output where the
+        endpoint supports it (detected once per endpoint); elsewhere the prompt alone asks for JSON.
+        """
         kwargs = self._chat_kwargs(messages, temperature, max_tokens)
+        if json_schema is not None:
+            return self._complete_structured(kwargs, json_schema)
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         try:
@@ -99,6 +118,43 @@ class LLMClient:
         except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
             self._raise_mapped(err)
         return self._content_of(response)
+
+    def schema_support(self) -> SchemaMode | None:
+        """How this endpoint takes a JSON schema (None: not asked yet)."""
+        with _SCHEMA_LOCK:
+            return _SCHEMA_SUPPORT.get((self._url, self.endpoint.model))
+
+    def _complete_structured(self, kwargs: dict[str, Any], json_schema: Mapping[str, Any]) -> str:
+        """A completion constrained by ``json_schema``, trying the known ways once per endpoint."""
+        known = self.schema_support()
+        for mode in [known] if known is not None else list(_SCHEMA_MODES):
+            if mode == "none":
+                break
+            attempt = dict(kwargs)
+            if mode == "json_schema":
+                spec = {"name": json_schema["name"], "schema": json_schema["schema"], "strict": True}
+                attempt["response_format"] = {"type": "json_schema", "json_schema": spec}
+            else:
+                attempt["response_format"] = {"type": "json_object", "schema": json_schema["schema"]}
+            try:
+                response = self._openai().chat.completions.create(**attempt)
+            except _REFUSALS as err:
+                if isinstance(err, openai.InternalServerError) and "response_format" not in str(err):
+                    self._raise_mapped(err)  # a real server failure, not a refused option
+                continue  # this server does not take the schema this way: try the next one
+            except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
+                self._raise_mapped(err)
+            self._learn_schema_mode(known, mode)
+            return self._content_of(response)
+        self._learn_schema_mode(known, "none")
+        return self.complete(kwargs["messages"], temperature=kwargs.get("temperature"),
+                             max_tokens=kwargs.get("max_tokens"))
+
+    def _learn_schema_mode(self, known: SchemaMode | None, mode: SchemaMode) -> None:
+        if known is None:
+            log.info("%s takes JSON schemas as: %s", self._url, mode)
+            with _SCHEMA_LOCK:
+                _SCHEMA_SUPPORT[(self._url, self.endpoint.model)] = mode
 
     def stream(
         self,
@@ -331,7 +387,8 @@ def _relax(kwargs: dict[str, Any], error: str) -> dict[str, Any] | None:
     relaxed = dict(kwargs)
     if "response_format" in relaxed:
         # Many local servers reject json_object mode; the prompts ask for JSON anyway.
-        log.info("server refused response_format=json_object; retrying without it")
+        log.info("server refused response_format=%s; retrying without it",
+                 relaxed["response_format"].get("type"))
         del relaxed["response_format"]
     elif "max_tokens" in relaxed and "max_tokens" in error:
         # Newer OpenAI models only accept max_completion_tokens.

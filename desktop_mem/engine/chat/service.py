@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 from desktop_mem.engine.chat import prompts
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.chat.context import (
+    INCOMPLETE,
     ContextResult,
     SessionState,
     StrategySettings,
     build_context,
     resolve_strategy,
 )
+from desktop_mem.engine.chat.currency import prefer_current, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
@@ -121,7 +123,7 @@ class ChatService:
         engine = self.engine
         cfg = engine.config
         summary = engine.summary(conversation_id)
-        results = self._retrieve(conversation_id, message, exclude_id)
+        results, notes = self._retrieve(conversation_id, message, exclude_id)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
             past = [_as_message(m) for m in history_messages(engine, conversation_id) if m.id != exclude_id]
@@ -139,7 +141,7 @@ class ChatService:
             counter=self.counter,
             base_prompt=cfg["llm.system_prompt"],
             summarizer=self._summarize_messages,
-            injected_memories=injection_lines(results),
+            injected_memories=injection_lines(results, notes),
             cross_session=cross,
             data_preamble=prompts.MEMORY_DATA_PREAMBLE,
         )
@@ -169,13 +171,29 @@ class ChatService:
 
     # ------------------------------------------------------------- internals
 
-    def _retrieve(self, conv: str, message: str, exclude_id: str | None) -> list[SearchResult]:
+    def _retrieve(
+        self, conv: str, message: str, exclude_id: str | None
+    ) -> tuple[list[SearchResult], dict[str, str]]:
+        """The read path, then current beats stale (currency.py): labels by memory id."""
         try:
             results = self.engine.search(message, conversation_id=conv, filters=SearchFilters())
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
-            return []
-        return [r for r in results if r.memory.id != exclude_id]
+            return [], {}
+        results = [r for r in results if r.memory.id != exclude_id]
+        stale = superseded_by_turn(self.engine, {r.memory.conversation_id for r in results} | {conv})
+        if not stale:
+            return results, {}
+        replies_to: dict[str, str] = {}
+        for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"}:
+            previous_user = ""
+            for turn in history_messages(self.engine, c):
+                if turn.role == "user":
+                    previous_user = turn.id
+                else:
+                    replies_to[turn.id] = previous_user
+        view = prefer_current(results, stale, replies_to)
+        return view.results, view.notes
 
     def _cross_session(self, conv: str) -> list[tuple[str, str]]:
         summaries = [m for m in self.engine.list_memories(role="summary") if m.conversation_id != conv]
@@ -188,7 +206,8 @@ class ChatService:
         return items
 
     def _summarize_messages(self, previous: str | None, messages: list[dict[str, Any]]) -> str | None:
-        material = [f"{m.get('role')}: {m.get('content')}" for m in messages if m.get("content")]
+        material = [f"{m.get('role')}: {m.get('content')}" for m in messages
+                    if m.get("content") and not m.get(INCOMPLETE)]
         return update_summary(self.memory_llm, previous, material).text
 
     def _generate(
@@ -254,7 +273,10 @@ def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:
 
 
 def _as_message(m: Memory) -> dict[str, Any]:
-    return {"role": m.role, "content": m.text}
+    message: dict[str, Any] = {"role": m.role, "content": m.text}
+    if m.extra.get("interrupted") or m.extra.get("truncated"):
+        message[INCOMPLETE] = True  # never summarised; build_context drops the key before sending
+    return message
 
 
 def _opt_path(value: str) -> Any:

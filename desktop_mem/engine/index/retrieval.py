@@ -9,7 +9,7 @@ the other misses. Every result carries its score breakdown so the UI can explain
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -283,7 +283,16 @@ def _passes(m: Memory, f: SearchFilters) -> bool:
     return not m.expired()
 
 
-def injection_lines(results: Sequence[SearchResult]) -> list[str]:
-    """001 §3 step 5: each memory as `[<role>] <content>` (scores are not shown to the model)."""
-    return [f"[{r.memory.role}] {' '.join(r.memory.text.split())}" for r in results]
+def injection_lines(results: Sequence[SearchResult], notes: Mapping[str, str] | None = None) -> list[str]:
+    """001 §3 step 5: each memory as `[<role>] <content>` (scores are not shown to the model).
+
+    ``notes`` adds a label by memory id, e.g. `[memory; current; replaces: ...]` or
+    `[user; earlier message, out of date: ...]`, so the model can tell current from superseded.
+    """
+    notes = notes or {}
+    return [
+        f"[{r.memory.role}{'; ' + notes[r.memory.id] if r.memory.id in notes else ''}] "
+        f"{' '.join(r.memory.text.split())}"
+        for r in results
+    ]
 

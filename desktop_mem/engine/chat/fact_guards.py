@@ -1,0 +1,252 @@
+"""Write-path guards: what a stored fact must be grounded in, and which updates are allowed.
+
+Small local models turn requests ("List ten facts about Belgium") into facts, attribute other
+people's facts to the user, drop negations and let a reconciliation rewrite a specific fact into
+a vaguer one ("lives in Ghent" -> "lives in Belgium"). These rules are deterministic, so the same
+message always gives the same verdict, and deliberately conservative: a fact that fails them is
+dropped (the turn itself stays stored and searchable), a refused UPDATE keeps the old fact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_LEAD = re.compile(
+    r"^(?:(?:well|oh|so|also|and|but|btw|by the way|actually|hi|hello|hey|ok|okay|yes|yeah|no|anyway|now|"
+    r"then|great|thanks|thank you|cool|sure)[,!.]?\s+)+",
+    re.I,
+)
+_QUESTION = re.compile(
+    r"^(?:do|does|did|what|why|how|who|whom|whose|where|when|which|can|could|would|should|is|are|am|"
+    r"was|were|will|shall|may|might|have|has|had)\b",
+    re.I,
+)
+_REQUEST = re.compile(
+    r"^(?:please\b|kindly\b|let'?s\b|let me\b|i (?:want|need|would like|'d like) you\b|i'd like you\b|"
+    r"(?:list|tell|write|give|explain|describe|show|make|create|translate|summari[sz]e|generate|help|"
+    r"find|suggest|recommend|compare|name|calculate|compute|draft|compose|imagine|pretend|suppose|assume|"
+    r"check|correct|fix|rewrite|rephrase|convert|answer|define|count|play|sing|recite|draw|design|"
+    r"plan|book|search|look up|send|read|summarise|continue|repeat|say|cite|quote|guess)\b)",
+    re.I,
+)
+# "Remember that I ..." wraps a statement in a request: keep the statement.
+_WRAPPER = re.compile(
+    r"^(?:please\s+)?(?:remember|note|keep in mind|don'?t forget|for the record|fyi|just so you know)"
+    r"(?:\s*(?:that|:|,))?\s+",
+    re.I,
+)
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless|suppose|supposing|imagine|pretend|hypothetically|let'?s say|what if|assume|"
+    r"assuming|i wish|in a story|role-?play)\b",
+    re.I,
+)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»")
+_FORGET = re.compile(
+    r"^(?:please\s+)?(?:forget|delete|remove|erase|drop|scratch)\b(?:\s+(?P<rest>.*))?$", re.I
+)
+_BARE_FORGET = frozenset({"", "that", "it", "this", "what i said", "what i just said", "everything i said"})
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|me|myself|we|we're|our|us)\b", re.I)
+_POSSESSIVE = re.compile(r"\b(?:my|mine|our)\b", re.I)
+_OWNED = re.compile(
+    r"\b(?:my|our)\s+(?:(?:new|old|little|big|younger|older|elder|best|current|first|second|only|"
+    r"favou?rite|dear)\s+)?(\w+)",
+    re.I,
+)
+_THIRD = re.compile(r"\b(?:he|she|they|his|her|their|him|them|he's|she's|they're)\b", re.I)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|neither|nor|no longer|anymore|without)\b|n't\b", re.I
+)
+_CLAUSE = re.compile(r"[,;:]\s*|\s+(?:and|but|so|because|while|although|though)\s+", re.I)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_STOP_WORDS = """a an the and or but so to of in on at for from with by as is are was were be been being
+am do does did has have had having it its this that these those there here their they them he she his
+her him user users user's i me my mine we our us you your very really just also still now then than too
+into about over some any all each every more most much many can could would should will shall may might
+must who whom which what when where why how s t d ll ve re m named called currently"""
+_STOP = frozenset(_STOP_WORDS.split())
+# Words that mark the same topic in different words ("moved to" vs "lives in").
+_TOPICS: tuple[frozenset[str], ...] = (
+    frozenset({"live", "lives", "living", "lived", "move", "moved", "moving", "relocat", "reside", "home",
+               "based", "settl", "city", "town", "country", "address"}),
+    frozenset({"work", "works", "worked", "working", "job", "employ", "employed", "career", "profession",
+               "occupation", "colleague"}),
+    frozenset({"name", "call", "called"}),
+    frozenset({"like", "love", "enjoy", "prefer", "hate", "dislike", "favorite", "favourite", "fan"}),
+    frozenset({"wife", "husband", "partner", "married", "marry", "girlfriend", "boyfriend", "spouse",
+               "divorc", "engag"}),
+    frozenset({"age", "old", "born", "birthday"}),
+)
+
+
+def stems(text: str) -> set[str]:
+    """Content words of ``text``, lower-cased and crudely stemmed (a set, for overlaps)."""
+    out: set[str] = set()
+    for word in _WORD.findall(text.replace("’", "'")):
+        low = word.casefold()
+        if low.endswith("n't"):
+            out.add("not")
+            continue
+        low = low.split("'")[0]
+        if low in _STOP or len(low) < 2:
+            continue
+        out.add(_stem(low))
+    return out
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s", "ly"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+_TOPIC_STEMS = tuple(frozenset(_stem(w) for w in group) for group in _TOPICS)
+
+
+def _topics(words: Iterable[str]) -> set[int]:
+    return {i for i, group in enumerate(_TOPIC_STEMS) for w in words
+            if len(w) >= 3 and any(w.startswith(g) or g.startswith(w) for g in group)}
+
+
+def specifics(text: str) -> set[str]:
+    """Names and numbers in ``text`` (capitalised words after the first, digits), lower-cased."""
+    words = _WORD.findall(text.replace("’", "'"))
+    out = {w.casefold() for w in words if any(c.isdigit() for c in w)}
+    for i, word in enumerate(words):
+        if i > 0 and word[:1].isupper() and word.casefold() not in ("i", "i'm", "user", "user's", "the"):
+            out.add(word.casefold().split("'")[0])
+    return out
+
+
+# -- which part of a message states something about the user -----------------------------------
+
+
+def statements(message: str) -> list[str]:
+    """The sentences of ``message`` that may state facts about the user.
+
+    Questions, requests and tasks, hypotheticals and quoted text are dropped; "remember that ..."
+    keeps its statement. An empty list means there is nothing to extract.
+    """
+    kept: list[str] = []
+    text = _QUOTED.sub(" ", message.replace("’", "'"))
+    for raw in _SENTENCES.split(text):
+        sentence = raw.strip()
+        if not sentence or sentence.startswith(">"):
+            continue
+        body = _LEAD.sub("", sentence).strip()
+        body = _WRAPPER.sub("", body).strip()
+        if not body or sentence.rstrip().endswith("?") or _QUESTION.match(body):
+            continue
+        if _REQUEST.match(body) or _HYPOTHETICAL.search(body) or _FORGET.match(body):
+            continue
+        kept.append(body)
+    return kept
+
+
+def forget_request(message: str) -> str | None:
+    """What the user asks to forget ("Forget that I live in Ghent" -> "I live in Ghent").
+
+    Returns "" for a bare "forget that" / "forget it" (the previous message's facts), None when
+    the message is not a request to forget.
+    """
+    for raw in _SENTENCES.split(message.replace("’", "'")):
+        body = _LEAD.sub("", raw.strip()).strip().rstrip(".!")
+        match = _FORGET.match(body)
+        if match is None:
+            continue
+        rest = (match.group("rest") or "").strip()
+        rest = re.sub(r"^(?:about\s+|that\s+|the fact that\s+|what i said about\s+|what i told you about\s+)",
+                      "", rest, flags=re.I).strip()
+        if rest.casefold() in _BARE_FORGET:
+            return ""
+        return rest
+    return None
+
+
+# -- is an extracted fact grounded in the user's own words --------------------------------------
+
+
+def grounding_problem(fact: str, statement_text: str) -> str | None:
+    """Why ``fact`` is not grounded in ``statement_text`` (None when it is)."""
+    clean = fact.strip()
+    if not re.match(r"^the user\b", clean, re.I):
+        return "not about the user"
+    said = statement_text.replace("’", "'")
+    said_words = {w.casefold().split("'")[0] for w in _WORD.findall(said)}
+    missing = [s for s in specifics(clean) if not any(w.startswith(s[:5]) for w in said_words)]
+    if missing:
+        return f"names or numbers the user did not say ({', '.join(sorted(missing))})"
+    content = stems(clean)
+    said_stems = stems(said)
+    if content and not (content & said_stems or _topics(content) & _topics(said_stems)):
+        return "no word of it was said by the user"
+    fact_topics, said_topics = _topics(content), _topics(said_stems)
+    if fact_topics and said_topics and not fact_topics & said_topics:
+        return "says something else than the user (e.g. 'lives in' for 'loves')"
+    clause = _best_clause(content, said)
+    if clause is None:
+        return None
+    owned = {_stem(m.casefold()) for m in _OWNED.findall(clause)}  # "my cat" -> the user has a cat
+    possessive_fact = re.match(r"^the user'?s\b", clean, re.I) is not None or bool(
+        owned & content or _topics(owned) & _topics(content)
+    )
+    if not possessive_fact and not _FIRST_PERSON.search(clause) and (
+        _POSSESSIVE.search(clause) or _THIRD.search(clause)
+    ):
+        return "about someone else, not the user"
+    if _NEGATION.search(clause) and not _NEGATION.search(clean):
+        return "drops the user's negation"
+    return None
+
+
+def _best_clause(content: set[str], text: str) -> str | None:
+    best, best_score = None, 0
+    for clause in _CLAUSE.split(text):
+        if not clause or not clause.strip():
+            continue
+        score = len(content & stems(clause))
+        if score > best_score:
+            best, best_score = clause, score
+    return best
+
+
+# -- may an UPDATE replace this fact --------------------------------------------------------------
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard overlap of content words, where words of one topic group count as the same word."""
+    wa, wb = _with_topics(stems(a)), _with_topics(stems(b))
+    return len(wa & wb) / max(len(wa | wb), 1)
+
+
+def _with_topics(words: set[str]) -> set[str]:
+    out = set()
+    for word in words:
+        groups = _topics([word])
+        out |= {f"#topic{g}" for g in groups} if groups else {word}
+    return out
+
+
+def same_topic(old: str, new: str) -> bool:
+    """Whether two facts talk about the same thing (shared content word or topic group)."""
+    a, b = stems(old), stems(new)
+    return bool(a & b) or bool(_topics(a) & _topics(b))
+
+
+def vaguer(old: str, new: str, user_message: str) -> bool:
+    """True when ``new`` says less than ``old`` and the user did not ask for it.
+
+    Vaguer: its content words are a strict subset of the old ones, or it drops the old fact's
+    names/numbers without naming any of its own. Allowed when the user's message itself names
+    what is dropped (the user corrected it).
+    """
+    a, b = stems(old), stems(new)
+    dropped = specifics(old) - specifics(new)
+    less = (b < a) or (bool(dropped) and not specifics(new))
+    if not less:
+        return False
+    said = {w.casefold().split("'")[0] for w in _WORD.findall(user_message.replace("’", "'"))}
+    return not any(any(w.startswith(d[:5]) for w in said) for d in dropped | (a - b))
