@@ -63,6 +63,65 @@ def test_json_mode_asks_for_json_object(scripted_llm: ScriptedLLM) -> None:
     assert body is not None and body["response_format"] == {"type": "json_object"}
 
 
+SCHEMA = {"name": "facts", "schema": {"type": "object", "properties": {"facts": {"type": "array"}}}}
+
+
+def _format(body: dict[str, object] | None) -> object:
+    return (body or {}).get("response_format")
+
+
+def test_json_schema_is_sent_as_structured_output_and_remembered(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.default_reply = '{"facts": []}'
+    client = _client(scripted_llm)
+    assert client.schema_support() is None
+    assert client.complete(HI, json_schema=SCHEMA) == '{"facts": []}'
+    assert client.complete(HI, json_schema=SCHEMA) == '{"facts": []}'
+    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    spec = {"name": "facts", "schema": SCHEMA["schema"], "strict": True}
+    assert sent == [{"type": "json_schema", "json_schema": spec}] * 2
+    assert client.schema_support() == "json_schema"
+
+
+@pytest.mark.parametrize(
+    ("refusal", "kind"),
+    [
+        # llama-cpp-python's server: only json_object (with a "schema"), json_schema is an HTTP 500.
+        (Fault.status(500, "validation error: response_format.type should be 'text' or 'json_object'"),
+         "json_object"),
+        (Fault.status(400, "response_format json_schema is not supported"), "json_object"),
+    ],
+)
+def test_json_schema_falls_back_to_json_object_with_schema_once_per_endpoint(
+    scripted_llm: ScriptedLLM, refusal: Fault, kind: str
+) -> None:
+    scripted_llm.script(lambda b: (_format(b) or {}).get("type") == "json_schema", refusal)  # type: ignore[union-attr]
+    scripted_llm.default_reply = '{"facts": ["x"]}'
+    client = _client(scripted_llm)
+    for _ in range(2):
+        assert client.complete(HI, json_schema=SCHEMA) == '{"facts": ["x"]}'
+    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    assert [f["type"] for f in sent] == ["json_schema", kind, kind]  # type: ignore[index]
+    assert sent[1] == {"type": "json_object", "schema": SCHEMA["schema"]}
+    assert client.schema_support() == kind
+
+
+def test_json_schema_falls_back_to_the_prompt_alone(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.script(lambda b: "response_format" in b, Fault.status(422, "unknown field response_format"))
+    scripted_llm.default_reply = '["fact"]'
+    client = _client(scripted_llm)
+    for _ in range(2):
+        assert client.complete(HI, json_schema=SCHEMA) == '["fact"]'
+    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    assert [f and f["type"] for f in sent] == ["json_schema", "json_object", None, None]  # type: ignore[index]
+    assert client.schema_support() == "none"
+
+
+def test_a_real_server_failure_with_a_schema_is_reported_not_retried(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.script(None, Fault.status(500, "CUDA out of memory"))
+    err = _error(lambda: _client(scripted_llm).complete(HI, json_schema=SCHEMA))
+    assert err.kind == "server_error" and len(scripted_llm.chat_requests) == 1
+
+
 def test_json_mode_falls_back_when_server_rejects_response_format(scripted_llm: ScriptedLLM) -> None:
     scripted_llm.script(
         lambda body: "response_format" in body, Fault.status(400, "response_format unsupported")

@@ -42,6 +42,7 @@ _HYPOTHETICAL = re.compile(
     r"assuming|i wish|in a story|role-?play)\b",
     re.I,
 )
+_QUOTE_MARK = "\u27e6quote\u27e7"
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»")
 _FORGET = re.compile(
     r"^(?:please\s+)?(?:forget|delete|remove|erase|drop|scratch)\b(?:\s+(?P<rest>.*))?$", re.I
@@ -103,6 +104,7 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
+_NAME_TOPIC = 2  # index of the name group in _TOPICS
 _TOPIC_STEMS = tuple(frozenset(_stem(w) for w in group) for group in _TOPICS)
 
 
@@ -131,11 +133,11 @@ def statements(message: str) -> list[str]:
     keeps its statement. An empty list means there is nothing to extract.
     """
     kept: list[str] = []
-    text = _QUOTED.sub(" ", message.replace("’", "'"))
+    text = _QUOTED.sub(_QUOTE_MARK, message.replace("’", "'"))
     for raw in _SENTENCES.split(text):
         sentence = raw.strip()
-        if not sentence or sentence.startswith(">"):
-            continue
+        if not sentence or sentence.startswith(">") or _QUOTE_MARK in sentence:
+            continue  # quoted or reported words are someone else's
         body = _LEAD.sub("", sentence).strip()
         body = _WRAPPER.sub("", body).strip()
         if not body or sentence.rstrip().endswith("?") or _QUESTION.match(body):
@@ -183,7 +185,8 @@ def grounding_problem(fact: str, statement_text: str) -> str | None:
     said_stems = stems(said)
     if content and not (content & said_stems or _topics(content) & _topics(said_stems)):
         return "no word of it was said by the user"
-    fact_topics, said_topics = _topics(content), _topics(said_stems)
+    # A name needs no topic word ("I'm Mara"); other predicates must be the user's own.
+    fact_topics, said_topics = _topics(content) - {_NAME_TOPIC}, _topics(said_stems)
     if fact_topics and said_topics and not fact_topics & said_topics:
         return "says something else than the user (e.g. 'lives in' for 'loves')"
     clause = _best_clause(content, said)

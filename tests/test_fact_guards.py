@@ -1,0 +1,83 @@
+"""The write-path guards on their own: which words state facts, grounding, vaguer updates."""
+
+from __future__ import annotations
+
+import pytest
+
+from desktop_mem.engine.chat import fact_guards
+from desktop_mem.engine.chat.extraction import drop_superseded
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("Hi! I'm Mara, I live in Ghent", ["Hi!", "I'm Mara, I live in Ghent"]),
+        ("List ten facts about Belgium", []),
+        ("Where do I live?", []),
+        ("Can you tell me about Rome? I like pasta.", ["I like pasta."]),
+        ("Please write a poem about my cat.", []),
+        ("If I lived in Paris I would walk to work.", []),
+        ("Imagine I am a pilot.", []),
+        ('My friend wrote "I hate Mondays". I love Fridays.', ["I love Fridays."]),
+        ("Please remember that I am allergic to nuts.", ["I am allergic to nuts."]),
+        ("Forget that I live in Ghent.", []),
+        ("Actually I moved to Leuven", ["I moved to Leuven"]),
+    ],
+)
+def test_statements_keep_only_what_the_user_states(message: str, kept: list[str]) -> None:
+    assert fact_guards.statements(message) == kept
+
+
+@pytest.mark.parametrize(
+    ("message", "target"),
+    [("Forget that.", ""), ("Please forget it", ""), ("Forget that I live in Ghent.", "I live in Ghent"),
+     ("OK, forget where I work", "where I work"), ("I forget names easily.", None), ("Hello", None)],
+)
+def test_forget_requests(message: str, target: str | None) -> None:
+    assert fact_guards.forget_request(message) == target
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "problem"),
+    [
+        ("The user lives in Ghent", "I'm Mara, I live in Ghent", None),
+        ("The user's name is Mara", "I'm Mara, I live in Ghent", None),
+        ("The user dislikes mornings", "I hate mornings", None),
+        ("The user lives in Leuven", "I moved to Leuven", None),
+        ("The user has a cat named Tom", "My cat is Tom.", None),
+        ("The user's sister lives in Paris", "My sister lives in Paris", None),
+        ("The user does not eat meat", "I don't eat meat", None),
+        ("Belgium has a capital named Brussels", "I live in Ghent", "not about the user"),
+        ("The user lives in Belgium", "I live in Ghent", "names or numbers"),
+        ("The user lives in Belgium", "I love Belgium.", "says something else"),
+        ("The user lives in Paris", "My sister lives in Paris", "someone else"),
+        ("The user eats meat", "I don't eat meat", "negation"),
+        ("The user enjoys skiing", "I have two cats", "no word"),
+    ],
+)
+def test_grounding(fact: str, said: str, problem: str | None) -> None:
+    found = fact_guards.grounding_problem(fact, said)
+    assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message", "vaguer"),
+    [
+        ("The user has a dog named Rex", "The user has a dog", "I have a dog", True),
+        ("The user lives in Ghent", "The user lives in a city", "I live in a city", True),
+        ("The user lives in Ghent", "The user lives in Leuven", "I moved to Leuven", False),
+        ("The user has a dog named Rex", "The user has a dog", "Rex died, I have another dog", False),
+        ("The user has two cats", "The user has no cats", "I don't have cats anymore", False),
+    ],
+)
+def test_vaguer(old: str, new: str, message: str, vaguer: bool) -> None:
+    assert fact_guards.vaguer(old, new, message) is vaguer
+
+
+def test_drop_superseded_removes_only_sentences_still_stating_the_old_fact() -> None:
+    summary = (
+        "- Mara lives in Ghent.\n- Her name is Mara. She lives in Ghent, Belgium.\n- She moved to Leuven."
+    )
+    out = drop_superseded(summary, [("The user lives in Ghent", "The user lives in Leuven")])
+    assert out == "- Her name is Mara.\n- She moved to Leuven."
+    assert drop_superseded(summary, []) == summary

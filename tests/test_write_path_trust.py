@@ -1,0 +1,172 @@
+"""Issue #11: memory you can trust. The conversations that went wrong with a small local model,
+replayed through the real engine with the scripted server misbehaving the way the model did."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop_mem.engine.facade import MemoryEngine
+from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
+from tests.scripted_llm import Fault
+
+
+def _live_facts(engine: MemoryEngine, conv: str) -> list[str]:
+    return [m.text for m in engine.list_memories(conversation_id=conv, role="memory")]
+
+
+def _chat_prompt(scripted_llm: Any) -> str:
+    body = [r.body for r in scripted_llm.chat_requests if is_chat(r.body) and r.body.get("stream")][-1]
+    return str(body["messages"][0]["content"])
+
+
+def test_a_request_about_the_world_never_rewrites_a_fact_about_the_user(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    # What the 1.5B model did: facts about Belgium, and an UPDATE of "lives in Ghent" into Belgium.
+    scripted_llm.script(FACTS, '["The user lives in Ghent", "The user\'s name is Mara"]', times=1)
+    scripted_llm.script(FACTS, '["The user lives in Belgium", "Belgium has a capital named Brussels"]')
+    scripted_llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user lives in Belgium"}]')
+    scripted_llm.script(SUMMARY, "Mara lives in Ghent.")
+    scripted_llm.script(is_chat, "Belgium is a country in Western Europe ...")
+    chat_engine.chat("mara", "Hi! I'm Mara, I live in Ghent")
+    assert chat_engine.wait_idle(30)
+    before = len(scripted_llm.chat_requests)
+    chat_engine.chat("mara", "List ten facts about Belgium")
+    assert chat_engine.wait_idle(30)
+    assert sorted(_live_facts(chat_engine, "mara")) == ["The user lives in Ghent", "The user's name is Mara"]
+    asked = [r for r in scripted_llm.chat_requests[before:] if not is_chat(r.body)]
+    assert asked == [], "a request states nothing about the user: no extraction call at all"
+
+
+def test_an_invented_or_vaguer_update_keeps_the_specific_fact(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    chat_engine.add("The user lives in Ghent", conversation_id="mara")
+    chat_engine.add("The user has a dog named Rex", conversation_id="mara")
+    scripted_llm.script(FACTS, '["The user loves Belgium", "The user has a dog"]')
+    scripted_llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user lives in Belgium"}, '
+                                   '{"event": "UPDATE", "id": "1", "text": "The user has a dog"}]')
+    scripted_llm.script(SUMMARY, "Summary.")
+    chat_engine.chat("mara", "I love Belgium, and I have a dog.")
+    assert chat_engine.wait_idle(30)
+    live = sorted(_live_facts(chat_engine, "mara"))
+    assert live == ["The user has a dog named Rex", "The user lives in Ghent", "The user loves Belgium"]
+
+
+def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_superseded(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '["The user\'s name is Mara", "The user lives in Ghent"]', times=1)
+    scripted_llm.script(FACTS, '["The user lives in Leuven"]')
+    scripted_llm.script(RECONCILE, lambda body: (
+        '[{"event": "UPDATE", "id": "%s", "text": "The user lives in Leuven"}]'
+        % ("0" if '"id": "0", "text": "The user lives in Ghent"' in body["messages"][-1]["content"] else "1")
+    ))
+    scripted_llm.script(SUMMARY, "Mara lives in Ghent. She moved to Leuven.")
+    scripted_llm.script(is_chat, "Nice to meet you, Mara! Ghent is lovely.")
+    chat_engine.chat("mara", "Hi! I'm Mara, I live in Ghent")
+    assert chat_engine.wait_idle(30)
+    first_turn = next(m for m in chat_engine.list_memories(conversation_id="mara") if m.role == "user")
+    facts = chat_engine.list_memories(conversation_id="mara", role="memory")
+    ghent = next(m for m in facts if "Ghent" in m.text)
+    assert ghent.extra["from_turns"] == [first_turn.id]  # provenance
+    chat_engine.chat("mara", "Actually I moved to Leuven")
+    assert chat_engine.wait_idle(30)
+    assert sorted(_live_facts(chat_engine, "mara")) == ["The user lives in Leuven", "The user's name is Mara"]
+
+    reply = chat_engine.chat("mara", "Where do I live? Ghent?")
+    assert chat_engine.wait_idle(30)
+    order = [r.memory.text for r in reply.used.memories]
+    assert "The user lives in Leuven" in order
+    assert "Hi! I'm Mara, I live in Ghent" in order  # found by its words, but ...
+    assert order.index("The user lives in Leuven") < order.index("Hi! I'm Mara, I live in Ghent")
+    prompt = _chat_prompt(scripted_llm)
+    assert "[memory; current; replaces: The user lives in Ghent] The user lives in Leuven" in prompt
+    assert ("[user; earlier message, out of date: The user lives in Ghent -> now: The user lives in Leuven] "
+            "Hi! I'm Mara, I live in Ghent") in prompt
+    assert prompt.index("The user lives in Leuven") < prompt.index("Hi! I'm Mara, I live in Ghent")
+    # ... and the summary followed the replacement: the stale sentence the model kept is removed.
+    summary = chat_engine.summary("mara")
+    assert summary is not None and "Ghent" not in summary.text and "Leuven" in summary.text
+    update_call = [r for r in scripted_llm.chat_requests if SUMMARY in r.system_text][-1]
+    assert "NO LONGER TRUE" in update_call.last_user_text
+    assert "The user lives in Ghent (now: The user lives in Leuven)" in update_call.last_user_text
+
+
+@pytest.fixture
+def small_files_engine(
+    make_config: Callable[..., Any], scripted_llm: Any, tmp_path: Path
+) -> Iterator[MemoryEngine]:
+    """An engine whose files hold 16 KB: a longer reply is stored cut (``truncated: true``)."""
+    settings = {"llm.base_url": scripted_llm.base_url, "llm.model": "test-model", "llm.timeout": 5,
+                "store.max_file_bytes": 16384}
+    eng = MemoryEngine(make_config(store=tmp_path / "small", **settings))
+    eng.open_index()
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize("cut", ["server", "size"])
+def test_a_cut_reply_is_never_read_by_the_write_path(
+    request: pytest.FixtureRequest, scripted_llm: Any, cut: str
+) -> None:
+    partial = "You told me you live in Atlantis and"
+    if cut == "server":
+        chat_engine: MemoryEngine = request.getfixturevalue("chat_engine")
+        scripted_llm.script(is_chat, Fault.cut_stream(6, text=partial + " many more words here"), times=1)
+    else:
+        chat_engine = request.getfixturevalue("small_files_engine")
+        scripted_llm.script(is_chat, partial + " " + "word " * 4000, times=1)
+    scripted_llm.script(is_chat, "Noted.")
+    scripted_llm.script(FACTS, '["The user has a cat"]', times=1)
+    scripted_llm.script(FACTS, '["The user has a dog"]')
+    scripted_llm.script(SUMMARY, "The user has a cat.")
+    chat_engine.chat("cut", "I have a cat.")
+    assert chat_engine.wait_idle(30)
+    [reply] = [m for m in chat_engine.list_memories(conversation_id="cut") if m.role == "assistant"]
+    assert reply.extra.get("interrupted" if cut == "server" else "truncated") is True
+    assert _live_facts(chat_engine, "cut") == ["The user has a cat"]  # the user's own words still count
+    chat_engine.chat("cut", "I also have a dog.")
+    assert chat_engine.wait_idle(30)
+    summary_calls = [r.last_user_text for r in scripted_llm.chat_requests if SUMMARY in r.system_text]
+    assert summary_calls and all("Atlantis" not in text for text in summary_calls)
+    assert any("user: I have a cat." in text for text in summary_calls)
+    assert any("assistant: Noted." in text for text in summary_calls)
+
+
+def test_the_summary_counts_the_messages_it_covers(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, '["The user plays chess"]', times=1)
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(SUMMARY, "The user plays chess.")
+    scripted_llm.script(is_chat, "Great!")
+    for text in ("I play chess.", "Thanks!", "Bye for now."):
+        chat_engine.chat("count", text)
+        assert chat_engine.wait_idle(30)
+    summary = chat_engine.summary("count")
+    # Written after the first turn (a new fact): it covers that turn's two messages, not 0; the
+    # small-talk turns after it add nothing worth a summary call yet.
+    assert summary is not None and summary.summarized_count == 2
+    summary_calls = [r for r in scripted_llm.chat_requests if SUMMARY in r.system_text]
+    assert len(summary_calls) == 1 and "user: I play chess." in summary_calls[0].last_user_text
+
+
+def test_forget_that_deletes_what_the_previous_message_stored(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    chat_engine.add("The user works at Acme", conversation_id="fg")
+    scripted_llm.script(FACTS, '["The user has a dog named Rex"]')
+    scripted_llm.script(SUMMARY, "Summary.")
+    chat_engine.chat("fg", "I have a dog named Rex.")
+    assert chat_engine.wait_idle(30)
+    chat_engine.chat("fg", "Forget that.")
+    assert chat_engine.wait_idle(30)
+    assert _live_facts(chat_engine, "fg") == ["The user works at Acme"]
+    chat_engine.chat("fg", "Please forget where I work.")
+    assert chat_engine.wait_idle(30)
+    assert _live_facts(chat_engine, "fg") == []
+    deleted = chat_engine.list_memories(conversation_id="fg", role="memory", only_deleted=True)
+    assert sorted(m.text for m in deleted) == ["The user has a dog named Rex", "The user works at Acme"]
