@@ -185,13 +185,13 @@ def grounding_problem(fact: str, statement_text: str) -> str | None:
     said_stems = stems(said)
     if content and not (content & said_stems or _topics(content) & _topics(said_stems)):
         return "no word of it was said by the user"
-    # A name needs no topic word ("I'm Mara"); other predicates must be the user's own.
-    fact_topics, said_topics = _topics(content) - {_NAME_TOPIC}, _topics(said_stems)
-    if fact_topics and said_topics and not fact_topics & said_topics:
-        return "says something else than the user (e.g. 'lives in' for 'loves')"
     clause = _best_clause(content, said)
     if clause is None:
         return None
+    # A name needs no topic word ("I'm Mara"); other predicates must be the user's own.
+    fact_topics, said_topics = _topics(content) - {_NAME_TOPIC}, _topics(stems(clause))
+    if fact_topics and said_topics and not fact_topics & said_topics:
+        return "says something else than the user (e.g. 'lives in' for 'loves')"
     owned = {_stem(m.casefold()) for m in _OWNED.findall(clause)}  # "my cat" -> the user has a cat
     possessive_fact = re.match(r"^the user'?s\b", clean, re.I) is not None or bool(
         owned & content or _topics(owned) & _topics(content)
