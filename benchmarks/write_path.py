@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 import tempfile
@@ -200,6 +201,13 @@ def main() -> int:
 
     def log(line: str) -> None:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    # What the guards refused, and each write-path note, go to the progress output.
+    handler = logging.StreamHandler(sys.stderr if args.json else sys.stdout)
+    handler.setFormatter(logging.Formatter("    [%(name)s] %(message)s"))
+    for name in ("desktop_mem.engine.chat.ingest", "desktop_mem.engine.chat.llm_client"):
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.INFO)
 
     report: dict[str, Any] = {"llm_url": args.llm_url, "model": args.model}
     if not args.no_locomo:
