@@ -49,12 +49,11 @@ SHORT_ANSWERS = (
     "two sentences."
 )
 _WORD = re.compile(r"[^\W_]+")
-_STOP = frozenset(
-    "a an the and or but so to of in on at for from with by as is are was were be been am do does did has "
-    "have had it its this that their they them he she his her him user i me my we our you your very really "
-    "just also still now then than too into about some any all can could would should will who which what "
-    "when where why how s t".split()
-)
+_STOP_WORDS = """a an the and or but so to of in on at for from with by as is are was were be been am do
+does did has have had it its this that their they them he she his her him user i me my we our you your
+very really just also still now then than too into about some any all can could would should will who
+which what when where why how s t"""
+_STOP = frozenset(_STOP_WORDS.split())
 
 
 def _stems(text: str, drop: set[str]) -> set[str]:
@@ -116,7 +115,8 @@ def run_locomo(llm: LLMClient, data: Path, limit: int, log: Any) -> dict[str, An
         obs_total += len(observations)
         obs_matched += len(found)
         examples.append({"dia_id": dia, "facts": facts, "observations": observations, "matched": good})
-        log(f"  {dia}: {len(facts)} facts, {len(good)} matched; {len(found)}/{len(observations)} observations")
+        log(f"  {dia}: {len(facts)} facts, {len(good)} matched; "
+            f"{len(found)}/{len(observations)} observations")
     return {
         "turns": limit,
         "facts": facts_total,
@@ -158,7 +158,8 @@ def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> 
     with tempfile.TemporaryDirectory(prefix="write-path-bench-") as tmp:
         config = load_config(flags={
             "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
-            "llm.model": model, "llm.api_key": "local", "llm.timeout": 600, "llm.system_prompt": SHORT_ANSWERS,
+            "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
+            "llm.system_prompt": SHORT_ANSWERS,
         })
         engine = MemoryEngine(config)
         try:
@@ -169,7 +170,8 @@ def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> 
                 results.append(outcome)
                 mark = "PASS" if outcome["passed"] else "FAIL"
                 log(f"  {mark} {sc.category}/{sc.name} ({outcome['seconds']} s) live={outcome['live']} "
-                    f"missing={outcome['missing']} forbidden={outcome['forbidden']} reply={outcome['reply']!r}")
+                    f"missing={outcome['missing']} forbidden={outcome['forbidden']} "
+                    f"reply={outcome['reply']!r}")
         finally:
             engine.close()
     by_category: dict[str, list[bool]] = defaultdict(list)
@@ -187,7 +189,9 @@ def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--llm-url", required=True)
     parser.add_argument("--model", default="local")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)

@@ -6,6 +6,7 @@ a live fact at the end), ``absent`` (regexes no live fact may match), ``question
 (regexes, one of which the reply must match). Matching is case-insensitive. The ``subset`` flag
 marks two scenarios per category for quick runs.
 """
+# ruff: noqa: E501 - one scenario per line pair reads better than wrapped data
 
 from __future__ import annotations
 
