@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from desktop_mem.engine.chat.chat_types import ChatReply, WriteOutcome  # noqa: E402
 from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
+from desktop_mem.engine.models import Operation  # noqa: E402
 from reliability.common import FACTS, RECONCILE, SUMMARY, is_chat, make_config, table  # noqa: E402
 from tests.scripted_llm import Fault, ScriptedLLM  # noqa: E402
 
@@ -70,8 +71,8 @@ def run_cell(engine: MemoryEngine, llm: ScriptedLLM, step: str, name: str, fault
     """One turn under one fault; returns what the user saw and what was checked."""
     conv = f"{step}-{abs(hash(name)) % 10**8}"
     prior = engine.add(PRIOR_FACT, conversation_id=conv)
-    engine._save_strategy_summary(conv, PRIOR_SUMMARY, 0)
-    engine.commit("prior summary", "summary", (), conv)
+    with engine.writer.transaction(Operation.SUMMARY, "prior summary", conv) as tx:
+        tx.write_summary(conv, PRIOR_SUMMARY, 0)
     _script(llm, step, fault)
     outcomes: list[WriteOutcome] = []
     unsubscribe = engine.subscribe_outcomes(outcomes.append)

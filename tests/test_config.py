@@ -70,3 +70,21 @@ def test_configuration_doc_is_generated_from_the_declarations() -> None:
         "docs/configuration.md is stale: regenerate it from "
         "desktop_mem.engine.config.settings_markdown()"
     )
+
+
+def test_typed_setting_names_match_the_declarations() -> None:
+    """Each setting is in exactly the Literal list of its declared type (what mypy checks lookups by)."""
+    from typing import get_args
+
+    from desktop_mem.engine import config as cfg
+
+    typed = {str: cfg.StrSetting, int: cfg.IntSetting, float: cfg.FloatSetting, bool: cfg.BoolSetting}
+    for setting in cfg.SETTINGS:
+        lists = [t for t, lit in typed.items() if setting.name in get_args(lit)]
+        assert lists == [setting.type], (
+            f"{setting.name} ({setting.type.__name__}) must be listed in exactly the "
+            f"{setting.type.__name__.capitalize()}Setting Literal of engine/config.py"
+        )
+    declared = {s.name for s in cfg.SETTINGS}
+    for lit in typed.values():
+        assert set(get_args(lit)) <= declared

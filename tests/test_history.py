@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine.models import EventType
+from desktop_mem.engine.models import EventType, Operation
 
 
 def git(store: Path, *args: str) -> str:
@@ -35,9 +35,9 @@ def test_history_classifies_app_events_in_order_with_texts(engine: Any) -> None:
     engine.delete(m.id)
     engine.restore(m.id)
     tomb, new = engine.replace(m.id, "User lives in Hamburg")
-    engine.delete(new.id, operation="evict")
-    engine.store.write_summary("c1", "The user moved a lot.", 3)
-    engine.commit("Update summary", "summary", ("summary-c1",), "c1")
+    engine.delete(new.id, operation=Operation.EVICT)
+    with engine.writer.transaction(Operation.SUMMARY, "Update summary", "c1") as tx:
+        tx.write_summary("c1", "The user moved a lot.", 3)
     engine.add("hello there", conversation_id="c1", role="user")
     events = [e for c in reversed(engine.history(limit=50)) for e in c.events]
     kinds = [e.type for e in events]

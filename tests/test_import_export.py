@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.models import ValidationError
+from desktop_mem.engine.models import Operation, ValidationError
 from desktop_mem.engine.transfer.exporters import export_json, export_zip
 from desktop_mem.engine.transfer.importers import ImportFileError, apply_import, plan_import
 from tests.llm_roles import FACTS
@@ -226,9 +226,10 @@ def rich_store(engine: MemoryEngine) -> MemoryEngine:
     engine.replace(old.id, "User works at Globex")
     tagged = engine.add("User is learning Italian", conversation_id=conv, kind="context")
     engine.edit(tagged.id, meta={"mood": "curious"})
-    engine._persist_turn(conv, "user", "Book me a flight to Rome")
-    engine._persist_turn(conv, "assistant", "Which dates?")
-    engine._save_strategy_summary(conv, "The user plans a trip to Rome.", 2)
+    engine.add("Book me a flight to Rome", conversation_id=conv, role="user")
+    engine.add("Which dates?", conversation_id=conv, role="assistant", source="llm")
+    with engine.writer.transaction(Operation.SUMMARY, "Summary", conv) as tx:
+        tx.write_summary(conv, "The user plans a trip to Rome.", 2)
     return engine
 
 

@@ -22,7 +22,7 @@ from desktop_mem.engine.history.timeline_query import (
     timeline_page,
     word_diff,
 )
-from desktop_mem.engine.models import CommitInfo, EventType
+from desktop_mem.engine.models import CommitInfo, EventType, Operation
 
 HAND_DATE = "2024-01-15T10:00:00+00:00"
 
@@ -60,10 +60,9 @@ def build_history(engine: Any) -> Built:
     engine.restore(dog.id)
     jazz = engine.add("User likes jazz", conversation_id="c1")
     engine.delete(jazz.id, operation="evict")
-    engine.store.write_summary("c1", "The user has a dog.", 2)
-    engine.commit("Update summary", "summary", ("summary-c1",), "c1")
-    engine.store.write_summary("c1", "The user has a dog and likes jazz.", 4)
-    engine.commit("Update summary", "summary", ("summary-c1",), "c1")
+    for text, covered in (("The user has a dog.", 2), ("The user has a dog and likes jazz.", 4)):
+        with engine.writer.transaction(Operation.SUMMARY, "Update summary", "c1") as tx:
+            tx.write_summary("c1", text, covered)
     engine.add("hello there", conversation_id="c1", role="user")
     blue = engine.add("User's favourite colour is blue")
     cat = engine.add("User has a cat")

@@ -11,7 +11,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import platformdirs
 import yaml
@@ -120,6 +120,63 @@ SETTINGS: tuple[Setting, ...] = (
 del S
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
+# Typed access: `config["llm.model"]` is a str to mypy, `config["retrieval.top_k"]` an int, and a
+# misspelt name is a type error. A new setting goes into SETTINGS and into the list of its type
+# here (tests/test_config.py fails, naming it, until both agree). Dynamic names use `value()`.
+StrSetting = Literal[
+    "store.path",
+    "llm.base_url",
+    "llm.api_key",
+    "llm.model",
+    "llm.summary_model",
+    "llm.summary_base_url",
+    "llm.system_prompt",
+    "embedding.provider",
+    "embedding.model",
+    "chroma.url",
+    "retrieval.reranker_path",
+    "context.strategy",
+    "context.trigger",
+    "context.tokenizer_path",
+    "server.host",
+    "server.token",
+    "security.secrets",
+    "sync.remote_url",
+    "sync.branch",
+]
+IntSetting = Literal[
+    "store.max_file_bytes",
+    "embedding.threads",
+    "embedding.batch_size",
+    "chroma.ef_search",
+    "retrieval.top_k",
+    "retrieval.reranker_threads",
+    "memory.max_entries",
+    "memory.summary_threshold",
+    "memory.summary_keep_last",
+    "context.max_turns",
+    "context.keep_last_turns",
+    "context.window_messages",
+    "context.compact_trigger_turns",
+    "context.compact_keep_turns",
+    "context.max_tokens",
+    "watcher.debounce_ms",
+    "server.port",
+]
+FloatSetting = Literal[
+    "llm.timeout",
+    "retrieval.mmr_lambda",
+    "retrieval.recency_weight",
+    "retrieval.score_threshold",
+]
+BoolSetting = Literal[
+    "store.git_versioning",
+    "memory.extract_facts",
+    "memory.enable_summarization",
+    "context.cross_session",
+    "watcher.enabled",
+]
+
 
 class Config:
     """Resolved settings. Read with `config["llm.model"]`; frozen once built."""
@@ -129,7 +186,19 @@ class Config:
         self._sources = dict(sources)
         self.file = file
 
+    @overload
+    def __getitem__(self, name: StrSetting) -> str: ...
+    @overload
+    def __getitem__(self, name: BoolSetting) -> bool: ...
+    @overload
+    def __getitem__(self, name: IntSetting) -> int: ...
+    @overload
+    def __getitem__(self, name: FloatSetting) -> float: ...
     def __getitem__(self, name: str) -> Any:
+        return self.value(name)
+
+    def value(self, name: str) -> Any:
+        """A setting by a name known only at run time (the settings dialog, `config --list`)."""
         if name not in BY_NAME:
             raise KeyError(name)
         return self._values[name]

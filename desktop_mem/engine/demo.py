@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
-from desktop_mem.engine.models import utc_now
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import Operation, utc_now
 
 _TURNS = {
     "trip-to-lisbon": [
@@ -52,8 +49,6 @@ def create_demo_store(engine: MemoryEngine) -> None:
          "seafood\n- Alfama in the mornings, Cais do Sodré for dinner", 4),
     )
     for text, covered in versions:  # two versions, so the summary pane has a history to diff
-        with engine._write_lock:
-            summary = engine.store.write_summary("trip-to-lisbon", text, summarized_count=covered)
-            engine._remember(summary)
-            engine._after_write([summary], [], "summary", "Update summary of trip-to-lisbon",
-                                "trip-to-lisbon")
+        with engine.writer.transaction(Operation.SUMMARY, "Update summary of trip-to-lisbon",
+                                       "trip-to-lisbon") as tx:
+            tx.write_summary("trip-to-lisbon", text, summarized_count=covered)

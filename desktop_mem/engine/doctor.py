@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from desktop_mem.engine.history.git_history import GitHistoryError
+from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.models import Problem
-from desktop_mem.engine.store.store_lock import describe_holder, read_holder
+from desktop_mem.engine.store.store_lock import StoreLock, describe_holder, read_holder
 
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+
+class DoctorSource(HistorySource, Protocol):
+    """What `examine` looks at (MemoryEngine satisfies it)."""
+
+    @property
+    def lock(self) -> StoreLock: ...
+
+    def problems(self) -> list[Problem]: ...
+
+    def index_status(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,7 @@ class DoctorReport:
         return not self.problems and not self.uncommitted and self.git.startswith("ok")
 
 
-def _problems(engine: MemoryEngine) -> tuple[Problem, ...]:
+def _problems(engine: DoctorSource) -> tuple[Problem, ...]:
     """Unreadable files (catalog), links anywhere under entries/ (looked for now: one may have
     arrived since the catalog was read), and what sits in entries/ that is no conversation."""
     found = {p.path: p for p in [*engine.store.odd_folders(), *engine.store.links()]}
@@ -41,7 +50,7 @@ def _problems(engine: MemoryEngine) -> tuple[Problem, ...]:
     return tuple(sorted(found.values(), key=lambda p: p.path))
 
 
-def examine(engine: MemoryEngine) -> DoctorReport:
+def examine(engine: DoctorSource) -> DoctorReport:
     """Check the store behind `engine` (read-only: changes nothing)."""
     memories = engine.list_memories(include_deleted=True)
     if engine.lock.held:

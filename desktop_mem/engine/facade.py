@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,34 +23,25 @@ from desktop_mem.engine.models import (
     CommitInfo,
     Memory,
     NotFoundError,
+    Operation,
     Problem,
-    ReadOnlyError,
+    StoreChange,
     ValidationError,
     utc_now,
 )
+from desktop_mem.engine.store import layout
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 from desktop_mem.engine.store.markdown_store import MarkdownStore
-from desktop_mem.engine.store.secrets_scan import Finding, apply_policy, describe
 from desktop_mem.engine.store.store_lock import StoreLock
+from desktop_mem.engine.store.transaction import StoreWriter, Transaction, clip, noun
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.service import ChatService
     from desktop_mem.engine.doctor import DoctorReport
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StoreChange:
-    """Told to subscribers after every change: which memories, which commit, why."""
-
-    operation: str
-    memory_ids: tuple[str, ...]
-    conversation_id: str | None
-    commit: str | None
-    paths: tuple[str, ...] = ()
 
 
 Listener = Callable[[StoreChange], None]
@@ -67,18 +57,21 @@ class MemoryEngine:
         self.store = MarkdownStore(self.root, max_file_bytes=self.config["store.max_file_bytes"])
         self.git = GitHistory(self.root)
         self.lock = StoreLock(self.root)
-        self._write_lock = threading.RLock()
         self._listeners: list[Listener] = []
         self._closed = False
         self.manifest = Manifest(self.root / MANIFEST_NAME)
         self.catalog = Catalog(self.store, self.manifest)
+        self.writer = StoreWriter(
+            self.store, self.catalog,
+            committer=self._commit_paths if self.config["store.git_versioning"] else None,
+            index_update=self._index_changed, emit=self._emit,
+            secrets_policy=lambda: self.config["security.secrets"], read_only=read_only,
+        )
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
         self._chat: ChatService | None = None
         self._outcome_listeners: list[Callable[[WriteOutcome], None]] = []
-        # What the reply path changed in a stored turn (redacted, cut), for the write path's notes.
-        self._turn_notes: dict[str, list[str]] = {}
         if not read_only:
             self.root.mkdir(parents=True, exist_ok=True)
             self.lock.acquire()
@@ -93,7 +86,7 @@ class MemoryEngine:
             raise ValidationError(f"the store {self.root} does not exist yet")
         self.refresh()
         if not read_only and self.config["store.git_versioning"]:
-            self.commit("Record changes made while desktop-mem was closed", "sync", (), None)
+            self.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -126,7 +119,8 @@ class MemoryEngine:
             return False
         watcher: StoreWatcher | None = getattr(self, "_watcher", None)
         if watcher is None:
-            watcher = StoreWatcher(self, self.config["watcher.debounce_ms"])
+            watcher = StoreWatcher(self.root, self.apply_external_changes, self._known_paths,
+                                   self.config["watcher.debounce_ms"])
             self._watcher: StoreWatcher | None = watcher
         watcher.start()
         return True
@@ -174,57 +168,54 @@ class MemoryEngine:
         if not self.read_only:
             self.manifest.flush()  # only when files were parsed or went away
 
-    def reload_paths(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
-        """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone."""
-        return self.catalog.reload(paths)
+    def _known_paths(self) -> set[str]:
+        return {m.path for m in self.list_memories(include_deleted=True)} | {p.path for p in self.problems()}
 
     def apply_external_changes(self, paths: Iterable[str]) -> StoreChange | None:
-        """Files changed outside the app (the watcher, or a sync): re-read, index, one commit.
+        """Files changed outside the app (the watcher, or a sync): re-read, index, one commit of
+        exactly those files.
 
         The engine's own writes come back here too; they are recognised by their content hash
         (already in the catalog) and ignored. Files that fail to parse become problems, are left
-        untouched and are kept out of the index.
+        untouched, kept out of the index and out of the commit.
         """
         # a link (to a file or a folder) is taken too, to be reported as a problem, never read
-        rels = sorted({p for p in paths if _is_memory_file(p) or (self.root / p).is_symlink()})
+        rels = sorted({p for p in paths if layout.is_memory_file(p) or (self.root / p).is_symlink()})
         if not rels:
             return None
-        with self._write_lock:
-            before = {rel: self.catalog.at_path(rel) for rel in rels}
-            results = self.catalog.reload(rels)
-            changed = [r for r in results if isinstance(r, Memory) and _differs(before.get(r.path), r)]
-            removed = [m for rel, m in before.items() if m is not None and self.catalog.at_path(rel) is None]
-            problems = [r for r in results if isinstance(r, Problem)]
-            if not changed and not removed:
-                if problems:
-                    change = StoreChange("problem", (), None, None, tuple(p.path for p in problems))
-                    self._emit(change)
-                    return change
+        if self.read_only:
+            return self._follow(rels, None)
+        with self.writer.transaction(Operation.EXTERNAL_EDIT, publish=False) as tx:
+            return self._follow(rels, tx)
+
+    def _follow(self, rels: list[str], tx: Transaction | None) -> StoreChange | None:
+        before = {rel: self.catalog.at_path(rel) for rel in rels}
+        results = self.catalog.reload(rels)
+        changed = [r for r in results if isinstance(r, Memory) and _differs(before.get(r.path), r)]
+        removed = [m for rel, m in before.items() if m is not None and self.catalog.at_path(rel) is None]
+        problems = tuple(r.path for r in results if isinstance(r, Problem))
+        if not changed and not removed:
+            if not problems:
                 return None
-            self._index_changed(changed, removed)
-            ids = tuple(dict.fromkeys(m.id for m in [*changed, *removed]))
-            convs = {m.conversation_id for m in [*changed, *removed]}
-            conversation = convs.pop() if len(convs) == 1 else None
-            first = (changed or removed)[0]
-            more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
-            sha = None
-            if not self.read_only:
-                subject = f"Edit outside the app: {_clip(first.text)}{more}"
-                sha = self.commit(subject, "external-edit", ids, conversation)
-            change = StoreChange("external-edit", ids, conversation, sha,
-                                 tuple(m.path for m in changed) + tuple(p.path for p in problems))
+            change = StoreChange(Operation.PROBLEM, (), None, None, problems)
             self._emit(change)
             return change
-
-    def lookup_path(self, rel: str) -> Memory | None:
-        """The memory stored at this store-relative path, if it parsed."""
-        return self.catalog.at_path(rel)
-
-    def _remember(self, memory: Memory) -> None:
-        self.catalog.remember(memory)
-
-    def _forget(self, memory: Memory) -> None:
-        self.catalog.forget(memory)
+        ids = tuple(dict.fromkeys(m.id for m in [*changed, *removed]))
+        convs = {m.conversation_id for m in [*changed, *removed]}
+        conversation = convs.pop() if len(convs) == 1 else None
+        if tx is None:
+            self._index_changed(changed, [m.id for m in removed if self.catalog.lookup(m.id) is None])
+            change = StoreChange(Operation.EXTERNAL_EDIT, ids, conversation, None,
+                                 tuple(m.path for m in changed) + problems)
+            self._emit(change)
+            return change
+        first = (changed or removed)[0]
+        more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
+        tx.subject = f"Edit outside the app: {clip(first.text)}{more}"
+        tx.conversation = conversation
+        tx.adopt(*changed)
+        tx.adopt_removal(*removed)
+        return tx.publish()
 
     # ---------------------------------------------------------------- reads
 
@@ -264,16 +255,9 @@ class MemoryEngine:
     def summary(self, conversation_id: str) -> Memory | None:
         """The conversation's rolling summary, if any."""
         validate_conversation_id(conversation_id)
-        return self.catalog.at_path(f"entries/{conversation_id}/summaries/summary.md")
+        return self.catalog.at_path(layout.summary_path(conversation_id))
 
     # --------------------------------------------------------------- writes
-
-    def _require_writer(self) -> None:
-        if self.read_only:
-            raise ReadOnlyError(
-                "this command only reads the store; it was opened read-only because another "
-                "process holds the writer lock"
-            )
 
     def add(
         self,
@@ -293,18 +277,13 @@ class MemoryEngine:
         A likely secret in `text` raises SecretDetectedError under the `security.secrets` policy
         "ask" unless `secrets` is "keep" or "redact" (the user's choice).
         """
-        self._require_writer()
-        text, _found = apply_policy(text, secrets or self.config["security.secrets"])
-        if memory_id is not None and self.lookup(memory_id) is not None:
-            raise ValidationError(f"a memory with id {memory_id!r} already exists")
-        with self._write_lock:
-            memory = self.store.new_memory(
-                text, conversation_id=conversation_id, role=role, kind=kind if role == "memory" else None,
-                source=source, expires_at=expires_at, created_at=created_at, memory_id=memory_id,
-            )
-            self._remember(memory)
-            subject = f"Add {_noun(memory)}: {_clip(text)}"
-            self._after_write([memory], [], "add", subject, memory.conversation_id)
+        self.writer.require_writer()
+        text = self.writer.check_secrets(text, secrets)
+        with self.writer.transaction(Operation.ADD, conversation=conversation_id) as tx:
+            memory = tx.add(text, conversation_id=conversation_id, role=role,
+                            kind=kind if role == "memory" else None, source=source, expires_at=expires_at,
+                            created_at=created_at, memory_id=memory_id)
+            tx.subject = f"Add {noun(memory)}: {clip(text)}"
         return memory
 
     def edit(
@@ -320,127 +299,84 @@ class MemoryEngine:
 
         A likely secret in a new `text` is handled as in `add` (`secrets`: "keep" or "redact").
         """
-        self._require_writer()
+        self.writer.require_writer()
         if text is not None:
-            text, _found = apply_policy(text, secrets or self.config["security.secrets"])
+            text = self.writer.check_secrets(text, secrets)
         updates = dict(meta or {})
         for locked in ("id", "conversation_id", "deleted_at"):
             if locked in updates:
                 raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
-        with self._write_lock:
+        with self.writer.transaction(Operation.EDIT) as tx:
             current = self.get(memory_id)
             if text is not None and text.strip() == current.text and not updates:
                 return current
             updates["updated_at"] = utc_now()
-            memory = self.store.rewrite(current, updates, text, expected_hash=expected_hash)
-            self._remember(memory)
-            self._after_write([memory], [], "edit", f"Edit {_noun(memory)}: {_clip(memory.text)}",
-                              memory.conversation_id)
+            memory = tx.rewrite(current, updates, text, expected_hash=expected_hash)
+            tx.subject = f"Edit {noun(memory)}: {clip(memory.text)}"
+            tx.conversation = memory.conversation_id
         return memory
 
-    def delete(self, memory_id: str, *, operation: str = "delete") -> Memory:
+    def delete(self, memory_id: str, *, operation: Operation = Operation.DELETE) -> Memory:
         """Soft-delete: move under deleted/, stamp deleted_at, commit."""
-        self._require_writer()
-        with self._write_lock:
+        with self.writer.transaction(operation) as tx:
             current = self.get(memory_id)
-            tomb = self.store.soft_delete(current)
-            self._forget(current)
-            self._remember(tomb)
-            verb = "Evict" if operation == "evict" else "Delete"
-            self._after_write([tomb], [current], operation, f"{verb} {_noun(current)}: {_clip(current.text)}",
-                              current.conversation_id)
+            tomb = tx.soft_delete(current)
+            verb = "Evict" if operation == Operation.EVICT else "Delete"
+            tx.subject = f"{verb} {noun(current)}: {clip(current.text)}"
+            tx.conversation = current.conversation_id
         return tomb
 
     def restore(self, memory_id: str) -> Memory:
         """Move a soft-deleted memory back and commit."""
-        self._require_writer()
-        with self._write_lock:
+        with self.writer.transaction(Operation.RESTORE) as tx:
             current = self.get(memory_id)
-            live = self.store.restore(current)
-            self._forget(current)
-            self._remember(live)
-            self._after_write([live], [current], "restore", f"Restore {_noun(live)}: {_clip(live.text)}",
-                              live.conversation_id)
+            live = tx.restore(current)
+            tx.subject = f"Restore {noun(live)}: {clip(live.text)}"
+            tx.conversation = live.conversation_id
         return live
 
     def replace(
         self, memory_id: str, new_text: str, *, source: str = "manual", secrets: str | None = None
     ) -> tuple[Memory, Memory]:
         """UPDATE: tombstone the old memory with replaced_by, add the new one, one commit."""
-        self._require_writer()
-        new_text, _found = apply_policy(new_text, secrets or self.config["security.secrets"])
-        with self._write_lock:
+        self.writer.require_writer()
+        new_text = self.writer.check_secrets(new_text, secrets)
+        with self.writer.transaction(Operation.UPDATE) as tx:
             current = self.get(memory_id)
-            new = self.store.new_memory(
-                new_text, conversation_id=current.conversation_id, role=current.role,
-                kind=current.kind if current.role == "memory" else None, source=source,
-            )
-            tomb = self.store.soft_delete(current, replaced_by=new.id)
-            self._forget(current)
-            self._remember(tomb)
-            self._remember(new)
-            self._after_write([new, tomb], [current], "update",
-                              f"Update {_noun(current)}: {_clip(current.text)} -> {_clip(new.text)}",
-                              current.conversation_id)
+            tomb, new = tx.replace(current, new_text, source=source)
+            tx.subject = f"Update {noun(current)}: {clip(current.text)} -> {clip(new.text)}"
+            tx.conversation = current.conversation_id
         return tomb, new
 
     def restore_version(self, memory_id: str, revision: str, *, expected_hash: str | None = None) -> Memory:
         """Put back the text a memory had at `revision` (a new commit; nothing is lost)."""
-        self._require_writer()
-        with self._write_lock:
+        with self.writer.transaction(Operation.REVERT) as tx:
             current = self.get(memory_id)
             old = self.store.memory_from_bytes(current.path, self.file_at(current, revision))
             if old.text == current.text:
                 return current
-            memory = self.store.rewrite(current, {"updated_at": utc_now()}, old.text,
-                                        expected_hash=expected_hash)
-            self._remember(memory)
-            self._after_write([memory], [], "revert",
-                              f"Revert {_noun(memory)} to {revision[:10]}: {_clip(memory.text)}",
-                              memory.conversation_id)
+            memory = tx.rewrite(current, {"updated_at": utc_now()}, old.text, expected_hash=expected_hash)
+            tx.subject = f"Revert {noun(memory)} to {revision[:10]}: {clip(memory.text)}"
+            tx.conversation = memory.conversation_id
         return memory
 
     def file_at(self, memory: Memory, revision: str) -> bytes:
         """The bytes of a memory's file at a revision, wherever it lived then (live or deleted/)."""
-        conv = f"entries/{memory.conversation_id}/"
-        inner = memory.path[len(conv):]
-        other = inner[len("deleted/"):] if inner.startswith("deleted/") else f"deleted/{inner}"
-        for candidate in (memory.path, conv + other):
+        for candidate in layout.both_places(memory.path, memory.conversation_id):
             try:
                 return self.git.show_file(candidate, revision)
             except GitHistoryError:
                 continue
         raise NotFoundError(f"memory {memory.id} did not exist at {revision[:10]}")
 
-    def _after_write(
-        self,
-        changed: Sequence[Memory],
-        removed: Sequence[Memory],
-        operation: str,
-        subject: str,
-        conversation_id: str | None,
-        trailers: Mapping[str, str] | None = None,
-    ) -> str | None:
-        """Index and commit after files were written (caller holds the writer lock)."""
-        self._index_changed(changed, removed)
-        ids = tuple(dict.fromkeys(m.id for m in changed))
-        sha = self.commit(subject, operation, ids, conversation_id, trailers)
-        self._emit(StoreChange(operation, ids, conversation_id, sha, tuple(m.path for m in changed)))
-        return sha
-
-    def _index_changed(self, changed: Sequence[Memory], removed: Sequence[Memory]) -> None:
+    def _index_changed(self, changed: Sequence[Memory], gone: Sequence[str]) -> None:
         """Bring the open index up to date (a closed index catches up when it opens)."""
         index = self._index
         if index is None:
             if not self.read_only:
                 self.manifest.save(force=False)
             return
-        live_ids = {m.id for m in changed}
-        gone = [m.id for m in removed if m.id not in live_ids and self.catalog.lookup(m.id) is None]
-        try:
-            index.apply(changed, gone)
-        except Exception:  # the files are the truth; the next sync repairs the index
-            log.exception("index update failed; it will be repaired at the next sync")
+        index.apply(changed, gone)
 
     # ---------------------------------------------------------------- index
 
@@ -450,9 +386,10 @@ class MemoryEngine:
 
         with self._index_lock:
             if self._index is None:
-                self._index, self._retriever = build_index(self, self.config)
+                self._index, self._retriever = build_index(
+                    self.root, self.config, self.manifest, self.catalog, read_only=self.read_only)
             index = self._index
-        with self._write_lock:
+        with self.writer.lock:
             return index.sync(self.list_memories(include_deleted=True, include_summaries=True), progress)
 
     @property
@@ -472,9 +409,9 @@ class MemoryEngine:
 
     def reindex(self, progress: Progress | None = None) -> SyncReport:
         """Drop the derived indexes and rebuild them from the Markdown files."""
-        self._require_writer()
+        self.writer.require_writer()
         index = self.index
-        with self._write_lock:
+        with self.writer.lock:
             self.refresh()
             return index.rebuild(self.list_memories(include_deleted=True, include_summaries=True), progress)
 
@@ -500,25 +437,26 @@ class MemoryEngine:
         """The memory with exactly this id, or None (used by the read path)."""
         return self.catalog.lookup(memory_id)
 
-    def commit(
-        self,
-        subject: str,
-        operation: str,
-        ids: Sequence[str],
-        conversation_id: str | None,
-        extra_trailers: Mapping[str, str] | None = None,
+    def commit_all(
+        self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None
     ) -> str | None:
-        """One git commit with trailers; a git failure is logged, never loses the file write."""
-        if not self.config["store.git_versioning"]:
+        """Commit everything under entries/ that differs from HEAD: what changed while the app was
+        closed, or before a sync. Every other commit holds exactly its operation's files."""
+        if self.read_only or not self.config["store.git_versioning"]:
             return None
-        trailers = {"Operation": operation}
-        if ids:
-            trailers["Ids"] = ", ".join(ids[:50])
-        if conversation_id:
-            trailers["Conversation"] = conversation_id
-        trailers.update(extra_trailers or {})
+        with self.writer.lock:
+            try:
+                return self.git.commit(subject, {"Operation": str(operation), **(trailers or {})})
+            except GitHistoryError as exc:
+                log.error("could not commit %r: %s", subject, exc)
+                return None
+
+    def _commit_paths(self, subject: str, trailers: Mapping[str, str], paths: Sequence[str]) -> str | None:
+        """The writer's committer: one commit of exactly `paths`; a git failure is logged, never
+        loses the file write (the next start-up records it)."""
         try:
-            return self.git.commit(subject, trailers)
+            # A new store's .gitignore (written by init) goes with its first commit.
+            return self.git.commit(subject, trailers, paths=[*paths, ".gitignore"])
         except GitHistoryError as exc:
             log.error("could not commit %r: %s", subject, exc)
             return None
@@ -531,7 +469,7 @@ class MemoryEngine:
         if self._chat is None:
             from desktop_mem.engine.chat.service import ChatService
 
-            self._chat = ChatService(self)
+            self._chat = ChatService(self, self._outcome_listeners)
         return self._chat
 
     def chat(
@@ -577,35 +515,6 @@ class MemoryEngine:
         """Probe the chat endpoint; raises LLMError with a message a user can act on."""
         return self.chat_service.llm.check()
 
-    def _persist_turn(
-        self, conversation_id: str, role: str, text: str, extra: Mapping[str, Any] | None = None
-    ) -> Memory:
-        """Write a turn file now (no commit: the write path commits the whole turn).
-
-        Likely secrets are redacted unless `security.secrets` is "keep": nobody is there to ask.
-        """
-        text, found = self._auto_redact(text)
-        with self._write_lock:
-            memory = self.store.new_memory(text, conversation_id=conversation_id, role=role,
-                                           source="llm" if role == "assistant" else "manual",
-                                           extra=extra)
-            self._remember(memory)
-            if found:
-                self._turn_notes.setdefault(memory.id, []).append(
-                    f"A likely secret ({describe(found)}) was redacted from the stored {role} turn "
-                    "(security.secrets).")
-        return memory
-
-    def _auto_redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
-        """Text written without a user to ask (turns, extracted facts, summaries): redact unless keep."""
-        policy = "keep" if self.config["security.secrets"] == "keep" else "redact"
-        return apply_policy(text, policy)
-
-    def _save_strategy_summary(self, conversation_id: str, text: str, summarized_count: int) -> None:
-        text, _found = self._auto_redact(text)
-        with self._write_lock:
-            self._remember(self.store.write_summary(conversation_id, text, summarized_count))
-
     # -------------------------------------------------------- conversations
 
     def conversation_title(self, conversation_id: str) -> str:
@@ -618,14 +527,11 @@ class MemoryEngine:
         return str(value) if value else None
 
     def _update_conversation(self, conversation_id: str, subject: str, **changes: Any) -> None:
-        self._require_writer()
-        with self._write_lock:
+        with self.writer.transaction(Operation.CONVERSATION, subject, conversation_id) as tx:
             meta = self.store.conversation_meta(conversation_id)
             meta.update({k: v for k, v in changes.items()})
             meta = {k: v for k, v in meta.items() if v is not None}
-            self.store.write_conversation_meta(conversation_id, meta)
-            sha = self.commit(subject, "conversation", (), conversation_id)
-            self._emit(StoreChange("conversation", (), conversation_id, sha))
+            tx.write_conversation_meta(conversation_id, meta)
 
     def new_conversation(self, title: str) -> str:
         """Create a conversation (a folder with its title) and return its id."""
@@ -645,31 +551,15 @@ class MemoryEngine:
         self._update_conversation(conversation_id, f"Rename conversation {conversation_id}: {title}",
                                   title=title.strip())
 
-    def set_conversation_strategy(self, conversation_id: str, strategy: str | None) -> None:
-        """Save the context strategy for this conversation (None: use the default)."""
-        if strategy is not None:
-            from desktop_mem.engine.chat.context import resolve_strategy
-
-            resolve_strategy(strategy, None, "none")
-        self._update_conversation(conversation_id, f"Set strategy of {conversation_id}: {strategy}",
-                                  strategy=strategy)
-
     def delete_conversation(self, conversation_id: str) -> list[Memory]:
         """Soft-delete every memory of a conversation in one commit (restorable)."""
-        self._require_writer()
         validate_conversation_id(conversation_id)
-        with self._write_lock:
-            tombs: list[Memory] = []
-            for m in self.list_memories(conversation_id=conversation_id):
-                tomb = self.store.soft_delete(m)
-                self._forget(m)
-                self._remember(tomb)
-                tombs.append(tomb)
+        with self.writer.transaction(Operation.DELETE, conversation=conversation_id) as tx:
+            tombs = [tx.soft_delete(m) for m in self.list_memories(conversation_id=conversation_id)]
             meta = self.store.conversation_meta(conversation_id)
             meta["deleted"] = True
-            self.store.write_conversation_meta(conversation_id, meta)
-            self._after_write(tombs, [], "delete", f"Delete conversation {conversation_id} "
-                              f"({len(tombs)} memories)", conversation_id)
+            tx.write_conversation_meta(conversation_id, meta)
+            tx.subject = f"Delete conversation {conversation_id} ({len(tombs)} memories)"
         return tombs
 
     # -------------------------------------------------------------- history
@@ -677,10 +567,6 @@ class MemoryEngine:
     def history(self, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
         """Commits newest first, each with its classified events."""
         return [classify(c, self.git.blob) for c in self.git.log(limit=limit, offset=offset)]
-
-    def commit_events(self, sha: str) -> CommitInfo:
-        """One commit, classified."""
-        return classify(self.git.commit_info(sha), self.git.blob)
 
     def diff(self, sha: str) -> str:
         """The patch of one commit."""
@@ -709,18 +595,3 @@ class MemoryEngine:
 
 def _differs(before: Memory | None, after: Memory) -> bool:
     return before is None or before.content_hash != after.content_hash
-
-
-def _is_memory_file(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return rel.startswith("entries/") and name.endswith(".md") and not name.startswith(".")
-
-
-def _noun(memory: Memory) -> str:
-    nouns = {"memory": "fact", "user": "user turn", "assistant": "assistant turn"}
-    return nouns.get(memory.role, memory.role)
-
-
-def _clip(text: str, n: int = 60) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= n else one[: n - 1] + "…"

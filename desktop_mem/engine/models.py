@@ -80,6 +80,42 @@ class EventType(StrEnum):
     TURN = "TURN"
 
 
+class Operation(StrEnum):
+    """What a write did, recorded as the commit's `Desktop-Mem-Operation` trailer and on StoreChange."""
+
+    ADD = "add"
+    EDIT = "edit"
+    UPDATE = "update"
+    DELETE = "delete"
+    EVICT = "evict"
+    RESTORE = "restore"
+    REVERT = "revert"
+    REVERT_UPDATE = "revert-update"
+    RESTORE_SUMMARY = "restore-summary"
+    SUMMARY = "summary"
+    TURN = "turn"
+    IMPORT = "import"
+    EXTERNAL_EDIT = "external-edit"
+    CONVERSATION = "conversation"
+    SYNC = "sync"
+    PROBLEM = "problem"
+
+
+@dataclass(frozen=True)
+class StoreChange:
+    """Told to subscribers after every change: which memories, which commit, why.
+
+    `turn_id` (the user turn's id) ties a chat turn's write outcome to its reply.
+    """
+
+    operation: Operation
+    memory_ids: tuple[str, ...]
+    conversation_id: str | None
+    commit: str | None
+    paths: tuple[str, ...] = ()
+    turn_id: str | None = None
+
+
 @dataclass(frozen=True)
 class TimelineEvent:
     """One classified change inside a commit."""

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import watchfiles
 
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.store.layout import ENTRIES
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 2.0  # after an error of the watcher itself (e.g. entries/ removed), try again
@@ -31,11 +30,20 @@ def is_watched(path: str | Path) -> bool:
 class StoreWatcher:
     """A daemon thread applying outside changes of a store to its engine (start / stop)."""
 
-    def __init__(self, engine: MemoryEngine, debounce_ms: int = 300) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        root: Path,
+        apply: Callable[[Iterable[str]], object],
+        known_paths: Callable[[], set[str]],
+        debounce_ms: int = 300,
+    ) -> None:
+        """`apply` takes store-relative paths that changed; `known_paths` are the catalog's paths
+        (a folder moved away reports only itself: its files are the known ones under it)."""
+        self.apply = apply
+        self.known_paths = known_paths
         self.debounce_ms = debounce_ms
-        self.root = engine.root
-        self.entries = engine.root / "entries"
+        self.root = root
+        self.entries = root / ENTRIES
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -111,8 +119,7 @@ class StoreWatcher:
                             if self._filter(watchfiles.Change.added, str(p)))
             else:  # removed or moved away: every memory the catalog had under it
                 prefix = rel + "/"
-                rels.update(m.path for m in self.engine.list_memories(include_deleted=True)
-                            if m.path.startswith(prefix))
+                rels.update(p for p in self.known_paths() if p.startswith(prefix))
         return rels
 
     def _apply(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
@@ -120,6 +127,6 @@ class StoreWatcher:
         try:
             rels = self._expand(changes)
             if rels:
-                self.engine.apply_external_changes(sorted(rels))
+                self.apply(sorted(rels))
         except Exception:  # logged, never kills the thread; the next event or restart repairs
             log.exception("could not apply outside changes to %s", ", ".join(sorted(paths)))

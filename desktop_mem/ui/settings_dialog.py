@@ -156,7 +156,7 @@ class SettingsDialog(QDialog):
                 "this app (the command line still uses the environment).")
 
     def _editor_for(self, setting: Setting) -> QWidget:
-        value = self._config[setting.name]
+        value = self._config.value(setting.name)
         if setting.choices:
             combo = QComboBox()
             combo.addItems(list(setting.choices))
@@ -207,7 +207,7 @@ class SettingsDialog(QDialog):
     def changes(self) -> dict[str, Any]:
         """Settings whose editor differs from the current config."""
         return {s.name: self.value(s.name) for s in SETTINGS
-                if self.editors[s.name].isEnabled() and self.value(s.name) != self._config[s.name]}
+                if self.editors[s.name].isEnabled() and self.value(s.name) != self._config.value(s.name)}
 
     @Slot()
     def save(self) -> None:

@@ -42,6 +42,7 @@ class WriteOutcome:
     summary: Memory | None = None
     commit: str | None = None
     notes: tuple[str, ...] = ()
+    turn_id: str | None = None  # the user turn's id: ties this outcome to its ChatReply
 
     @property
     def changed_memory(self) -> bool:
@@ -79,6 +80,7 @@ class ChatReply:
     error: str | None = None
     error_kind: str | None = None
     cancelled: bool = False
+    turn_id: str | None = None  # the stored user turn's id; its WriteOutcome carries the same
 
     @property
     def ok(self) -> bool:

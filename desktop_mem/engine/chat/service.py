@@ -24,13 +24,14 @@ from desktop_mem.engine.chat.currency import prefer_current, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.chat.ports import ChatSource
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult, injection_lines
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation
+from desktop_mem.engine.store.secrets_scan import describe
 
 if TYPE_CHECKING:
     from desktop_mem.engine.config import Config
-    from desktop_mem.engine.facade import MemoryEngine
 
 log = logging.getLogger(__name__)
 TokenCallback = Callable[[str], None]
@@ -54,7 +55,7 @@ def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
 class ChatService:
     """Runs turns for one engine; write paths run one at a time on a background thread."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: ChatSource, listeners: list[OutcomeListener] | None = None) -> None:
         self.engine = engine
         main, summary = endpoints(engine.config)
         self.llm = LLMClient(main)
@@ -65,7 +66,7 @@ class ChatService:
         self._pending_lock = threading.Lock()
         # Shared with the engine, so the UI can subscribe before the first chat creates this
         # service (creating it imports openai: about a second, never on the GUI thread).
-        self._listeners: list[OutcomeListener] = engine._outcome_listeners
+        self._listeners: list[OutcomeListener] = listeners if listeners is not None else []
 
     # ------------------------------------------------------------------ API
 
@@ -82,13 +83,14 @@ class ChatService:
     ) -> ChatReply:
         """One turn. `history` replaces the stored transcript (e.g. an API client's messages)."""
         engine = self.engine
-        engine._require_writer()
+        engine.writer.require_writer()
         if not message.strip():
             raise ValueError("the message is empty")
         # Refuse a bad strategy before anything is written.
         saved = engine.conversation_strategy(conversation_id)
         resolve_strategy(strategy, saved, engine.config["context.strategy"])
-        user_turn = engine._persist_turn(conversation_id, "user", message)
+        notes: list[str] = []
+        user_turn = self._persist_turn(conversation_id, "user", message, notes)
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
                                      exclude_id=user_turn.id)
         if on_used is not None:
@@ -100,15 +102,17 @@ class ChatService:
             stored, cut = _fit(text, engine.config["store.max_file_bytes"])
             if cut:
                 extra["truncated"] = True
-            assistant = engine._persist_turn(conversation_id, "assistant", stored, extra=extra or None)
+            assistant = self._persist_turn(conversation_id, "assistant", stored, notes, extra=extra or None)
             if cut:
-                engine._turn_notes.setdefault(assistant.id, []).append(
+                notes.append(
                     f"The reply was {len(text.encode('utf-8')):,} bytes; only the first "
                     f"{len(stored.encode('utf-8')):,} were stored (store.max_file_bytes).")
+        summary = None
         if context.summary_changed and context.summary:
-            engine._save_strategy_summary(conversation_id, context.summary, context.summarized_count)
-        self._schedule(TurnRecord(conversation_id, user_turn, assistant))
-        return ChatReply(conversation_id, text, used, error, kind, cancelled)
+            summary = self._save_strategy_summary(conversation_id, context.summary, context.summarized_count)
+        self._schedule(TurnRecord(conversation_id, user_turn, assistant, tuple(notes),
+                                  (summary,) if summary else ()))
+        return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=user_turn.id)
 
     def prepare(
         self,
@@ -229,6 +233,31 @@ class ChatService:
             return "".join(parts), exc.message, exc.kind, False
         return "".join(parts), None, None, False
 
+    def _persist_turn(
+        self, conversation_id: str, role: str, text: str, notes: list[str],
+        extra: dict[str, Any] | None = None,
+    ) -> Memory:
+        """Write a turn file now, unpublished: the write path indexes and commits it with its turn.
+
+        Likely secrets are redacted unless `security.secrets` is "keep": nobody is there to ask.
+        """
+        writer = self.engine.writer
+        with writer.transaction(Operation.TURN, conversation=conversation_id, publish=False) as tx:
+            text, found = tx.redact(text)
+            memory = tx.add(text, conversation_id=conversation_id, role=role,
+                            source="llm" if role == "assistant" else "manual", extra=extra)
+        if found:
+            notes.append(f"A likely secret ({describe(found)}) was redacted from the stored {role} turn "
+                         "(security.secrets).")
+        return memory
+
+    def _save_strategy_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:
+        """The summarizing strategy's new summary, unpublished like the turn files."""
+        writer = self.engine.writer
+        with writer.transaction(Operation.SUMMARY, conversation=conversation_id, publish=False) as tx:
+            text, _found = tx.redact(text)
+            return tx.write_summary(conversation_id, text, summarized_count)
+
     def _schedule(self, turn: TurnRecord) -> None:
         llm = None if not self.engine.config["llm.base_url"] else self.memory_llm
         future = self._background.submit(run_write_path, self.engine, turn, llm)
@@ -259,7 +288,8 @@ def strategy_settings(cfg: Config) -> StrategySettings:
         summary_keep_last=cfg["memory.summary_keep_last"],
         compact_trigger_turns=cfg["context.compact_trigger_turns"],
         compact_keep_turns=cfg["context.compact_keep_turns"],
-        trigger=cfg["context.trigger"], max_tokens=cfg["context.max_tokens"],
+        trigger="tokens" if cfg["context.trigger"] == "tokens" else "turns",
+        max_tokens=cfg["context.max_tokens"],
     )
 
 

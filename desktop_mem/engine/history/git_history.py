@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+import os
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +37,7 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _LOG_FORMAT = "%H%x00%an%x00%ct%x00%P%x00%B"
 # A revision named by the user: never an option (no leading '-'), no whitespace or control bytes.
 _REVISION = re.compile(r"[A-Za-z0-9_./~^@{}:+][A-Za-z0-9_./~^@{}:+-]{0,199}")
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 _APP_AUTHOR = ("desktop-mem", "desktop-mem@localhost")
 
 
@@ -160,8 +163,60 @@ class GitHistory:
 
     # ---------------------------------------------------------------- writing
 
-    def commit(self, subject: str, trailers: Mapping[str, str], body: str = "") -> str | None:
-        """Stage everything under entries/ (+ .gitignore) and commit; None if nothing changed."""
+    def commit(
+        self, subject: str, trailers: Mapping[str, str], body: str = "", paths: Sequence[str] | None = None
+    ) -> str | None:
+        """Commit exactly `paths` (store-relative; additions, edits, moves and removals); None if
+        nothing changed. `paths=None` sweeps everything under entries/ (+ .gitignore): only for
+        recording what changed while the app was closed, and before a sync.
+        """
+        message = format_message(subject, trailers, body)
+        if paths is None:
+            return self._commit_all(message)
+        if not paths:
+            return None
+        # Literal, NUL-separated pathspecs from a file: no glob or magic in a file name, no
+        # option injection, and no limit on how many paths one commit holds (an import: 10,000).
+        spec = self.root / ".git" / f"desktop-mem-pathspec-{uuid.uuid4().hex[:8]}"
+        g = self.repo.git
+        try:
+            with g.custom_environment(GIT_LITERAL_PATHSPECS="1"):
+                # a path gone from disk can only be staged if git knows it (a removal)
+                gone = [p for p in paths if not os.path.lexists(self.root / p)]
+                tracked = self._tracked(gone)
+                addable = [p for p in paths if p in tracked or p not in gone]
+                if addable:
+                    _write_spec(spec, addable)
+                    g.add("--all", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
+                changed = self._staged_among(paths)
+                if not changed:
+                    return None
+                _write_spec(spec, changed)
+                g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message, "--only",
+                         f"--pathspec-from-file={spec}", "--pathspec-file-nul")
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git commit failed: {_reason(exc)}") from None
+        finally:
+            spec.unlink(missing_ok=True)
+        return self.head()
+
+    def _tracked(self, paths: Sequence[str], chunk: int = 500) -> set[str]:
+        """Which of `paths` are in git's index (ls-files takes no pathspec file: in chunks)."""
+        found: set[str] = set()
+        for i in range(0, len(paths), chunk):
+            out = self.repo.git.ls_files("-z", "--cached", "--", *paths[i:i + chunk])
+            found.update(p for p in out.split("\0") if p)
+        return found
+
+    def _staged_among(self, paths: Sequence[str]) -> list[str]:
+        """Which of `paths` are staged to differ from HEAD (diff takes no pathspec file: every
+        staged path is listed, normally just ours, and intersected)."""
+        base = "HEAD" if self.head() is not None else _EMPTY_TREE
+        out: str = self.repo.git.diff("-z", "--cached", "--name-only", "--no-renames", base)
+        staged = {p for p in out.split("\0") if p}
+        return [p for p in paths if p in staged]
+
+    def _commit_all(self, message: str) -> str | None:
         g = self.repo.git
         try:
             g.add("--all", "--", "entries", ".gitignore")
@@ -171,10 +226,7 @@ class GitHistory:
         if not self.has_staged_changes():
             return None
         try:
-            g.commit(
-                "--no-verify", "--quiet", "--cleanup=verbatim",
-                "-m", format_message(subject, trailers, body),
-            )
+            g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message)
         except GitCommandError as exc:
             raise GitHistoryError(f"git commit failed: {_reason(exc)}") from None
         return self.head()
@@ -298,15 +350,9 @@ class GitHistory:
         except GitCommandError as exc:
             raise GitHistoryError(f"git fsck found problems: {_reason(exc)}") from None
 
-    def iter_all(self, page: int = 200) -> Iterator[RawCommit]:
-        """Every commit, newest first, page by page."""
-        offset = 0
-        while True:
-            batch = self.log(limit=page, offset=offset)
-            yield from batch
-            if len(batch) < page:
-                return
-            offset += page
+
+def _write_spec(spec: Path, paths: Sequence[str]) -> None:
+    spec.write_bytes(b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths))
 
 
 def parse_log(out: str) -> list[RawCommit]:

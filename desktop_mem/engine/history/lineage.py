@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
 from desktop_mem.engine.history.git_history import GitHistoryError, RawCommit
+from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.history.timeline_query import CommitCache, cache_for
 from desktop_mem.engine.models import CommitInfo, EventType, Memory, TimelineEvent
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.store import layout
 
 _FILE_LOG_LIMIT = 500
 
@@ -69,7 +66,7 @@ class Lineage:
         return (*self.earlier, self.current, *self.later)
 
 
-def lineage(engine: MemoryEngine, memory_id: str, cache: CommitCache | None = None) -> Lineage:
+def lineage(engine: HistorySource, memory_id: str, cache: CommitCache | None = None) -> Lineage:
     """The chain of `replaced_by` through `memory_id` (NotFoundError for an unknown id)."""
     start = engine.get(memory_id)
     cache = cache if cache is not None else cache_for(engine)
@@ -128,7 +125,7 @@ def lineage(engine: MemoryEngine, memory_id: str, cache: CommitCache | None = No
 class _StepBuilder:
     """Finds the commits of each step from the memory's own file history (renames followed)."""
 
-    def __init__(self, engine: MemoryEngine, cache: CommitCache) -> None:
+    def __init__(self, engine: HistorySource, cache: CommitCache) -> None:
         self.engine = engine
         self.cache = cache
         self.git_ok = bool(engine.config["store.git_versioning"]) and engine.git.exists()
@@ -157,7 +154,8 @@ class _StepBuilder:
         # Both places the file can have lived (live and under deleted/), without `--follow`:
         # git's follow pairs an added fact with any similar removed file, e.g. the fact it replaced.
         try:
-            log = self.engine.git.log(limit=_FILE_LOG_LIMIT, paths=_both_places(memory))
+            places = layout.both_places(memory.path, memory.conversation_id)
+            log = self.engine.git.log(limit=_FILE_LOG_LIMIT, paths=places)
         except GitHistoryError:
             return None, None
         if not log:
@@ -181,8 +179,8 @@ class _StepBuilder:
 
 def _moves_into_deleted(raw: RawCommit) -> bool:
     return any(
-        c.new_path is not None and _in_deleted(c.new_path)
-        and (c.old_path is None or not _in_deleted(c.old_path))
+        c.new_path is not None and layout.in_deleted(c.new_path)
+        and (c.old_path is None or not layout.in_deleted(c.old_path))
         for c in raw.changes
     )
 
@@ -201,14 +199,3 @@ def _event_for(commit: CommitInfo | None, memory_id: str, *, created: bool) -> T
         if not created and event.type in (EventType.UPDATE, EventType.DELETE, EventType.EVICT):
             return event
     return None
-
-
-def _both_places(memory: Memory) -> list[str]:
-    conv = f"entries/{memory.conversation_id}/"
-    inner = memory.path[len(conv):]
-    other = inner[len("deleted/"):] if inner.startswith("deleted/") else f"deleted/{inner}"
-    return [memory.path, conv + other]
-
-
-def _in_deleted(path: str) -> bool:
-    return "deleted" in PurePosixPath(path).parts[2:3]

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from desktop_mem.engine.history.git_history import FileChange, RawCommit
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.engine.store import front_matter
+from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.front_matter import FrontMatterError
 
 BlobReader = Callable[[str | None], bytes | None]
@@ -55,10 +55,10 @@ def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
     for index, change in enumerate(changes):
         old = _side(change.old_path, change.old_blob, read_blob)
         new = _side(change.new_path, change.new_blob, read_blob)
-        if change.status == "A" and new and not _in_deleted(new.path) and new.memory_id:
+        if change.status == "A" and new and not layout.in_deleted(new.path) and new.memory_id:
             added_by_id[new.memory_id] = (index, new)
         if change.status == "R" and old and new:
-            into_deleted = not _in_deleted(old.path) and _in_deleted(new.path)
+            into_deleted = not layout.in_deleted(old.path) and layout.in_deleted(new.path)
             if into_deleted and new.replaced_by and operation != "evict":
                 pending_updates.append((index, old, new, change))
 
@@ -102,23 +102,23 @@ def _classify_change(
     if old is not None and old.memory_id in evicted:
         operation = "evict"
     if change.status == "A" and new:
-        if _in_deleted(new.path):
+        if layout.in_deleted(new.path):
             return _event(EventType.DELETE, sha, None, new, old_text=new.text)
         return _event(_kind_of_new(new), sha, None, new)
     if change.status == "D" and old:
         kind = EventType.EVICT if operation == "evict" else EventType.DELETE
         return _event(kind, sha, old, None, hard_delete=True)
     if change.status == "R" and old and new:
-        if not _in_deleted(old.path) and _in_deleted(new.path):
+        if not layout.in_deleted(old.path) and layout.in_deleted(new.path):
             kind = EventType.EVICT if operation == "evict" else EventType.DELETE
             return _event(kind, sha, old, new, new_text=None, replaced_by=new.replaced_by)
-        if _in_deleted(old.path) and not _in_deleted(new.path):
+        if layout.in_deleted(old.path) and not layout.in_deleted(new.path):
             return _event(EventType.RESTORE, sha, old, new)
         return _event(EventType.EDIT, sha, old, new)
     if change.status == "M" and old and new:
         if new.role == "summary":
             return _event(EventType.SUMMARY, sha, old, new)
-        if _in_deleted(new.path):
+        if layout.in_deleted(new.path):
             if old.text == new.text:
                 return None  # a tombstone re-stamped: not a change of memory content
             return _event(EventType.EDIT, sha, old, new)
@@ -221,9 +221,5 @@ def _role_from_path(parts: tuple[str, ...]) -> str | None:
     return None
 
 
-def _in_deleted(path: str) -> bool:
-    return "deleted" in PurePosixPath(path).parts[2:3]
-
-
 def _is_memory_path(path: str | None) -> bool:
-    return bool(path) and str(path).startswith("entries/") and str(path).endswith(".md")
+    return layout.is_memory_file(path)

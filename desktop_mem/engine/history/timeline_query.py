@@ -16,20 +16,17 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from git.exc import GitError
 from gitdb.exc import ODBError
 
 from desktop_mem.engine.history.git_history import RawCommit
+from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.engine.store import front_matter
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.store import front_matter, layout
 
 DiffOp = Literal["equal", "insert", "delete"]
 DELETES_AND_REPLACEMENTS = frozenset({EventType.DELETE, EventType.EVICT, EventType.UPDATE})
@@ -103,7 +100,7 @@ class TimelineQuery:
                 return False
         if self.only_deletes_and_replacements:
             # Every delete, evict or replacement removes a file or puts one under deleted/.
-            touches = any(c.status == "D" or (c.new_path and _in_deleted(c.new_path)) for c in raw.changes)
+            touches = any(c.status == "D" or layout.in_deleted(c.new_path) for c in raw.changes)
             if not touches:
                 return False
         return True
@@ -160,7 +157,7 @@ class CommitCache:
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
 
-    def classified(self, engine: MemoryEngine, raw: RawCommit) -> CommitInfo:
+    def classified(self, engine: HistorySource, raw: RawCommit) -> CommitInfo:
         """The classified commit, from the cache or classified now."""
         info = self.get(raw.sha)
         if info is None:
@@ -168,7 +165,7 @@ class CommitCache:
             self.put(info)
         return info
 
-    def commit(self, engine: MemoryEngine, sha: str) -> CommitInfo:
+    def commit(self, engine: HistorySource, sha: str) -> CommitInfo:
         """One commit by sha (any revision git understands), classified."""
         info = self.get(sha)
         if info is None:
@@ -176,11 +173,11 @@ class CommitCache:
         return info
 
 
-_CACHES: weakref.WeakKeyDictionary[MemoryEngine, CommitCache] = weakref.WeakKeyDictionary()
+_CACHES: weakref.WeakKeyDictionary[HistorySource, CommitCache] = weakref.WeakKeyDictionary()
 _CACHES_LOCK = threading.Lock()
 
 
-def cache_for(engine: MemoryEngine) -> CommitCache:
+def cache_for(engine: HistorySource) -> CommitCache:
     """The commit cache shared by everything that reads this engine's timeline."""
     with _CACHES_LOCK:
         cache = _CACHES.get(engine)
@@ -190,7 +187,7 @@ def cache_for(engine: MemoryEngine) -> CommitCache:
 
 
 def timeline_page(
-    engine: MemoryEngine,
+    engine: HistorySource,
     query: TimelineQuery | None = None,
     cursor: TimelineCursor | None = None,
     page_size: int = 50,
@@ -226,7 +223,7 @@ def timeline_page(
         batch = min(batch * 2, _MAX_BATCH)
 
 
-def _shifted_offset(engine: MemoryEngine, cursor: TimelineCursor | None, head: str) -> int:
+def _shifted_offset(engine: HistorySource, cursor: TimelineCursor | None, head: str) -> int:
     if cursor is None:
         return 0
     if cursor.head is None or cursor.head == head:
@@ -237,11 +234,6 @@ def _shifted_offset(engine: MemoryEngine, cursor: TimelineCursor | None, head: s
     except Exception:  # noqa: BLE001 - history rewritten under us: keep the plain offset
         return cursor.offset
     return cursor.offset + new
-
-
-def commit_events(engine: MemoryEngine, sha: str, cache: CommitCache | None = None) -> CommitInfo:
-    """One commit, classified, through the shared cache."""
-    return (cache if cache is not None else cache_for(engine)).commit(engine, sha)
 
 
 # ---------------------------------------------------------------- diff helpers
@@ -343,7 +335,7 @@ def _show(value: Any) -> str:
     return dumped.removesuffix("\n...\n").strip()
 
 
-def file_bytes_at(engine: MemoryEngine, path: str, revision: str) -> bytes | None:
+def file_bytes_at(engine: HistorySource, path: str, revision: str) -> bytes | None:
     """A file's exact bytes at a revision, None if it did not exist there.
 
     Read from the commit's tree through GitPython's object database (not `git show`, whose output
@@ -358,12 +350,8 @@ def file_bytes_at(engine: MemoryEngine, path: str, revision: str) -> bytes | Non
     return data
 
 
-def event_bytes(engine: MemoryEngine, event: TimelineEvent) -> tuple[bytes | None, bytes | None]:
+def event_bytes(engine: HistorySource, event: TimelineEvent) -> tuple[bytes | None, bytes | None]:
     """The file before and after an event (None for a side that did not exist), for the diff view."""
     old = file_bytes_at(engine, event.old_path, f"{event.commit}^") if event.old_path else None
     new = None if event.hard_delete else file_bytes_at(engine, event.path, event.commit)
     return old, new
-
-
-def _in_deleted(path: str) -> bool:
-    return "deleted" in PurePosixPath(path).parts[2:3]

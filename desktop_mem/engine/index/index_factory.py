@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.index.embedder import Embedder, OnnxEmbedder, OpenAIEmbedder
@@ -12,9 +11,8 @@ from desktop_mem.engine.index.keyword_index import KeywordIndex
 from desktop_mem.engine.index.reranker import OnnxReranker, Reranker
 from desktop_mem.engine.index.retrieval import RetrievalSettings, Retriever
 from desktop_mem.engine.index.vector_index import VectorIndex
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.store.catalog import Catalog
+from desktop_mem.engine.store.manifest import Manifest
 
 _SHARED_EMBEDDERS: dict[tuple[str, int, int], Embedder] = {}
 
@@ -49,16 +47,17 @@ def retrieval_settings(config: Config) -> RetrievalSettings:
     )
 
 
-def build_index(engine: MemoryEngine, config: Config) -> tuple[IndexSync, Retriever]:
-    """Open (or create) the derived indexes of the engine's store."""
+def build_index(
+    root: Path, config: Config, manifest: Manifest, catalog: Catalog, *, read_only: bool
+) -> tuple[IndexSync, Retriever]:
+    """Open (or create) the derived indexes of the store at `root`."""
     embedder = make_embedder(config)
-    root = engine.root
     url = config["chroma.url"]
     vectors = VectorIndex(url=url, ef_search=config["chroma.ef_search"]) if url else VectorIndex(
         path=root / "chroma", ef_search=config["chroma.ef_search"]
     )
     keywords = KeywordIndex(root / "keyword_index.sqlite3")
-    sync = IndexSync(engine.manifest, embedder, vectors, keywords, read_only=engine.read_only)
-    retriever = Retriever(embedder, vectors, keywords, engine.lookup, retrieval_settings(config),
-                          make_reranker(config), scope_share=engine.catalog.share_of)
+    sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only)
+    retriever = Retriever(embedder, vectors, keywords, catalog.lookup, retrieval_settings(config),
+                          make_reranker(config), scope_share=catalog.share_of)
     return sync, retriever

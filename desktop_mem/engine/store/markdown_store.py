@@ -30,19 +30,16 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
-from desktop_mem.engine.store import front_matter
+from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
+from desktop_mem.engine.store.layout import ENTRIES, ROLE_DIRS
 
-ENTRIES = "entries"
-DELETED = "deleted"
-CONVERSATION_FILE = "conversation.yaml"
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 SYMLINK_REASON = (
     "is a symbolic link; the store never follows links (they can lead outside it). Replace it "
     "with the real file or folder, or remove it"
 )
-_ROLE_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
 _NAME_RE = re.compile(r"^(?P<ts>\d{8}T\d{6}(?:\d{6})?Z)__(?P<id>[^/]+)\.md$")
 
 
@@ -279,7 +276,7 @@ class MarkdownStore:
         created = created_at or (datetime.now(UTC) if role in ("user", "assistant") else utc_now())
         mid = memory_id or str(uuid.uuid4())
         stamp = created.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-        rel = f"{ENTRIES}/{conversation_id}/{_ROLE_DIRS[role]}/{stamp}__{_safe_name(mid)}.md"
+        rel = f"{layout.role_dir(conversation_id, role)}/{stamp}__{_safe_name(mid)}.md"
         meta: dict[str, Any] = {
             "id": mid,
             "role": role,
@@ -296,14 +293,14 @@ class MarkdownStore:
         """Create or rewrite the conversation's single rolling summary (deterministic id)."""
         validate_conversation_id(conversation_id)
         _check_text(text)
-        rel = f"{ENTRIES}/{conversation_id}/summaries/summary.md"
+        rel = layout.summary_path(conversation_id)
         path = self.abspath(rel)
         now = utc_now()
         if path.exists():
-            old = self.read(rel)
+            self.read(rel)  # a summary that no longer parses is reported, never overwritten
             doc = front_matter.parse(front_matter.decode(path.read_bytes()))
             updates = {"summarized_count": summarized_count, "updated_at": now}
-            return self._write(rel, updates, text, doc.yaml_text, old.content_hash)
+            return self._write(rel, updates, text, doc.yaml_text)
         meta = {
             "id": f"summary-{conversation_id}",
             "role": "summary",
@@ -337,18 +334,20 @@ class MarkdownStore:
         doc = front_matter.parse(front_matter.decode(raw))
         body = doc.body if text is None else text
         _check_text(body)
-        return self._write(memory.path, updates, body, doc.yaml_text, content_hash(raw))
+        return self._write(memory.path, updates, body, doc.yaml_text)
 
-    def soft_delete(self, memory: Memory, *, replaced_by: str | None = None) -> Memory:
-        """Move the file under `deleted/` (same relative place) and stamp it."""
+    def moved_path(self, memory: Memory) -> str:
+        """Where a soft delete (or a restore) of `memory` puts its file: the counterpart place,
+        numbered if another file already sits there."""
+        return self._unique(layout.counterpart(memory.path, memory.conversation_id))
+
+    def soft_delete(
+        self, memory: Memory, *, replaced_by: str | None = None, target: str | None = None
+    ) -> Memory:
+        """Move the file under `deleted/` (same relative place, or `target`) and stamp it."""
         if memory.deleted:
             raise ValidationError(f"memory {memory.id} is already deleted")
-        conv_root = f"{ENTRIES}/{memory.conversation_id}/"
-        inner = memory.path[len(conv_root):] if memory.path.startswith(conv_root) else PurePosixPath(
-            memory.path
-        ).name
-        target = self._unique(f"{conv_root}{DELETED}/{inner}")
-        moved = self._move(memory, target)
+        moved = self._move(memory, target or self.moved_path(memory))
         now = utc_now()
         stamps: dict[str, Any] = {"deleted_at": now, "replaced_by": replaced_by}
         if memory.role == "summary":
@@ -357,24 +356,17 @@ class MarkdownStore:
             stamps["id"] = f"{memory.id}-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
         return self.rewrite(moved, stamps)
 
-    def restore(self, memory: Memory) -> Memory:
-        """Move a soft-deleted file back to its live place and clear the stamps."""
+    def restore(self, memory: Memory, *, target: str | None = None) -> Memory:
+        """Move a soft-deleted file back to its live place (or `target`) and clear the stamps."""
         if not memory.deleted:
             raise ValidationError(f"memory {memory.id} is not deleted")
-        marker = f"/{DELETED}/"
-        head, _, tail = memory.path.partition(marker)
-        live = f"{head}/{tail}"
-        target = self._unique(live)
+        live = layout.counterpart(memory.path, memory.conversation_id)
+        target = target or self._unique(live)
         moved = self._move(memory, target)
         updates: dict[str, Any] = {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()}
         if memory.role == "summary" and target == live:
             updates["id"] = f"summary-{memory.conversation_id}"  # back in place: the fixed id again
         return self.rewrite(moved, updates)
-
-    def remove_file(self, memory: Memory) -> None:
-        """Really delete a file. Only used to roll back a file this process just created."""
-        with contextlib.suppress(FileNotFoundError):
-            self.abspath(memory.path).unlink()
 
     # ----------------------------------------------------------- conversations
 
@@ -382,7 +374,7 @@ class MarkdownStore:
         """Title and saved settings of a conversation ({} when none are saved)."""
         validate_conversation_id(conversation_id)
         try:
-            path = self.abspath(f"{ENTRIES}/{conversation_id}/{CONVERSATION_FILE}")
+            path = self.abspath(layout.conversation_file(conversation_id))
             text = path.read_text("utf-8")
             if len(text) > front_matter.MAX_FRONT_MATTER_CHARS:
                 return {}
@@ -397,7 +389,7 @@ class MarkdownStore:
     def write_conversation_meta(self, conversation_id: str, meta: Mapping[str, Any]) -> str:
         """Save a conversation's title/settings; returns the store-relative path."""
         validate_conversation_id(conversation_id)
-        path = self.abspath(f"{ENTRIES}/{conversation_id}/{CONVERSATION_FILE}")
+        path = self.abspath(layout.conversation_file(conversation_id))
         atomic_write(path, yaml.safe_dump(dict(meta), sort_keys=True, allow_unicode=True).encode())
         return self.relpath(path)
 
@@ -409,7 +401,6 @@ class MarkdownStore:
         updates: Mapping[str, Any],
         body: str,
         original_yaml: str = "",
-        previous_hash: str | None = None,
     ) -> Memory:
         text = front_matter.render(updates, body, original_yaml)
         raw = text.encode("utf-8")
@@ -461,7 +452,7 @@ def _check_text(text: str) -> None:
 
 def _infer_role(parts: tuple[str, ...]) -> str | None:
     joined = "/".join(parts)
-    for role, folder in _ROLE_DIRS.items():
+    for role, folder in ROLE_DIRS.items():
         if f"/{folder}/" in f"/{joined}/":
             return role
     return None

@@ -15,15 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from desktop_mem.engine.models import Memory, ValidationError, utc_now
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.engine.store.markdown_store import ENTRIES, atomic_replace
+from desktop_mem.engine.store.layout import ENTRIES
+from desktop_mem.engine.store.markdown_store import atomic_replace
+from desktop_mem.engine.store.ports import MemorySource
 from desktop_mem.engine.transfer.import_formats import EXPORT_FORMAT
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
 
 EXPORT_VERSION = 1
 _README = """\
@@ -50,7 +49,7 @@ class ExportResult:
     conversations: int
 
 
-def export_data(engine: MemoryEngine, conversation_id: str | None = None) -> dict[str, Any]:
+def export_data(engine: MemorySource, conversation_id: str | None = None) -> dict[str, Any]:
     """The JSON export as a dict: format marker, conversations with titles, every memory."""
     memories = _memories(engine, conversation_id)
     convs = sorted({m.conversation_id for m in memories} | ({conversation_id} if conversation_id else set()))
@@ -87,7 +86,7 @@ def memory_record(m: Memory) -> dict[str, Any]:
 
 
 def export_json(
-    engine: MemoryEngine, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
+    engine: MemorySource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
 ) -> ExportResult:
     """Write the JSON export to `output`."""
     data = export_data(engine, conversation_id)
@@ -99,7 +98,7 @@ def export_json(
 
 
 def export_zip(
-    engine: MemoryEngine, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
+    engine: MemorySource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
 ) -> ExportResult:
     """Write a zip of the Markdown tree (entries/ only, or one conversation's folder) + README.txt."""
     memories = _memories(engine, conversation_id)
@@ -117,7 +116,7 @@ def export_zip(
     return ExportResult(Path(output), len(memories), sum(1 for m in memories if m.deleted), len(convs))
 
 
-def _plain_files(engine: MemoryEngine, conversation_id: str | None) -> list[Path]:
+def _plain_files(engine: MemorySource, conversation_id: str | None) -> list[Path]:
     """Regular files under entries/ (or one conversation); symbolic links are never followed
     nor archived: one could point at any file of the user's."""
     folder = engine.store.abspath(f"{ENTRIES}/{conversation_id}") if conversation_id else engine.store.entries
@@ -133,7 +132,7 @@ def _plain_files(engine: MemoryEngine, conversation_id: str | None) -> list[Path
     return sorted(found)
 
 
-def _memories(engine: MemoryEngine, conversation_id: str | None) -> list[Memory]:
+def _memories(engine: MemorySource, conversation_id: str | None) -> list[Memory]:
     if conversation_id is not None:
         validate_conversation_id(conversation_id)
         if conversation_id not in engine.store.conversations():

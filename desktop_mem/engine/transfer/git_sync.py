@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 from git.exc import GitCommandError
 
 from desktop_mem.engine.history.git_history import format_message
-from desktop_mem.engine.models import EngineError, Memory, ValidationError
+from desktop_mem.engine.models import EngineError, Memory, Operation, ValidationError
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.markdown_store import atomic_write
+from desktop_mem.engine.store.transaction import Transaction
+from desktop_mem.engine.transfer.ports import TransferSource
 
 if TYPE_CHECKING:
     import git
-
-    from desktop_mem.engine.facade import MemoryEngine
 
 log = logging.getLogger(__name__)
 REMOTE = "desktop-mem-sync"  # our own remote name, so a user's `origin` is left alone
@@ -63,9 +63,9 @@ class SyncResult:
     pushed: bool
 
 
-def sync(engine: MemoryEngine) -> SyncResult:
+def sync(engine: TransferSource) -> SyncResult:
     """Commit, fetch, merge (conflicts kept side by side), push; raises SyncError on failure."""
-    engine._require_writer()
+    engine.writer.require_writer()
     url = str(engine.config["sync.remote_url"]).strip()
     branch = str(engine.config["sync.branch"]).strip() or "main"
     if not url:
@@ -75,9 +75,9 @@ def sync(engine: MemoryEngine) -> SyncResult:
         raise SyncError("sync needs git versioning: set store.git_versioning to true")
     check_remote(url, branch)
     repo = engine.git.repo
-    with engine._write_lock, _quiet_git(repo):
+    with engine.writer.lock, _quiet_git(repo):
         _abort_stale_merge(repo)
-        engine.commit("Record changes before sync", "sync", (), None)
+        engine.commit_all("Record changes before sync", Operation.SYNC)
         _set_remote(repo, url)
         incoming, outgoing, pushed = 0, 0, True
         paths: list[str] = []
@@ -170,7 +170,7 @@ def _reason(exc: GitCommandError) -> str:
 
 
 def _pull(
-    engine: MemoryEngine, repo: git.Repo, url: str, branch: str
+    engine: TransferSource, repo: git.Repo, url: str, branch: str
 ) -> tuple[int, list[str], list[SyncConflict]]:
     """Fetch and merge the remote branch; returns (commits in, paths changed, conflicts)."""
     tracking = f"refs/remotes/{REMOTE}/{branch}"
@@ -189,7 +189,7 @@ def _pull(
     if before is None:  # a new store: take the remote history; files written here stay untracked
         _git(repo, "reset", "--quiet", "--mixed", tracking)
         _git(repo, "checkout-index", "--all", "--force")
-        engine.commit("Record changes made before the first sync", "sync", (), None)
+        engine.commit_all("Record changes made before the first sync", Operation.SYNC)
         return incoming, [p for p in _git(repo, "ls-files", "-z").split("\0") if p], []
     conflicts: list[SyncConflict] = []
     try:
@@ -203,7 +203,7 @@ def _pull(
     for path, stages in _unmerged(repo).items():
         conflicts.append(_keep_both(repo, engine, path, stages, copies))
     message = format_message(f"Sync: merge {incoming} commits from {branch}",
-                             {"Operation": "sync", "Conflicts": str(len(conflicts))})
+                             {"Operation": str(Operation.SYNC), "Conflicts": str(len(conflicts))})
     _git(repo, "commit", "--no-verify", "--quiet", "--allow-empty", "-m", message)
     if copies:
         conflicts = _write_copies(engine, conflicts, copies)
@@ -223,7 +223,7 @@ def _unmerged(repo: git.Repo) -> dict[str, dict[int, str]]:
 
 
 def _keep_both(
-    repo: git.Repo, engine: MemoryEngine, path: str, stages: dict[int, str], copies: list[tuple[str, bytes]]
+    repo: git.Repo, engine: TransferSource, path: str, stages: dict[int, str], copies: list[tuple[str, bytes]]
 ) -> SyncConflict:
     """Resolve one path so nothing is lost: ours in place, theirs queued as a separate copy."""
     ours, theirs = stages.get(2), stages.get(3)
@@ -247,7 +247,7 @@ def _keep_both(
     return SyncConflict(memory_id, path, None, None, note)
 
 
-def _id_of(engine: MemoryEngine, path: str, data: bytes) -> str | None:
+def _id_of(engine: TransferSource, path: str, data: bytes) -> str | None:
     try:
         return engine.store.memory_from_bytes(path, data).id
     except (FrontMatterError, ValidationError):
@@ -255,11 +255,23 @@ def _id_of(engine: MemoryEngine, path: str, data: bytes) -> str | None:
 
 
 def _write_copies(
-    engine: MemoryEngine, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]]
+    engine: TransferSource, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]]
 ) -> list[SyncConflict]:
     """Save the other machine's versions as new memories (conflict_of) in one more commit."""
-    store = engine.store
     saved: dict[str, Memory | str] = {}
+    subject = f"Sync conflict: kept both versions of {len(copies)} memories"
+    with engine.writer.transaction(Operation.ADD, subject, publish=False) as tx:
+        result = _save_copies(engine, tx, conflicts, copies, saved)
+        tx.trailers["Sync-Conflicts"] = ", ".join(c.memory_id or c.path for c in result if c.their_copy_path)
+        tx.publish()
+    return result
+
+
+def _save_copies(
+    engine: TransferSource, tx: Transaction, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]],
+    saved: dict[str, Memory | str],
+) -> list[SyncConflict]:
+    store = engine.store
     for path, data in copies:
         try:
             theirs = store.memory_from_bytes(path, data)
@@ -267,17 +279,18 @@ def _write_copies(
             # Not a readable memory: keep its bytes beside ours; the app lists it as a problem.
             rel = f"{path[:-3]}.conflict.md"
             atomic_write(store.abspath(rel), data)
+            tx.touch([rel])
             saved[path] = rel
             continue
         if theirs.role == "summary":
             saved[path] = "the other machine's summary is in the history; the summary here was kept"
             continue
         extra = {"conflict_of": theirs.id, **{k: v for k, v in theirs.extra.items() if k != "conflict_of"}}
-        copy = store.new_memory(theirs.text, conversation_id=theirs.conversation_id, role=theirs.role,
-                                kind=theirs.kind if theirs.role == "memory" else None, source="import",
-                                created_at=theirs.created_at, expires_at=theirs.expires_at, extra=extra)
+        copy = tx.add(theirs.text, conversation_id=theirs.conversation_id, role=theirs.role,
+                      kind=theirs.kind if theirs.role == "memory" else None, source="import",
+                      created_at=theirs.created_at, expires_at=theirs.expires_at, extra=extra)
         if theirs.deleted:
-            copy = store.soft_delete(copy)
+            copy = tx.soft_delete(copy)
         saved[path] = copy
     result: list[SyncConflict] = []
     for c in conflicts:
@@ -288,9 +301,6 @@ def _write_copies(
             c = SyncConflict(c.memory_id, c.path, None, item if item.endswith(".md") else None,
                              c.note if item.endswith(".md") else item)
         result.append(c)
-    ids = tuple(c.their_copy_id for c in result if c.their_copy_id)
-    engine.commit(f"Sync conflict: kept both versions of {len(copies)} memories", "add", ids, None,
-                  {"Sync-Conflicts": ", ".join(c.memory_id or c.path for c in result if c.their_copy_path)})
     return result
 
 
@@ -315,7 +325,7 @@ def _push(repo: git.Repo, url: str, branch: str, *, last: bool) -> bool:
                         "committed locally; check the remote and run sync again.") from None
 
 
-def _follow_files(engine: MemoryEngine, paths: list[str]) -> None:
+def _follow_files(engine: TransferSource, paths: list[str]) -> None:
     """Bring catalog and index in step with what the merge changed on disk."""
     if paths:
         engine.apply_external_changes(paths)

@@ -15,10 +15,11 @@ import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
-from desktop_mem.engine.models import Memory
+from desktop_mem.engine.models import Memory, Operation
+from desktop_mem.engine.store.transaction import Transaction
 from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, ImportFileError, Skipped re-exported
     Entry,
     ImportFileError,
@@ -28,9 +29,7 @@ from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, 
     parse_memory_list,
     stable_id,
 )
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.transfer.ports import TransferSource
 
 FORMATS = ("chatgpt", "json", "markdown")
 PREVIEW_LINES = 8
@@ -92,7 +91,7 @@ class ImportResult:
 
 
 def plan_import(
-    engine: MemoryEngine, path: Path, fmt: str | None = None, *, extract: bool = False
+    engine: TransferSource, path: Path, fmt: str | None = None, *, extract: bool = False
 ) -> ImportPlan:
     """Read `path` (format sniffed unless given) and say what importing it would add."""
     path = Path(path)
@@ -114,7 +113,7 @@ def plan_import(
 
 
 def _finish_plan(
-    engine: MemoryEngine, path: Path, fmt: str, titles: dict[str, str], entries: list[Entry],
+    engine: TransferSource, path: Path, fmt: str, titles: dict[str, str], entries: list[Entry],
     skipped: list[Skipped], notes: list[str], extract: bool,
 ) -> ImportPlan:
     limit = engine.store.max_file_bytes - 4096  # room for the front matter
@@ -185,74 +184,59 @@ def _load_json(raw: bytes, path: Path) -> Any:
 
 
 def apply_import(
-    engine: MemoryEngine, plan: ImportPlan, progress: Progress | None = None, llm: ChatModel | None = None
+    engine: TransferSource, plan: ImportPlan, progress: Progress | None = None, llm: ChatModel | None = None
 ) -> ImportResult:
     """Write the plan's entries (+ extracted facts if the plan asks) and make one commit.
 
     If a write fails, the files this import already wrote are removed again and the error is
     raised: an import is all or nothing.
     """
-    engine._require_writer()
+    engine.writer.require_writer()
     entries = list(plan.entries)
     notes = list(plan.notes)
     if plan.extract:
         facts, note = _extract(engine, entries, llm)
         entries += facts
         notes += [note] if note else []
-    written: list[Memory] = []
-    titles_written: list[Path] = []
-    with engine._write_lock:
-        todo = [e for e in entries if engine.lookup(e.id) is None]
-        try:
-            for conv, title in plan.titles.items():
-                if not engine.store.conversation_meta(conv).get("title"):
-                    meta = {**engine.store.conversation_meta(conv), "title": title}
-                    titles_written.append(engine.root / engine.store.write_conversation_meta(conv, meta))
-            for i, entry in enumerate(todo, 1):
-                written.append(_write(engine, entry))
-                if progress is not None:
-                    progress(i, len(todo))
-        except BaseException:
-            for memory in written:
-                engine.store.remove_file(memory)
-                engine._forget(memory)
-            for title_file in titles_written:
-                title_file.unlink(missing_ok=True)
-            raise
-        for memory in written:
-            engine._remember(memory)
+    todo = [e for e in entries if engine.lookup(e.id) is None]
+    # One transaction: if any write fails, every file this import wrote is put back as it was.
+    with engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
+                                   publish=False) as tx:
+        for conv, title in plan.titles.items():
+            if not engine.store.conversation_meta(conv).get("title"):
+                tx.write_conversation_meta(conv, {**engine.store.conversation_meta(conv), "title": title})
+        for i, entry in enumerate(todo, 1):
+            _write(tx, entry)
+            if progress is not None:
+                progress(i, len(todo))
+        written = list(tx.written)
         turns = sum(1 for m in written if m.role in ("user", "assistant"))
         facts_n = sum(1 for m in written if m.role == "memory")
         convs = len({m.conversation_id for m in written} | set(plan.titles))
         sha = None
-        if written or titles_written:
-            subject = f"Import {plan.source.name}: {convs} conversations, {turns} turns, {facts_n} facts"
+        if tx.paths:
             only = {m.conversation_id for m in written} | set(plan.titles)
-            sha = engine._after_write(written, [], "import", subject, only.pop() if len(only) == 1 else None,
-                                      {"Import-Format": plan.format})
+            tx.conversation = only.pop() if len(only) == 1 else None
+            tx.subject = f"Import {plan.source.name}: {convs} conversations, {turns} turns, {facts_n} facts"
+            sha = tx.publish().commit
     return ImportResult(convs, turns, facts_n, tuple(written), sha, plan.skipped,
                         plan.already_present + len(entries) - len(todo), tuple(notes))
 
 
-def _write(engine: MemoryEngine, e: Entry) -> Memory:
-    store = engine.store
+def _write(tx: Transaction, e: Entry) -> Memory:
     extra = {k: v for k, v in e.extra.items() if k != "imported_from"}
     if e.role == "summary":
-        memory = store.write_summary(e.conversation_id, e.text, e.summarized_count)
-        return store.rewrite(memory, {"created_at": e.created_at, **extra} if e.created_at else extra)
-    memory = store.new_memory(e.text, conversation_id=e.conversation_id, role=e.role, kind=e.kind,
-                              source=e.source, created_at=e.created_at, memory_id=e.id, extra=extra)
+        memory = tx.write_summary(e.conversation_id, e.text, e.summarized_count)
+        return tx.rewrite(memory, {"created_at": e.created_at, **extra} if e.created_at else extra)
+    memory = tx.add(e.text, conversation_id=e.conversation_id, role=e.role, kind=e.kind, source=e.source,
+                    created_at=e.created_at, memory_id=e.id, extra=extra)
     if e.deleted_at is None:
         return memory
-    try:
-        tomb = store.soft_delete(memory, replaced_by=e.replaced_by)
-    except BaseException:
-        store.remove_file(memory)
-        raise
-    return store.rewrite(tomb, {"deleted_at": e.deleted_at})
+    tomb = tx.soft_delete(memory, replaced_by=e.replaced_by)
+    return tx.rewrite(tomb, {"deleted_at": e.deleted_at})
 
 
-def _extract(engine: MemoryEngine, entries: list[Entry], llm: ChatModel | None) -> tuple[list[Entry], str]:
+def _extract(engine: TransferSource, entries: list[Entry], llm: ChatModel | None) -> tuple[list[Entry], str]:
     """Facts from every imported user turn (the write path's extraction), ids stable per turn."""
     if llm is None and engine.config["llm.base_url"]:
         llm = engine.chat_service.memory_llm

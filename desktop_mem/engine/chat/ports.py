@@ -1,0 +1,22 @@
+"""The view of a store that chat and the write path work on (MemoryEngine satisfies it)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
+from desktop_mem.engine.store.ports import MemorySource
+
+
+class ChatSource(MemorySource, Protocol):
+    """A store with its read path."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        conversation_id: str | None = None,
+        top_k: int | None = None,
+        filters: SearchFilters | None = None,
+        use_mmr: bool = True,
+    ) -> list[SearchResult]: ...

@@ -1,0 +1,66 @@
+"""Where things live in a store: every path rule in one place.
+
+    <store>/entries/<conversation_id>/facts/<ts>__<uuid>.md
+    <store>/entries/<conversation_id>/turns/user/<ts>__<uuid>.md
+    <store>/entries/<conversation_id>/turns/assistant/<ts>__<uuid>.md
+    <store>/entries/<conversation_id>/summaries/summary.md
+    <store>/entries/<conversation_id>/deleted/...        (soft deletes keep their relative place)
+    <store>/entries/<conversation_id>/conversation.yaml  (title, saved context strategy)
+
+All paths here are store-relative POSIX strings; nothing touches the disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+ENTRIES = "entries"
+DELETED = "deleted"
+CONVERSATION_FILE = "conversation.yaml"
+SUMMARY_FILE = "summaries/summary.md"
+ROLE_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
+
+
+def conversation_root(conversation_id: str) -> str:
+    """`entries/<conversation_id>/`."""
+    return f"{ENTRIES}/{conversation_id}/"
+
+
+def summary_path(conversation_id: str) -> str:
+    """The conversation's single rolling summary."""
+    return f"{ENTRIES}/{conversation_id}/{SUMMARY_FILE}"
+
+
+def conversation_file(conversation_id: str) -> str:
+    """The conversation's title and settings."""
+    return f"{ENTRIES}/{conversation_id}/{CONVERSATION_FILE}"
+
+
+def role_dir(conversation_id: str, role: str) -> str:
+    """The folder new files of a role go to."""
+    return f"{ENTRIES}/{conversation_id}/{ROLE_DIRS[role]}"
+
+
+def in_deleted(path: str | None) -> bool:
+    """True for a path under a conversation's deleted/ folder (entries/<conversation>/deleted/...)."""
+    return bool(path) and PurePosixPath(str(path)).parts[2:3] == (DELETED,)
+
+
+def is_memory_file(path: str | None) -> bool:
+    """True for a store-relative path that can hold a memory (a visible .md under entries/)."""
+    if not path or not path.startswith(f"{ENTRIES}/") or not path.endswith(".md"):
+        return False
+    return not PurePosixPath(path).name.startswith(".")
+
+
+def counterpart(path: str, conversation_id: str) -> str:
+    """The live path of a tombstone, or the tombstone path of a live memory (same relative place)."""
+    root = conversation_root(conversation_id)
+    inner = path[len(root):] if path.startswith(root) else PurePosixPath(path).name
+    prefix = f"{DELETED}/"
+    return root + (inner[len(prefix):] if inner.startswith(prefix) else prefix + inner)
+
+
+def both_places(path: str, conversation_id: str) -> list[str]:
+    """A memory's path now and its live/deleted counterpart (restore and soft delete move files)."""
+    return [path, counterpart(path, conversation_id)]
