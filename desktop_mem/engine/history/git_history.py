@@ -7,8 +7,8 @@ persistent `cat-file` process for blob contents, so a timeline page stays fast a
 from __future__ import annotations
 
 import contextlib
-import re
 import os
+import re
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
