@@ -83,24 +83,36 @@ def test_json_schema_is_sent_as_structured_output_and_remembered(scripted_llm: S
 
 
 @pytest.mark.parametrize(
-    "refusal",
+    ("refusal", "kind"),
     [
-        # llama-cpp-python's server: json_schema is an HTTP 500 naming response_format.
-        Fault.status(500, "validation error: response_format.type should be 'text' or 'json_object'"),
-        Fault.status(400, "response_format json_schema is not supported"),
-        Fault.status(422, "unknown field response_format"),
+        # llama-cpp-python's server: only json_object (with a "schema"), json_schema is an HTTP 500.
+        (Fault.status(500, "validation error: response_format.type should be 'text' or 'json_object'"),
+         "json_object"),
+        (Fault.status(400, "response_format json_schema is not supported"), "json_object"),
     ],
 )
-def test_json_schema_falls_back_to_the_prompt_alone_once_per_endpoint(
-    scripted_llm: ScriptedLLM, refusal: Fault
+def test_json_schema_falls_back_to_json_object_with_schema_once_per_endpoint(
+    scripted_llm: ScriptedLLM, refusal: Fault, kind: str
 ) -> None:
-    scripted_llm.script(lambda b: "response_format" in b, refusal)
+    scripted_llm.script(lambda b: (_format(b) or {}).get("type") == "json_schema", refusal)  # type: ignore[union-attr]
+    scripted_llm.default_reply = '{"facts": ["x"]}'
+    client = _client(scripted_llm)
+    for _ in range(2):
+        assert client.complete(HI, json_schema=SCHEMA) == '{"facts": ["x"]}'
+    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    assert [f["type"] for f in sent] == ["json_schema", kind, kind]  # type: ignore[index]
+    assert sent[1] == {"type": "json_object", "schema": SCHEMA["schema"]}
+    assert client.schema_support() == kind
+
+
+def test_json_schema_falls_back_to_the_prompt_alone(scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.script(lambda b: "response_format" in b, Fault.status(422, "unknown field response_format"))
     scripted_llm.default_reply = '["fact"]'
     client = _client(scripted_llm)
     for _ in range(2):
         assert client.complete(HI, json_schema=SCHEMA) == '["fact"]'
     sent = [_format(r.body) for r in scripted_llm.chat_requests]
-    assert [f and f["type"] for f in sent] == ["json_schema", None, None]  # type: ignore[index]
+    assert [f and f["type"] for f in sent] == ["json_schema", "json_object", None, None]  # type: ignore[index]
     assert client.schema_support() == "none"
 
 

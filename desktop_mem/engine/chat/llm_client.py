@@ -34,11 +34,11 @@ _DETAIL_CHARS = 160
 
 # How an endpoint (base URL, model) takes a JSON schema, learned from the first call that asks
 # for one and kept for the process, so a server that refuses it is asked once, not every turn:
-# "json_schema" (OpenAI, Ollama, LM Studio, llama.cpp's server) or "none" (the prompt alone asks
-# for JSON, as before). llama-cpp-python's server refuses "json_schema" (HTTP 500) and takes
-# {"type": "json_object", "schema": ...} instead, but its grammar sampling ran at 0.2-0.3 tokens/s
-# against 4 unconstrained on the shared 2-core machine (docs/benchmarks.md), so it is not used.
-SchemaMode = Literal["json_schema", "none"]
+# "json_schema" (OpenAI, Ollama, LM Studio, llama.cpp's server), "json_object" with a "schema"
+# (llama-cpp-python's server, which refuses the former with HTTP 500) or "none" (the prompt alone
+# asks for JSON, as before).
+SchemaMode = Literal["json_schema", "json_object", "none"]
+_SCHEMA_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "none")
 _SCHEMA_SUPPORT: dict[tuple[str, str], SchemaMode] = {}
 _SCHEMA_LOCK = threading.Lock()
 _REFUSALS = (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError)
@@ -127,19 +127,25 @@ class LLMClient:
     def _complete_structured(self, kwargs: dict[str, Any], json_schema: Mapping[str, Any]) -> str:
         """A completion constrained by ``json_schema``, trying the known ways once per endpoint."""
         known = self.schema_support()
-        if known != "none":
-            spec = {"name": json_schema["name"], "schema": json_schema["schema"], "strict": True}
-            attempt = {**kwargs, "response_format": {"type": "json_schema", "json_schema": spec}}
+        for mode in [known] if known is not None else list(_SCHEMA_MODES):
+            if mode == "none":
+                break
+            attempt = dict(kwargs)
+            if mode == "json_schema":
+                spec = {"name": json_schema["name"], "schema": json_schema["schema"], "strict": True}
+                attempt["response_format"] = {"type": "json_schema", "json_schema": spec}
+            else:
+                attempt["response_format"] = {"type": "json_object", "schema": json_schema["schema"]}
             try:
                 response = self._openai().chat.completions.create(**attempt)
             except _REFUSALS as err:
                 if isinstance(err, openai.InternalServerError) and "response_format" not in str(err):
                     self._raise_mapped(err)  # a real server failure, not a refused option
+                continue  # this server does not take the schema this way: try the next one
             except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
                 self._raise_mapped(err)
-            else:
-                self._learn_schema_mode(known, "json_schema")
-                return self._content_of(response)
+            self._learn_schema_mode(known, mode)
+            return self._content_of(response)
         self._learn_schema_mode(known, "none")
         return self.complete(kwargs["messages"], temperature=kwargs.get("temperature"),
                              max_tokens=kwargs.get("max_tokens"))
