@@ -192,3 +192,14 @@ def test_a_soft_delete_that_fails_after_the_move_is_undone(engine: MemoryEngine,
         engine.delete(fact.id)
     assert _snapshot(engine.root) == before  # moved, not stamped: moved back, no second copy
     assert engine.get(fact.id).path == fact.path
+
+
+def test_something_staged_by_hand_stays_out_of_the_apps_commit(engine: MemoryEngine) -> None:
+    engine.add("The user rows on Sundays")
+    stray = _drop_stray(engine, "staged-by-hand.md")
+    subprocess.run(["git", "-C", str(engine.root), "add", "--", stray], check=True)
+    fact = engine.add("The user reads crime novels")
+    assert _files(engine, engine.git.head()) == {fact.path}
+    staged = subprocess.run(["git", "-C", str(engine.root), "diff", "--cached", "--name-only"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert staged == [stray]  # still staged, for whoever staged it

@@ -188,12 +188,16 @@ class GitHistory:
                 if addable:
                     _write_spec(spec, addable)
                     g.add("--all", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
-                changed = self._staged_among(paths)
+                staged = self._staged()
+                changed = [p for p in paths if p in staged]
                 if not changed:
                     return None
-                _write_spec(spec, changed)
-                g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message, "--only",
-                         f"--pathspec-from-file={spec}", "--pathspec-file-nul")
+                if staged == set(changed):  # the usual case: the index holds just our change
+                    g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message)
+                else:  # something else is staged (by hand, or a commit that failed): leave it out
+                    _write_spec(spec, changed)
+                    g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message, "--only",
+                             f"--pathspec-from-file={spec}", "--pathspec-file-nul")
         except GitCommandError as exc:
             raise GitHistoryError(f"git commit failed: {_reason(exc)}") from None
         finally:
@@ -208,13 +212,11 @@ class GitHistory:
             found.update(p for p in out.split("\0") if p)
         return found
 
-    def _staged_among(self, paths: Sequence[str]) -> list[str]:
-        """Which of `paths` are staged to differ from HEAD (diff takes no pathspec file: every
-        staged path is listed, normally just ours, and intersected)."""
+    def _staged(self) -> set[str]:
+        """Every path whose staged version differs from HEAD (diff takes no pathspec file)."""
         base = "HEAD" if self.head() is not None else _EMPTY_TREE
         out: str = self.repo.git.diff("-z", "--cached", "--name-only", "--no-renames", base)
-        staged = {p for p in out.split("\0") if p}
-        return [p for p in paths if p in staged]
+        return {p for p in out.split("\0") if p}
 
     def _commit_all(self, message: str) -> str | None:
         g = self.repo.git
