@@ -24,6 +24,11 @@ def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
                    help="show what would be added and skipped; write nothing")
     p.add_argument("--extract", action="store_true",
                    help="also extract facts from imported user messages (uses the LLM; off by default)")
+    secrets = p.add_mutually_exclusive_group()
+    secrets.add_argument("--keep-secret", dest="secrets", action="store_const", const="keep",
+                         help="import likely secrets (API keys, tokens, passwords) as they are")
+    secrets.add_argument("--redact-secret", dest="secrets", action="store_const", const="redact",
+                         help="import likely secrets as [redacted:<kind>] (titles and folder names too)")
 
     p = subparsers.add_parser("export",
                               help="export the store or one conversation as JSON or a zip of Markdown")
@@ -45,7 +50,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.engine.transfer.importers import apply_import, iter_plan_lines, plan_import
 
     with MemoryEngine(config) as engine:
-        plan = plan_import(engine, args.file, args.format, extract=args.extract)
+        plan = plan_import(engine, args.file, args.format, extract=args.extract, secrets=args.secrets)
         if args.dry_run:
             for line in iter_plan_lines(plan):
                 print(line)

@@ -431,3 +431,55 @@ def test_history_reads_any_commit_message(messages: list[str]) -> None:
         history.close()
     finally:
         shutil.rmtree(root)
+
+
+# --------------------------------------------------------------------------- import entries
+
+import_values = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20) \
+    | st.sampled_from(["\ud800", "\x00", "2024-13-45", "2024-01-01T00:00:00Z", "summary", "global", "../x",
+                       "x" * 300])
+import_entries = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {"text": st.text(max_size=40) | import_values},
+        optional={"id": import_values,
+                  "role": st.sampled_from(["memory", "user", "assistant", "summary", "x"]) | import_values,
+                  "kind": import_values, "conversation_id": conversation_ids | import_values,
+                  "created_at": import_values, "updated_at": import_values, "deleted_at": import_values,
+                  "deleted": st.booleans(), "replaced_by": import_values, "summarized_count": import_values,
+                  "extra": st.dictionaries(st.sampled_from(["id", "role", "conversation_id", "replaced_by",
+                                                            "mood", "deleted_at", "x"]) | st.text(max_size=8),
+                                           json_values | import_values, max_size=4) | json_values}),
+)
+
+
+@FEW
+@given(items=st.lists(import_entries, max_size=6), ours=st.booleans())
+def test_any_import_entries_are_planned_then_written_whole_or_refused(items: list[Any], ours: bool) -> None:
+    from desktop_mem.engine.transfer.importers import apply_import, plan_import
+
+    outer = Path(tempfile.mkdtemp(prefix="fuzz-import-"))
+    try:
+        data: Any = {"format": "desktop-mem-export", "version": 1, "memories": items} if ours else items
+        source = outer / "import.json"
+        source.write_text(json.dumps(data), encoding="utf-8")
+        config = load_config(flags={"store.path": str(outer / "store"), "watcher.enabled": False,
+                                    "security.secrets": "redact"})
+        with MemoryEngine(config) as eng:
+            eng.add("The user likes tea", conversation_id="global")
+            head = eng.git.head()
+            try:
+                plan = plan_import(eng, source)
+            except EngineError as exc:  # the file as a whole: one clear reason, nothing written
+                assert str(exc) and eng.git.head() == head
+                return
+            apply_import(eng, plan)
+            eng.refresh()
+            assert eng.problems() == [], "an import wrote a file the store cannot read"
+            assert eng.git.dirty_paths() == []
+            ids = [m.id for m in eng.list_memories(include_deleted=True)]
+            assert len(ids) == len(set(ids)), "an import wrote a second file with an existing id"
+            assert plan_import(eng, source).entries == (), "re-importing would add something"
+        assert sorted(p.name for p in outer.iterdir()) == ["import.json", "store"]
+    finally:
+        shutil.rmtree(outer)

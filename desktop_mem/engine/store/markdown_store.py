@@ -40,6 +40,8 @@ SYMLINK_REASON = (
     "is a symbolic link; the store never follows links (they can lead outside it). Replace it "
     "with the real file or folder, or remove it"
 )
+_IDENTITY_KEYS = frozenset({"id", "role", "conversation_id", "kind", "source", "created_at", "deleted_at",
+                            "replaced_by", "summarized_count"})
 _NAME_RE = re.compile(r"^(?P<ts>\d{8}T\d{6}(?:\d{6})?Z)__(?P<id>[^/]+)\.md$")
 
 
@@ -286,7 +288,8 @@ class MarkdownStore:
             "created_at": created,
             "expires_at": expires_at,
         }
-        meta.update(extra or {})
+        # extra may add the user's own keys (or updated_at/expires_at), never who or where it is
+        meta.update({k: v for k, v in (extra or {}).items() if k not in _IDENTITY_KEYS})
         return self._write(self._unique(rel), meta, text)
 
     def write_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:

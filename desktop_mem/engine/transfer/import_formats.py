@@ -13,6 +13,7 @@ from typing import Any
 
 from desktop_mem.engine.chat.extraction import kind_of
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, ValidationError
+from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.markdown_store import parse_when
 
@@ -50,7 +51,11 @@ class Entry:
 
 
 def stable_id(*parts: object) -> str:
-    return str(uuid.uuid5(NAMESPACE, "\x1f".join(str(p) for p in parts)))
+    name = "\x1f".join(str(p) for p in parts)
+    try:
+        return str(uuid.uuid5(NAMESPACE, name))
+    except UnicodeEncodeError:  # a lone surrogate from a JSON file: the entry is refused later
+        return str(uuid.uuid5(NAMESPACE, name.encode("utf-8", "surrogatepass").hex()))
 
 
 def _conversation_for(title: str, source_id: str) -> str:
@@ -230,7 +235,11 @@ def _memory_entry(item: Any, n: int, ours: bool) -> Entry:
         mid = stable_id("json", conv, role, created.isoformat() if created else "", text.strip())
     extra: dict[str, Any] = {}
     if ours:
-        extra = dict(item.get("extra") or {})
+        given = item.get("extra") or {}
+        if not isinstance(given, dict):
+            raise ValidationError("\"extra\" is not an object of keys and values")
+        # extra holds the user's own keys; it can never set what identifies a memory
+        extra = {str(k): v for k, v in given.items() if k not in front_matter.KNOWN_KEYS}
         for key in ("updated_at", "expires_at"):
             when = parse_when(item.get(key), key)
             if when is not None:

@@ -11,14 +11,23 @@ that are bad are left out and listed in `skipped` with where and why.
 from __future__ import annotations
 
 import json
+import os
+import re
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import yaml
 
 from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
-from desktop_mem.engine.models import Memory, Operation
+from desktop_mem.engine.models import Memory, Operation, ValidationError
+from desktop_mem.engine.store import front_matter
+from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
+from desktop_mem.engine.store.front_matter import FrontMatterError
+from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.secrets_scan import SecretDetectedError, describe, redact, scan
 from desktop_mem.engine.store.transaction import Transaction
 from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, ImportFileError, Skipped re-exported
     Entry,
@@ -31,8 +40,17 @@ from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, 
 )
 from desktop_mem.engine.transfer.ports import TransferSource
 
+# An id from an import file: printable, one line, not too long (a NUL wrote the file and then
+# crashed the commit; a newline or escape would mislead every listing).
+_ID = re.compile(r"[^\x00-\x1f\x7f-\x9f]{1,200}")
+
 FORMATS = ("chatgpt", "json", "markdown")
 PREVIEW_LINES = 8
+# Limits on what an import may read: a 300 KB zip expanding to 300 MB took 706 MB of memory on
+# a dry run. The decompressed size is checked while reading (a zip's header may lie).
+MAX_IMPORT_BYTES = 100 * 1024 * 1024
+MAX_IMPORT_ENTRIES = 200_000
+MAX_ZIP_MEMBERS = 10_000
 Progress = Callable[[int, int], None]
 
 
@@ -91,9 +109,16 @@ class ImportResult:
 
 
 def plan_import(
-    engine: TransferSource, path: Path, fmt: str | None = None, *, extract: bool = False
+    engine: TransferSource, path: Path, fmt: str | None = None, *, extract: bool = False,
+    secrets: str | None = None,
 ) -> ImportPlan:
-    """Read `path` (format sniffed unless given) and say what importing it would add."""
+    """Read `path` (format sniffed unless given) and say what importing it would add.
+
+    Every entry is checked here, as the store would write it, so applying the plan cannot fail
+    half way on a bad entry. Likely secrets follow `secrets` (default: the `security.secrets`
+    setting): ``ask`` raises SecretDetectedError naming where, ``redact`` redacts texts, titles
+    and conversation ids, ``keep`` keeps them.
+    """
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
         raise ImportFileError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -109,6 +134,11 @@ def plan_import(
         else:
             titles, entries, skipped = parse_memory_list(data, path)
             notes = []
+    if len(entries) > MAX_IMPORT_ENTRIES:
+        raise ImportFileError(f"{path} holds {len(entries):,} entries, over the limit of "
+                              f"{MAX_IMPORT_ENTRIES:,} per import; split it")
+    policy = secrets or str(engine.config["security.secrets"])
+    titles, entries = apply_secret_policy(titles, entries, policy, notes)
     return _finish_plan(engine, path, fmt, titles, entries, skipped, notes, extract)
 
 
@@ -116,40 +146,136 @@ def _finish_plan(
     engine: TransferSource, path: Path, fmt: str, titles: dict[str, str], entries: list[Entry],
     skipped: list[Skipped], notes: list[str], extract: bool,
 ) -> ImportPlan:
-    limit = engine.store.max_file_bytes - 4096  # room for the front matter
     fresh: list[Entry] = []
     seen: set[str] = set()
+    summaries: set[str] = set()
     present = 0
     for e in entries:
-        if len(e.text.encode("utf-8")) > limit:
-            skipped.append(Skipped(_where(e), f"the text is over the store.max_file_bytes limit ({limit:,})"))
+        problem = entry_problem(engine.store, e)
+        if problem:
+            skipped.append(Skipped(_where(e), problem))
         elif e.id in seen or engine.lookup(e.id) is not None:
             present += 1
+        elif e.role == "summary" and (e.conversation_id in summaries
+                                      or _has_summary(engine, e.conversation_id)):
+            current = engine.summary(e.conversation_id)
+            if current is not None and current.text == e.text:
+                present += 1
+            else:  # never replaced silently: the user keeps the current one and is told
+                skipped.append(Skipped(_where(e), f"conversation {e.conversation_id} already has a summary; "
+                                       "the imported one would replace it and was left out"))
         else:
             seen.add(e.id)
+            summaries.update([e.conversation_id] if e.role == "summary" else [])
             fresh.append(e)
     # A title is written only for a conversation that has none yet (never overwrite the user's).
     new_titles = {c: t for c, t in titles.items() if not engine.store.conversation_meta(c).get("title")}
     return ImportPlan(path, fmt, new_titles, tuple(fresh), tuple(skipped), present, tuple(notes), extract)
 
 
+def _has_summary(engine: TransferSource, conversation_id: str) -> bool:
+    """On disk, not only in the catalog: a summary written a moment ago must never be replaced."""
+    if engine.summary(conversation_id) is not None:
+        return True
+    try:
+        return os.path.lexists(engine.store.abspath(f"entries/{conversation_id}/summaries/summary.md"))
+    except ValidationError:
+        return True  # a linked folder: the write would be refused anyway
+
+
 def _where(e: Entry) -> str:
-    return str(e.extra.get("imported_from") or f"{e.conversation_id} {e.id}")
+    where = str(e.extra.get("imported_from") or f"{e.conversation_id} {e.id[:60]}")
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", where)  # printed as is by the CLI
 
 
 def _read(path: Path) -> bytes:
     try:
         if path.suffix.lower() == ".zip":  # a ChatGPT export as downloaded
             with zipfile.ZipFile(path) as archive:
-                names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+                members = archive.infolist()
+                if len(members) > MAX_ZIP_MEMBERS:
+                    raise ImportFileError(f"{path} holds {len(members):,} files, over the limit of "
+                                          f"{MAX_ZIP_MEMBERS:,}; is it a ChatGPT export?")
+                names = [m for m in members if m.filename.rsplit("/", 1)[-1] == "conversations.json"]
                 if not names:
                     raise ImportFileError(f"{path} has no conversations.json inside; is it a ChatGPT export?")
-                return archive.read(names[0])
-        return path.read_bytes()
+                with archive.open(names[0]) as handle:
+                    return _capped(handle, path, names[0].file_size)
+        with open(path, "rb") as handle:
+            return _capped(handle, path, os.fstat(handle.fileno()).st_size)
     except FileNotFoundError:
         raise ImportFileError(f"{path} does not exist") from None
     except (OSError, zipfile.BadZipFile) as exc:
         raise ImportFileError(f"cannot read {path}: {exc}") from None
+
+
+def _capped(handle: IO[bytes], path: Path, declared: int) -> bytes:
+    """All of `handle`, refusing (before and while reading) more than MAX_IMPORT_BYTES."""
+    too_big = ImportFileError(f"{path} expands to more than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB, the "
+                              "limit of one import; split it")
+    if declared > MAX_IMPORT_BYTES:
+        raise too_big
+    data = handle.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        raise too_big
+    return data
+
+
+def entry_problem(store: MarkdownStore, e: Entry) -> str | None:
+    """Why `e` cannot be written as it is (None when it can): its id, its text, its `extra`,
+    tried by rendering and reading back the very file the store would write."""
+    if not _ID.fullmatch(e.id):
+        return f"the id {e.id[:60]!r} has control characters or is over 200 characters"
+    try:
+        validate_conversation_id(e.conversation_id)
+        meta = {**e.extra, "id": e.id, "role": e.role, "kind": e.kind, "source": e.source,
+                "created_at": e.created_at, "deleted_at": e.deleted_at, "replaced_by": e.replaced_by}
+        raw = front_matter.render(meta, e.text).encode("utf-8")
+        if len(raw) > store.max_file_bytes:
+            return f"the memory would be {len(raw):,} bytes, over the store.max_file_bytes limit"
+        folder = "facts" if e.role == "memory" else "summaries" if e.role == "summary" else f"turns/{e.role}"
+        store.memory_from_bytes(f"entries/{e.conversation_id}/{folder}/x.md", raw)
+    except UnicodeEncodeError:
+        return "it holds text that is not valid Unicode (a lone surrogate)"
+    except (ValidationError, FrontMatterError, yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        return " ".join(str(exc).split())[:200] or type(exc).__name__
+    return None
+
+
+def apply_secret_policy(
+    titles: dict[str, str], entries: list[Entry], policy: str, notes: list[str]
+) -> tuple[dict[str, str], list[Entry]]:
+    """The same secret policy as every other write, over everything an import writes: texts,
+    `extra` values, titles and conversation ids (a ChatGPT title becomes a folder name)."""
+    if policy == "keep":
+        return titles, entries
+    places = [(f"the title of {c}", t) for c, t in titles.items()]
+    places += [(f"conversation id {c}", c) for c in {*titles, *(e.conversation_id for e in entries)}]
+    places += [(_where(e), e.text) for e in entries]
+    places += [(f"{_where(e)} (extra)", json.dumps(e.extra, default=str)) for e in entries if e.extra]
+    found = [(where, scan(text)) for where, text in places]
+    found = [(where, hits) for where, hits in found if hits]
+    if not found:
+        return titles, entries
+    if policy == "ask":
+        where, hits = found[0]
+        more = f" (and {len(found) - 1} more places)" if len(found) > 1 else ""
+        raise SecretDetectedError(hits, f"the import ({where}{more})")
+    renamed = {c: _redacted_id(c) for c in {*titles, *(e.conversation_id for e in entries)} if scan(c)}
+    titles = {renamed.get(c, c): redact(t) for c, t in titles.items()}
+    entries = [replace(e, conversation_id=renamed.get(e.conversation_id, e.conversation_id),
+                       text=redact(e.text), extra=_redact_values(e.extra)) for e in entries]
+    notes.append(f"likely secrets were redacted in {len(found)} places ({describe(found[0][1])}, ...)")
+    return titles, entries
+
+
+def _redacted_id(conversation_id: str) -> str:
+    slug = slugify_conversation_id(redact(conversation_id).replace("[redacted:", "redacted-"))
+    return f"{slug[:52].rstrip('-._')}-{stable_id(conversation_id)[:8]}"
+
+
+def _redact_values(extra: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: redact(v) if isinstance(v, str) else v for k, v in extra.items()}
 
 
 def _sniff(path: Path, raw: bytes) -> str:
