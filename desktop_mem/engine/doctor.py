@@ -7,7 +7,8 @@ from typing import Protocol
 
 from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.ports import HistorySource
-from desktop_mem.engine.models import Problem
+from desktop_mem.engine.models import EngineError, Problem
+from desktop_mem.engine.store.secrets_scan import HELD_BACK_HINT, describe, scan
 from desktop_mem.engine.store.store_lock import StoreLock, describe_holder, read_holder
 
 
@@ -50,6 +51,22 @@ def _problems(engine: DoctorSource) -> tuple[Problem, ...]:
     return tuple(sorted(found.values(), key=lambda p: p.path))
 
 
+def _secret_notes(engine: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[str, ...]:
+    """Uncommitted hand edits held back because they hold a likely secret (never the secret)."""
+    notes = []
+    for rel in uncommitted:
+        if not rel.endswith(".md"):
+            continue
+        try:
+            findings = scan(engine.store.read(rel).text)
+        except (EngineError, ValueError, OSError):
+            continue
+        if findings:
+            notes.append(f"{rel} holds a likely secret ({describe(findings)}), so it is not committed: "
+                         f"{HELD_BACK_HINT}")
+    return tuple(notes)
+
+
 def examine(engine: DoctorSource) -> DoctorReport:
     """Check the store behind `engine` (read-only: changes nothing)."""
     memories = engine.list_memories(include_deleted=True)
@@ -70,6 +87,7 @@ def examine(engine: DoctorSource) -> DoctorReport:
         except GitHistoryError as exc:
             git_state = str(exc)
     return DoctorReport(
+        notes=_secret_notes(engine, uncommitted),
         store=str(engine.root),
         memories=sum(1 for m in memories if not m.deleted),
         deleted=sum(1 for m in memories if m.deleted),

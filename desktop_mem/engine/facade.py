@@ -29,7 +29,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
-from desktop_mem.engine.store import layout
+from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
@@ -192,6 +192,8 @@ class MemoryEngine:
         before = {rel: self.catalog.at_path(rel) for rel in rels}
         results = self.catalog.reload(rels)
         changed = [r for r in results if isinstance(r, Memory) and _differs(before.get(r.path), r)]
+        if tx is not None:  # hand edits pass the secret check before anything is committed
+            changed = self._screen_secrets(changed, tx)
         removed = [m for rel, m in before.items() if m is not None and self.catalog.at_path(rel) is None]
         problems = tuple(r.path for r in results if isinstance(r, Problem))
         if not changed and not removed:
@@ -216,6 +218,39 @@ class MemoryEngine:
         tx.adopt(*changed)
         tx.adopt_removal(*removed)
         return tx.publish()
+
+    def _screen_secrets(self, memories: list[Memory], tx: Transaction) -> list[Memory]:
+        """The memories to commit: under `security.secrets` = redact a likely secret is redacted in
+        the file first; under ask the file is held back (left as the user wrote it, uncommitted,
+        named by `doctor`) until they choose; under keep it is committed as it is."""
+        policy = str(self.config["security.secrets"])
+        if policy == "keep":
+            return memories
+        kept: list[Memory] = []
+        for memory in memories:
+            findings = secrets_scan.scan(memory.text)
+            if not findings:
+                kept.append(memory)
+            elif policy == "redact":
+                kept.append(tx.rewrite(memory, {}, secrets_scan.redact(memory.text, findings)))
+            else:
+                log.warning("%s holds a likely secret (%s); not committed: %s", memory.path,
+                            secrets_scan.describe(findings), secrets_scan.HELD_BACK_HINT)
+        return kept
+
+    def _held_back(self) -> set[str]:
+        """Uncommitted memory files with a likely secret, after the policy ran on them."""
+        suspects = [m for p in self.git.dirty_paths() if (m := self.catalog.at_path(p)) is not None
+                    and secrets_scan.scan(m.text)]
+        if not suspects or self.config["security.secrets"] == "keep":
+            return set()
+        if self.config["security.secrets"] == "ask":
+            return {m.path for m in suspects}
+        subject = "Redact likely secrets in hand-edited memories"
+        with self.writer.transaction(Operation.EXTERNAL_EDIT, subject) as tx:
+            for memory in suspects:
+                tx.rewrite(memory, {}, secrets_scan.redact(memory.text))
+        return set()
 
     # ---------------------------------------------------------------- reads
 
@@ -445,8 +480,12 @@ class MemoryEngine:
         if self.read_only or not self.config["store.git_versioning"]:
             return None
         with self.writer.lock:
+            held = self._held_back()
+            dirty = self.git.dirty_paths() if held else []
+            paths = None if not held else [*(p for p in dirty if p not in held), ".gitignore"]
             try:
-                return self.git.commit(subject, {"Operation": str(operation), **(trailers or {})})
+                trailers = {"Operation": str(operation), **(trailers or {})}
+                return self.git.commit(subject, trailers, paths=paths)
             except GitHistoryError as exc:
                 log.error("could not commit %r: %s", subject, exc)
                 return None

@@ -22,6 +22,10 @@ from desktop_mem.engine.models import EngineError
 SecretPolicy = Literal["ask", "redact", "keep"]
 POLICIES: Final = ("ask", "redact", "keep")
 REDACTED_PREFIX: Final = "[redacted:"
+HELD_BACK_HINT: Final = (
+    "edit the file to remove it, or open the store once with security.secrets=redact (or keep; "
+    "CLI: --set security.secrets=redact) to commit it redacted (or as it is)"
+)
 
 
 @dataclass(frozen=True)
