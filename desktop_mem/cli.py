@@ -109,6 +109,9 @@ def _add_chat_parsers(sub: Any) -> None:
     p.add_argument("--port", type=int, help="port (default: server.port, 8100)")
     p.add_argument("--token", help="bearer token clients must send (default: DESKTOP_MEM_TOKEN)")
 
+    sub.add_parser("mcp", help="MCP server over stdio for Claude Desktop, Cursor, VS Code ... "
+                   "(forwards writes to the app or `serve` when one of them has the store open)")
+
 
 def _positive_int(value: str) -> int:
     number = int(value)
@@ -442,12 +445,19 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
+    from desktop_mem.mcp_server import run_stdio
+
+    run_stdio(config)
+    return 0
+
+
 Handler = Callable[[argparse.Namespace, Config], int]
 HANDLERS: dict[str, Handler] = {
     "add": cmd_add, "list": cmd_list, "show": cmd_show, "edit": cmd_edit, "delete": cmd_delete,
     "restore": cmd_restore, "history": cmd_history, "diff": cmd_diff, "doctor": cmd_doctor,
     "config": cmd_config, "search": cmd_search, "reindex": cmd_reindex,
-    "chat": cmd_chat, "serve": cmd_serve,
+    "chat": cmd_chat, "serve": cmd_serve, "mcp": cmd_mcp,
 }
 
 

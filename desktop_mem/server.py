@@ -7,6 +7,7 @@ engine work runs in worker threads so the event loop only shuttles bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -41,7 +42,8 @@ from desktop_mem.engine.models import (
     ValidationError,
 )
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.server_security import Guard, check_bind
+from desktop_mem.engine.store.store_lock import advertise_endpoint
+from desktop_mem.server_security import Guard, check_bind, loopback_endpoint
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -86,8 +88,22 @@ class NewMemory(BaseModel):
 
 
 def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
-    """The HTTP app over an open engine; with `token`, every request needs `Bearer <token>`."""
-    app = FastAPI(title="desktop-mem", version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    """The HTTP app over an open engine; with `token`, every request needs `Bearer <token>`.
+
+    `/mcp` serves the MCP tools (streamable HTTP); it needs the app's lifespan to run.
+    """
+    from desktop_mem.mcp_server import mcp_http_app
+
+    mcp_routes, mcp_lifespan = mcp_http_app(engine)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with mcp_lifespan():
+            yield
+
+    app = FastAPI(title="desktop-mem", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=lifespan)
+    app.router.routes.extend(mcp_routes)
     app.add_middleware(Guard, token=token or None, max_body=MAX_BODY_BYTES, error_body=_error_body)
     _install_error_handlers(app)
     model_name = str(engine.config["llm.model"])
@@ -95,6 +111,13 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
         return {"status": "ok", "version": __version__, "memories": len(engine.list_memories())}
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        # agent-cli's memory proxy answers GET /health with these keys (all strings).
+        return {"status": "ok", "memory_store": str(engine.root),
+                "openai_base_url": str(engine.config["llm.base_url"]),
+                "default_top_k": str(engine.config["retrieval.top_k"]), "version": __version__}
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
@@ -406,9 +429,10 @@ def serve(
         engine.open_index()
         if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
             engine.start_watcher()
-        print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1"
+        advertise_endpoint(engine.root, loopback_endpoint(host, port))
+        print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
               f"{' (bearer token required)' if token else ''}", flush=True)
         uvicorn.run(create_app(engine, token), host=host, port=port, workers=1, log_level="info",
-                    lifespan="off")
+                    lifespan="on")
     finally:
         engine.close()

@@ -306,18 +306,21 @@ class MemoryEngine:
         created_at: datetime | None = None,
         memory_id: str | None = None,
         secrets: str | None = None,
+        client: str | None = None,
     ) -> Memory:
         """Write a new memory file and commit it (`memory_id`/`created_at` for imports).
 
         A likely secret in `text` raises SecretDetectedError under the `security.secrets` policy
-        "ask" unless `secrets` is "keep" or "redact" (the user's choice).
+        "ask" unless `secrets` is "keep" or "redact" (the user's choice). `client` names the tool
+        that asked for the write (an MCP client): kept in front matter and in the commit trailers.
         """
         self.writer.require_writer()
         text = self.writer.check_secrets(text, secrets)
-        with self.writer.transaction(Operation.ADD, conversation=conversation_id) as tx:
+        with self.writer.transaction(Operation.ADD, conversation=conversation_id,
+                                     trailers=provenance_trailers(source, client) if client else None) as tx:
             memory = tx.add(text, conversation_id=conversation_id, role=role,
                             kind=kind if role == "memory" else None, source=source, expires_at=expires_at,
-                            created_at=created_at, memory_id=memory_id)
+                            created_at=created_at, memory_id=memory_id, extra=_client_meta(client))
             tx.subject = f"Add {noun(memory)}: {clip(text)}"
         return memory
 
@@ -329,6 +332,8 @@ class MemoryEngine:
         meta: Mapping[str, Any] | None = None,
         expected_hash: str | None = None,
         secrets: str | None = None,
+        source: str | None = None,
+        client: str | None = None,
     ) -> Memory:
         """Change a memory's text and/or front matter (unknown keys kept) and commit.
 
@@ -341,7 +346,7 @@ class MemoryEngine:
         for locked in ("id", "conversation_id", "deleted_at"):
             if locked in updates:
                 raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
-        with self.writer.transaction(Operation.EDIT) as tx:
+        with self.writer.transaction(Operation.EDIT, trailers=provenance_trailers(source, client)) as tx:
             current = self.get(memory_id)
             if text is not None and text.strip() == current.text and not updates:
                 return current
@@ -351,9 +356,12 @@ class MemoryEngine:
             tx.conversation = memory.conversation_id
         return memory
 
-    def delete(self, memory_id: str, *, operation: Operation = Operation.DELETE) -> Memory:
-        """Soft-delete: move under deleted/, stamp deleted_at, commit."""
-        with self.writer.transaction(operation) as tx:
+    def delete(
+        self, memory_id: str, *, operation: Operation = Operation.DELETE, source: str | None = None,
+        client: str | None = None,
+    ) -> Memory:
+        """Soft-delete: move under deleted/, stamp deleted_at, commit (`source`/`client`: trailers)."""
+        with self.writer.transaction(operation, trailers=provenance_trailers(source, client)) as tx:
             current = self.get(memory_id)
             tomb = tx.soft_delete(current)
             verb = "Evict" if operation == Operation.EVICT else "Delete"
@@ -361,9 +369,9 @@ class MemoryEngine:
             tx.conversation = current.conversation_id
         return tomb
 
-    def restore(self, memory_id: str) -> Memory:
-        """Move a soft-deleted memory back and commit."""
-        with self.writer.transaction(Operation.RESTORE) as tx:
+    def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
+        """Move a soft-deleted memory back and commit (`source`/`client`: trailers)."""
+        with self.writer.transaction(Operation.RESTORE, trailers=provenance_trailers(source, client)) as tx:
             current = self.get(memory_id)
             live = tx.restore(current)
             tx.subject = f"Restore {noun(live)}: {clip(live.text)}"
@@ -371,14 +379,16 @@ class MemoryEngine:
         return live
 
     def replace(
-        self, memory_id: str, new_text: str, *, source: str = "manual", secrets: str | None = None
+        self, memory_id: str, new_text: str, *, source: str = "manual", secrets: str | None = None,
+        client: str | None = None,
     ) -> tuple[Memory, Memory]:
         """UPDATE: tombstone the old memory with replaced_by, add the new one, one commit."""
         self.writer.require_writer()
         new_text = self.writer.check_secrets(new_text, secrets)
-        with self.writer.transaction(Operation.UPDATE) as tx:
+        trailers = provenance_trailers(source, client) if client else None
+        with self.writer.transaction(Operation.UPDATE, trailers=trailers) as tx:
             current = self.get(memory_id)
-            tomb, new = tx.replace(current, new_text, source=source)
+            tomb, new = tx.replace(current, new_text, source=source, extra=_client_meta(client))
             tx.subject = f"Update {noun(current)}: {clip(current.text)} -> {clip(new.text)}"
             tx.conversation = current.conversation_id
         return tomb, new
@@ -630,6 +640,30 @@ class MemoryEngine:
             indexed = len(self.manifest.indexed)
             return f"{indexed} memories indexed (index not opened by this command)"
         return self._index.status()
+
+
+def clean_client_name(client: str | None) -> str | None:
+    """A client's self-reported name as one short printable line (it is untrusted input)."""
+    if not client:
+        return None
+    one = " ".join("".join(ch for ch in client if ch.isprintable()).split())
+    return one[:80] or None
+
+
+def provenance_trailers(source: str | None, client: str | None) -> dict[str, str]:
+    """`Source` / `Client` commit trailers: who asked for a write (the timeline shows them)."""
+    trailers: dict[str, str] = {}
+    if source:
+        trailers["Source"] = source
+    name = clean_client_name(client)
+    if name:
+        trailers["Client"] = name
+    return trailers
+
+
+def _client_meta(client: str | None) -> dict[str, str] | None:
+    name = clean_client_name(client)
+    return {"client": name} if name else None
 
 
 def _differs(before: Memory | None, after: Memory) -> bool:

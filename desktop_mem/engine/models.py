@@ -114,6 +114,8 @@ class StoreChange:
     commit: str | None
     paths: tuple[str, ...] = ()
     turn_id: str | None = None
+    source: str | None = None  # who asked, from the `Source` trailer: "mcp" for an AI tool
+    client: str | None = None  # the MCP client's name (`Client` trailer)
 
 
 @dataclass(frozen=True)

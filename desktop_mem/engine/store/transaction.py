@@ -351,6 +351,7 @@ class Transaction:
             trailers.update(self.trailers)
             self.commit = writer.committer(self.subject or str(self.operation), trailers, self._paths)
         self.change = StoreChange(self.operation, ids, self.conversation, self.commit,
-                                  tuple(m.path for m in written), self.turn_id)
+                                  tuple(m.path for m in written), self.turn_id,
+                                  self.trailers.get("Source"), self.trailers.get("Client"))
         writer.emit(self.change)
         return self.change

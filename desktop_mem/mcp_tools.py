@@ -1,0 +1,180 @@
+"""What each MCP tool does to an open store, as plain JSON values.
+
+The MCP server (mcp_server.py) registers these under OpenMemory-like names; they run on the
+process that holds the store's writer lock, either directly or after a forward (mcp_forward.py).
+Every write carries `source: mcp` and the client's name into front matter and commit trailers.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.index.retrieval import SearchFilters
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    KINDS,
+    CommitInfo,
+    Memory,
+    NotFoundError,
+    ValidationError,
+)
+
+SOURCE = "mcp"
+MAX_LIST = 500
+
+
+def _when(d: datetime | None) -> str | None:
+    return d.isoformat() if d else None
+
+
+def memory_json(m: Memory) -> dict[str, Any]:
+    """A memory as MCP tools return it."""
+    return {
+        "id": m.id, "text": m.text, "conversation": m.conversation_id, "role": m.role, "kind": m.kind,
+        "source": m.source, "client": m.extra.get("client"), "created_at": _when(m.created_at),
+        "updated_at": _when(m.updated_at), "deleted": m.deleted, "deleted_at": _when(m.deleted_at),
+        "replaced_by": m.replaced_by, "path": m.path,
+    }
+
+
+def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: int | None) -> dict[str, Any]:
+    """The read path over facts and preferences (not chat turns), best first, with scores."""
+    if not query.strip():
+        raise ValidationError("query is empty")
+    k = max(1, min(int(top_k or engine.config["retrieval.top_k"]), 50))
+    results = engine.search(query, conversation_id=conversation, top_k=k,
+                            filters=SearchFilters(roles=("memory",)))
+    hits = []
+    for r in results:
+        s = r.scores
+        hits.append({
+            **memory_json(r.memory), "score": round(s.final, 4),
+            "scores": {"final": round(s.final, 4), "relevance": round(s.relevance, 4),
+                       "keyword": _round(s.keyword), "dense": _round(s.dense),
+                       "rerank": _round(s.rerank), "recency": round(s.recency, 4)},
+        })
+    return {"query": query, "results": hits}
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None
+
+
+def add(
+    engine: MemoryEngine, texts: Sequence[str], conversation: str | None, kind: str | None, client: str
+) -> dict[str, Any]:
+    """Store each text as a fact, one commit each, with provenance.
+
+    As for the facts a chat turn extracts, nobody is there to ask about a likely secret: it is
+    redacted unless `security.secrets` is "keep".
+    """
+    from desktop_mem.engine.chat.extraction import kind_of
+
+    items = [t.strip() for t in texts if t and t.strip()]
+    if not items:
+        raise ValidationError("nothing to add: give `text` or a non-empty `texts` list")
+    if kind is not None and kind not in KINDS:
+        raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    policy = "keep" if engine.config["security.secrets"] == "keep" else "redact"
+    added = []
+    for text in items:
+        memory = engine.add(text, conversation_id=conversation or GLOBAL_CONVERSATION,
+                            kind=kind or str(kind_of(text)), source=SOURCE, client=client, secrets=policy)
+        added.append(memory_json(memory))
+    return {"added": added}
+
+
+def list_memories(
+    engine: MemoryEngine, conversation: str | None, kind: str | None, limit: int | None, offset: int | None
+) -> dict[str, Any]:
+    """Live facts/preferences/context, newest first, one page."""
+    if kind is not None and kind not in KINDS:
+        raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
+    items = engine.list_memories(conversation_id=conversation, role="memory", kind=kind,
+                                 include_summaries=False)
+    items.sort(key=lambda m: (m.created_at, m.path), reverse=True)
+    n = max(1, min(int(limit or 50), MAX_LIST))
+    start = max(0, int(offset or 0))
+    page = items[start: start + n]
+    return {"memories": [memory_json(m) for m in page], "total": len(items), "offset": start,
+            "has_more": start + n < len(items)}
+
+
+def get(engine: MemoryEngine, memory_id: str) -> dict[str, Any]:
+    """One memory, live or deleted."""
+    return memory_json(engine.get(memory_id))
+
+
+def update(engine: MemoryEngine, memory_id: str, text: str, client: str) -> dict[str, Any]:
+    """UPDATE as the write path does it: the old memory is kept as a tombstone, a new id is made."""
+    if not text.strip():
+        raise ValidationError("text is empty")
+    current = engine.get(memory_id)
+    if current.deleted:
+        raise ValidationError(f"memory {current.id} is deleted; restore_memory it first")
+    policy = "keep" if engine.config["security.secrets"] == "keep" else "redact"
+    tomb, new = engine.replace(current.id, text, source=SOURCE, secrets=policy, client=client)
+    return {"updated": memory_json(new), "replaced": tomb.id}
+
+
+def delete(engine: MemoryEngine, ids: Sequence[str], client: str) -> dict[str, Any]:
+    """Soft-delete each id (restorable); unknown or already deleted ids are reported, not fatal."""
+    if not ids:
+        raise ValidationError("ids is empty")
+    deleted, skipped = [], []
+    for memory_id in ids:
+        try:
+            current = engine.get(memory_id)
+        except NotFoundError as exc:
+            skipped.append({"id": memory_id, "reason": str(exc)})
+            continue
+        if current.deleted:
+            skipped.append({"id": current.id, "reason": "already deleted"})
+            continue
+        deleted.append(memory_json(engine.delete(current.id, source=SOURCE, client=client)))
+    return {"deleted": deleted, "skipped": skipped}
+
+
+def restore(engine: MemoryEngine, memory_id: str, client: str) -> dict[str, Any]:
+    """Bring a soft-deleted memory back."""
+    current = engine.get(memory_id)
+    if not current.deleted:
+        raise ValidationError(f"memory {current.id} is not deleted")
+    return {"restored": memory_json(engine.restore(current.id, source=SOURCE, client=client))}
+
+
+def history(engine: MemoryEngine, memory_id: str | None, limit: int | None) -> dict[str, Any]:
+    """Classified events (ADD / UPDATE / DELETE / RESTORE / EDIT ...) with text diffs, newest first."""
+    n = max(1, min(int(limit or 20), 200))
+    if memory_id:
+        commits = engine.memory_history(engine.get(memory_id).id, limit=n)
+    else:
+        commits = engine.history(limit=n)
+    return {"commits": [commit_json(c) for c in commits]}
+
+
+def commit_json(c: CommitInfo) -> dict[str, Any]:
+    """A classified commit: who (source, client), when, and each event with its diff."""
+    events = []
+    for e in c.events:
+        diff = "".join(difflib.unified_diff(
+            (e.old_text or "").splitlines(keepends=True), (e.new_text or "").splitlines(keepends=True),
+            "before", "after")) if e.old_text != e.new_text else ""
+        events.append({"type": e.type.value, "memory_id": e.memory_id, "conversation": e.conversation_id,
+                       "old_text": e.old_text, "new_text": e.new_text, "replaced_by": e.replaced_by,
+                       "new_id": e.new_id, "diff": diff})
+    return {"commit": c.sha, "subject": c.subject, "at": c.committed_at.isoformat(),
+            "source": c.trailers.get("Source"), "client": c.trailers.get("Client"), "events": events}
+
+
+def summary(engine: MemoryEngine, conversation: str) -> str:
+    """The rolling summary of a conversation as Markdown text."""
+    memory = engine.summary(conversation)
+    if memory is None:
+        raise NotFoundError(f"conversation {conversation!r} has no summary yet")
+    return memory.text
+
