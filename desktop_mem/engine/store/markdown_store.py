@@ -249,7 +249,8 @@ class MarkdownStore:
         if not self.entries.is_dir() or self.entries.is_symlink():
             return []
         with os.scandir(self.entries) as it:
-            names = [e.name for e in it if e.is_dir(follow_symlinks=False) and _is_conversation_id(e.name)]
+            names = [e.name for e in it if e.is_dir(follow_symlinks=False) and _is_conversation_id(e.name)
+                     and e.name != DELETED]  # agent-cli's entries/deleted/<conv>/ tombstones
         return sorted(names)
 
     # ----------------------------------------------------------------- writing
@@ -467,6 +468,10 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
     if len(parts) < 3 or parts[0] != ENTRIES:
         raise ValidationError(f"{rel} is not inside entries/<conversation>/")
     conversation_id = parts[1]
+    if conversation_id == DELETED and len(parts) >= 4:
+        # agent-cli 0.112 (the reference proxy) tombstones into entries/deleted/<conversation>/...
+        # rather than entries/<conversation>/deleted/...; both read (and restore) the same way.
+        conversation_id = parts[2]
     if not _is_conversation_id(conversation_id):
         raise ValidationError(
             f"the folder entries/{conversation_id} is not a valid conversation id (letters, digits, "

@@ -1,0 +1,117 @@
+"""Compatibility with agent-cli's memory proxy (`agent-cli[memory]==0.112.0`), the reference
+implementation of the store layout: a store its own code wrote opens in desktop-mem in place.
+
+The store is written by the real package's store writers (files, tombstones, summary, its chroma
+collection, its git commits), with embeddings from the scripted OpenAI-compatible server. The
+package is a test dependency without its `[memory]` extra: that extra adds transformers,
+huggingface-hub and pydantic-ai for its LLM extraction and reranker download, which these
+writers do not import; chromadb, PyYAML and openai come with desktop-mem itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import EventType
+from tests.scripted_llm import ScriptedLLM
+
+agent_cli = pytest.importorskip("agent_cli.memory._persistence", reason="agent-cli==0.112.0 (test extra)")
+
+
+def _write_agent_cli_store(store: Path, llm: ScriptedLLM) -> dict[str, str]:
+    """What agent-cli's proxy leaves after two turns, an UPDATE of a fact and a summary."""
+    from agent_cli.memory._files import load_memory_files
+    from agent_cli.memory._git import commit_changes, init_repo
+    from agent_cli.memory._persistence import delete_memory_files, persist_entries, persist_summary
+    from agent_cli.memory._store import init_memory_collection
+    from agent_cli.memory.entities import Fact, Summary, Turn
+
+    store.mkdir(parents=True)
+    init_repo(store)
+    collection = init_memory_collection(store, embedding_model="test-model", openai_base_url=llm.base_url,
+                                        openai_api_key="test")
+    t0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    ids = {name: str(uuid.uuid4()) for name in ("user", "assistant", "city", "job", "city2")}
+    conv = "travel"
+    persist_entries(collection, memory_root=store, conversation_id=conv, entries=[
+        Turn(id=ids["user"], conversation_id=conv, role="user", created_at=t0,
+             content="I live in Berlin and work as a pastry chef."),
+        Turn(id=ids["assistant"], conversation_id=conv, role="assistant",
+             created_at=t0 + timedelta(seconds=2), content="Nice, Berlin has great bakeries!"),
+        Fact(id=ids["city"], conversation_id=conv, source_id=ids["user"], created_at=t0,
+             content="The user lives in Berlin."),
+        Fact(id=ids["job"], conversation_id=conv, source_id=ids["user"], created_at=t0,
+             content="The user works as a pastry chef."),
+    ])
+    asyncio.run(commit_changes(store, "Add 2 turns and 2 facts"))
+    # An UPDATE as agent-cli's reconciliation does it: new fact, old one tombstoned with replaced_by.
+    persist_entries(collection, memory_root=store, conversation_id=conv, entries=[
+        Fact(id=ids["city2"], conversation_id=conv, source_id=ids["user"],
+             created_at=t0 + timedelta(days=1), content="The user moved to Munich."),
+    ])
+    from agent_cli.memory._files import write_snapshot
+
+    write_snapshot(store / "memory_index.json", load_memory_files(store))
+    delete_memory_files(store, conv, [ids["city"]], replacement_map={ids["city"]: ids["city2"]})
+    persist_summary(collection, memory_root=store, summary=Summary(
+        conversation_id=conv, created_at=t0 + timedelta(days=1),
+        content="The user, a pastry chef, moved from Berlin to Munich."))
+    asyncio.run(commit_changes(store, "Update fact and summary"))
+    assert collection.count() == 6  # agent-cli's own index holds what it wrote
+    return ids
+
+
+def test_agent_cli_written_store_opens_in_place(
+    make_config: Callable[..., Any], scripted_llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    from agent_cli.memory._files import load_memory_files
+
+    store = tmp_path / "agent-store"
+    ids = _write_agent_cli_store(store, scripted_llm)
+
+    with MemoryEngine(make_config(store=store)) as engine:
+        assert engine.problems() == []
+        facts = {m.id: m for m in engine.list_memories(role="memory", include_deleted=True)}
+        assert facts[ids["job"]].text == "The user works as a pastry chef."
+        assert facts[ids["city"]].deleted and facts[ids["city"]].replaced_by == ids["city2"]
+        assert facts[ids["city"]].conversation_id == "travel"
+        live = [m.text for m in engine.list_memories(conversation_id="travel", role="memory")]
+        assert sorted(live) == ["The user moved to Munich.", "The user works as a pastry chef."]
+        turns = engine.messages("travel")
+        assert [t["role"] for t in turns] == ["user", "assistant"]
+        assert engine.summary("travel") is not None
+        assert "Munich" in engine.summary("travel").text  # type: ignore[union-attr]
+
+        hits = engine.search("Where does the user live now?", conversation_id="travel", top_k=3)
+        assert hits and hits[0].memory.id == ids["city2"]
+
+        # agent-cli's plain commits are classified from their diffs alone.
+        events = [e for c in engine.history(limit=10) for e in c.events]
+        types = {(e.type, e.memory_id) for e in events}
+        assert (EventType.ADD, ids["job"]) in types
+        assert (EventType.TURN, ids["user"]) in types
+        assert any(e.type == EventType.UPDATE and e.memory_id == ids["city"] and e.new_id == ids["city2"]
+                   for e in events)
+        assert any(e.type == EventType.SUMMARY for e in events)
+
+        # agent-cli's tombstone (entries/deleted/<conv>/...) restores to its live place.
+        restored = engine.restore(ids["city"])
+        assert restored.path.startswith("entries/travel/facts/") and restored.conversation_id == "travel"
+        engine.delete(ids["city"])
+
+        edited = engine.edit(ids["job"], text="The user works as a head pastry chef.")
+        assert engine.history(limit=1)[0].events[0].type == EventType.EDIT
+        assert edited.path == facts[ids["job"]].path  # edited in place, same file
+
+    # ... and agent-cli still reads the store desktop-mem changed.
+    records = {r.id: r for r in load_memory_files(store)}
+    assert records[ids["job"]].content == "The user works as a head pastry chef."
+    assert ids["city"] not in records and ids["city2"] in records
