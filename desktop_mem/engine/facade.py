@@ -646,7 +646,7 @@ def clean_client_name(client: str | None) -> str | None:
     """A client's self-reported name as one short printable line (it is untrusted input)."""
     if not client:
         return None
-    one = " ".join("".join(ch for ch in client if ch.isprintable()).split())
+    one = " ".join("".join(ch if ch.isprintable() else " " for ch in client).split())
     return one[:80] or None
 
 

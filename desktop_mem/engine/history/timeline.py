@@ -12,7 +12,7 @@ required: a commit made by hand with plain git is classified the same way. The r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -39,6 +39,18 @@ class _Side:
     role: str | None
     text: str | None
     replaced_by: str | None
+
+
+SOURCE_APP = "app"  # the app's own changes (chat write path, editor, CLI, REST API)
+SOURCE_OUTSIDE = "git"  # commits made outside desktop-mem with plain git
+
+
+def commit_source(trailers: Mapping[str, str]) -> str:
+    """Who made a commit: its `Source` trailer (e.g. "mcp"), else "app" or "git"."""
+    source = trailers.get("Source", "").strip().lower()
+    if source:
+        return source
+    return SOURCE_APP if "Operation" in trailers else SOURCE_OUTSIDE
 
 
 def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
@@ -187,6 +199,8 @@ def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | 
         return None
     parts = PurePosixPath(path).parts
     conversation = parts[1] if len(parts) > 2 else None
+    if conversation == "deleted" and len(parts) > 3:
+        conversation = parts[2]  # agent-cli's entries/deleted/<conv>/... tombstones
     raw = read_blob(blob)
     meta: dict[str, object] = {}
     text: str | None = None

@@ -12,7 +12,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -24,7 +24,7 @@ from gitdb.exc import ODBError
 
 from desktop_mem.engine.history.git_history import RawCommit
 from desktop_mem.engine.history.ports import HistorySource
-from desktop_mem.engine.history.timeline import classify
+from desktop_mem.engine.history.timeline import classify, commit_source
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.engine.store import front_matter, layout
 
@@ -45,6 +45,7 @@ class TimelineQuery:
     until: datetime | None = None
     text: str | None = None
     only_deletes_and_replacements: bool = False
+    source: str | None = None  # "mcp", "app" or "git" (timeline.commit_source)
 
     def __post_init__(self) -> None:
         # A frozenset keeps the query hashable (the pane keys "latest wins" requests by it).
@@ -59,7 +60,7 @@ class TimelineQuery:
     def filtered(self) -> bool:
         """True when some commits may be left out."""
         return bool(self.conversation or self.event_types or self.since or self.until
-                    or (self.text or "").strip() or self.only_deletes_and_replacements)
+                    or (self.text or "").strip() or self.only_deletes_and_replacements or self.source)
 
     def event_matches(self, commit: CommitInfo, event: TimelineEvent) -> bool:
         """True when one event passes the event-level filters (conversation, type, text)."""
@@ -82,7 +83,7 @@ class TimelineQuery:
 
     def matches(self, commit: CommitInfo) -> bool:
         """True when the commit belongs on the filtered timeline."""
-        if not self._date_ok(commit.committed_at):
+        if not self._date_ok(commit.committed_at) or not self._source_ok(commit.trailers):
             return False
         if not (self.conversation or self.event_types or (self.text or "").strip()
                 or self.only_deletes_and_replacements):
@@ -91,7 +92,7 @@ class TimelineQuery:
 
     def could_match(self, raw: RawCommit) -> bool:
         """A cheap pre-check on the raw commit (no blob reads); False means surely not."""
-        if not self._date_ok(raw.committed_at):
+        if not self._date_ok(raw.committed_at) or not self._source_ok(raw.trailers):
             return False
         paths = [p for c in raw.changes for p in (c.old_path, c.new_path) if p]
         if self.conversation is not None:
@@ -104,6 +105,9 @@ class TimelineQuery:
             if not touches:
                 return False
         return True
+
+    def _source_ok(self, trailers: Mapping[str, str]) -> bool:
+        return self.source is None or commit_source(trailers) == self.source
 
     def _date_ok(self, when: datetime) -> bool:
         return (self.since is None or when >= self.since) and (self.until is None or when <= self.until)

@@ -42,8 +42,12 @@ def role_dir(conversation_id: str, role: str) -> str:
 
 
 def in_deleted(path: str | None) -> bool:
-    """True for a path under a conversation's deleted/ folder (entries/<conversation>/deleted/...)."""
-    return bool(path) and PurePosixPath(str(path)).parts[2:3] == (DELETED,)
+    """True for a path under a conversation's deleted/ folder (entries/<conversation>/deleted/...),
+    or under agent-cli 0.112's entries/deleted/<conversation>/... (the reference proxy's tombstones)."""
+    if not path:
+        return False
+    parts = PurePosixPath(str(path)).parts
+    return parts[2:3] == (DELETED,) or (len(parts) > 3 and parts[1] == DELETED)
 
 
 def is_memory_file(path: str | None) -> bool:
@@ -56,6 +60,9 @@ def is_memory_file(path: str | None) -> bool:
 def counterpart(path: str, conversation_id: str) -> str:
     """The live path of a tombstone, or the tombstone path of a live memory (same relative place)."""
     root = conversation_root(conversation_id)
+    agent_cli = f"{ENTRIES}/{DELETED}/{conversation_id}/"
+    if path.startswith(agent_cli):  # an agent-cli tombstone goes back to the same live place
+        return root + path[len(agent_cli):]
     inner = path[len(root):] if path.startswith(root) else PurePosixPath(path).name
     prefix = f"{DELETED}/"
     return root + (inner[len(prefix):] if inner.startswith(prefix) else prefix + inner)

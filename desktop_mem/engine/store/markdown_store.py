@@ -33,7 +33,7 @@ from desktop_mem.engine.models import (
 from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
-from desktop_mem.engine.store.layout import ENTRIES, ROLE_DIRS
+from desktop_mem.engine.store.layout import DELETED, ENTRIES, ROLE_DIRS
 
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
 SYMLINK_REASON = (

@@ -1,0 +1,43 @@
+"""Provenance of writes made for MCP clients: front matter, trailers, the timeline's source filter
+and the change events the app's notice is built from (engine level; the SDK tests are in test_mcp)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.history.timeline import commit_source
+from desktop_mem.engine.history.timeline_query import TimelineQuery, timeline_page
+from desktop_mem.engine.models import EventType
+from desktop_mem.mcp_tools import add, delete, restore, update
+
+
+def test_mcp_writes_carry_source_and_client_and_filter_on_the_timeline(engine: MemoryEngine) -> None:
+    changes: list[StoreChange] = []
+    engine.subscribe(changes.append)
+    engine.add("Typed in the app")
+    added = add(engine, ["Likes hiking", "Uses a\nsneaky\x1b name"], None, None, "Claude\nDesktop\x07")
+    first = added["added"][0]
+    assert first["source"] == "mcp" and first["client"] == "Claude Desktop"
+    new = update(engine, first["id"], "Likes hiking and climbing", "Cursor")["updated"]
+    delete(engine, [new["id"]], "Cursor")
+    restore(engine, new["id"], "Cursor")
+
+    assert [(c.operation, c.source, c.client) for c in changes] == [
+        ("add", None, None), ("add", "mcp", "Claude Desktop"), ("add", "mcp", "Claude Desktop"),
+        ("update", "mcp", "Cursor"), ("delete", "mcp", "Cursor"), ("restore", "mcp", "Cursor")]
+
+    page = timeline_page(engine, TimelineQuery(source="mcp"))
+    assert [c.events[0].type for c in page.commits] == [
+        EventType.RESTORE, EventType.DELETE, EventType.UPDATE, EventType.ADD, EventType.ADD]
+    assert {commit_source(c.trailers) for c in page.commits} == {"mcp"}
+    app_only = timeline_page(engine, TimelineQuery(source="app"))
+    assert [c.subject for c in app_only.commits] == ["Add fact: Typed in the app"]
+    assert TimelineQuery(source="mcp").filtered
+
+
+def test_commit_source_of_plain_git_commits() -> None:
+    trailers: dict[str, Any] = {}
+    assert commit_source(trailers) == "git"
+    assert commit_source({"Operation": "add"}) == "app"
+    assert commit_source({"Operation": "add", "Source": "MCP"}) == "mcp"
