@@ -110,6 +110,10 @@ SETTINGS: tuple[Setting, ...] = (
     S("server.port", int, 8100, "Port of `desktop-mem serve`.", minimum=1, maximum=65535),
     S("server.token", str, "", "Bearer token required by `serve` (required when not on loopback).",
       env="DESKTOP_MEM_TOKEN", secret=True),
+    S("server.app_endpoint", bool, True, "The desktop app serves MCP (/mcp) and the API on loopback "
+      "while it has the store open, so `desktop-mem mcp` processes of AI tools can write through it."),
+    S("server.app_port", int, 0, "Port of the app's loopback endpoint (0: any free port; the "
+      "`desktop-mem mcp` processes find it in the store's lock note).", minimum=0, maximum=65535),
     S("security.secrets", str, "ask", "A likely secret (API key, token, private key, password) in a "
       "memory: ask before storing it (manual edits; chat turns and extracted facts are redacted), "
       "always redact it, or keep it.", choices=("ask", "redact", "keep")),

@@ -22,6 +22,7 @@ from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.status_bar import StatusBar, last_commit_line
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.tool_notice import ToolNotice
 from desktop_mem.ui.welcome_page import WelcomePage
 
 if TYPE_CHECKING:
@@ -78,12 +79,18 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
 
 def open_index_and_watch(engine: MemoryEngine) -> str:
     """Run on the writer after the panes show: sync the index, then watch for outside edits."""
+    from desktop_mem.loopback_endpoint import start_app_endpoint
+
     engine.open_index()
+    start_app_endpoint(engine)  # AI tools' `desktop-mem mcp` processes write through it
     return "on" if engine.start_watcher() else "off"
 
 
 def close_engine(engine: MemoryEngine) -> None:
     """Run on the writer: stop watching, let write paths finish, release the lock."""
+    from desktop_mem.loopback_endpoint import stop_app_endpoint
+
+    stop_app_endpoint(engine)
     engine.stop_watcher()
     engine.wait_idle(30)
     engine.close()
@@ -106,6 +113,7 @@ class MainWindow(QMainWindow):
         self.engine: MemoryEngine | None = None
         self.bridge: EngineBridge | None = None
         self.workspace: Workspace | None = None
+        self.tool_notice: ToolNotice | None = None
         self.welcome: WelcomePage | None = None
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
@@ -229,6 +237,9 @@ class MainWindow(QMainWindow):
         self.workspace.settings_requested.connect(lambda: self.open_settings("llm"))
         self.workspace.llm_problem.connect(self.status.show_llm_problem)
         self.bridge.store_changed.connect(self.status.on_store_changed)
+        self.tool_notice = ToolNotice(engine, self.runner, self)  # AI tools' (MCP) changes + Undo
+        self.status.addWidget(self.tool_notice)
+        self.bridge.store_changed.connect(self.tool_notice.on_store_changed)
         self.stack.addWidget(self.workspace)
         splitter = self._settings.value("window/splitter")
         if isinstance(splitter, QByteArray):
@@ -320,6 +331,10 @@ class MainWindow(QMainWindow):
             return
         if self.bridge is not None:
             self.bridge.close()
+        if self.tool_notice is not None:
+            self.status.removeWidget(self.tool_notice)
+            self.tool_notice.deleteLater()
+            self.tool_notice = None
         self.status.set_engine(None)
         self.runner.submit_write(close_engine, engine, quiet=True)
         self.engine = None

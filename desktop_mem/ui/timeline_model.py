@@ -21,6 +21,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from desktop_mem.engine.history.timeline import SOURCE_APP, SOURCE_OUTSIDE, commit_source
 from desktop_mem.engine.history.timeline_query import TimelineCursor, TimelinePage, TimelineQuery
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.ui.memory_model import first_line, when
@@ -30,6 +31,7 @@ COMMIT_ROLE = Qt.ItemDataRole.UserRole + 1
 CHIPS_ROLE = Qt.ItemDataRole.UserRole + 2  # [(type name, count)] in EventType order
 BY_HAND_ROLE = Qt.ItemDataRole.UserRole + 3  # True for changes made outside the app
 EVENT_ROLE = Qt.ItemDataRole.UserRole + 4
+SOURCE_ROLE = Qt.ItemDataRole.UserRole + 5  # "Claude Desktop · MCP" for a change an AI tool made
 BY_HAND = "by hand"
 CHIP_COLOURS: dict[EventType, str] = {
     EventType.ADD: "#2e7d32", EventType.UPDATE: "#1565c0", EventType.DELETE: "#c62828",
@@ -49,6 +51,15 @@ def by_hand(commit: CommitInfo) -> str | None:
     if commit.trailers.get("Operation", "").lower() in _RECORDED_OPERATIONS:
         return "files edited outside desktop-mem, recorded by it"
     return None
+
+
+def source_chip(commit: CommitInfo) -> str | None:
+    """The source chip of a commit made for another tool (MCP): its client's name and the source."""
+    source = commit_source(commit.trailers)
+    if source in (SOURCE_APP, SOURCE_OUTSIDE):
+        return None
+    client = commit.trailers.get("Client")
+    return f"{client} · {source.upper()}" if client else source.upper()
 
 
 def chips(commit: CommitInfo) -> list[tuple[str, int]]:
@@ -171,14 +182,17 @@ class CommitTimelineModel(QAbstractListModel):
             return f"{commit.sha[:10]} · {commit.author} · {when(commit.committed_at)}{origin}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
             kinds = " ".join(t for t, _ in chips(commit))
+            tool = source_chip(commit)
             return f"{when(commit.committed_at)} {commit.subject} {kinds}" + (
-                f" {BY_HAND}" if by_hand(commit) else "")
+                f" {BY_HAND}" if by_hand(commit) else "") + (f" by {tool}" if tool else "")
         if role == COMMIT_ROLE:
             return commit
         if role == CHIPS_ROLE:
             return chips(commit)
         if role == BY_HAND_ROLE:
             return by_hand(commit) is not None
+        if role == SOURCE_ROLE:
+            return source_chip(commit)
         return None
 
 
@@ -268,6 +282,11 @@ class CommitDelegate(QStyledItemDelegate):
         second = QRect(rect.left(), rect.top() + line + 2, rect.width(), line)
         if by_hand(commit):
             x = self._paint_chip(painter, font, BY_HAND, QColor("#ffb300"), QColor("black"),
+                                 second.left(), second.top() + 1, line - 2)
+            second.setLeft(x + 4)
+        tool = source_chip(commit)
+        if tool:
+            x = self._paint_chip(painter, font, tool, QColor("#37474f"), QColor("white"),
                                  second.left(), second.top() + 1, line - 2)
             second.setLeft(x + 4)
         muted = palette.color(text_role)

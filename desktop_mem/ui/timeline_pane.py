@@ -53,6 +53,10 @@ ALL_CONVERSATIONS = "All conversations"
 _SEARCH_DELAY_MS = 300
 
 
+SOURCE_FILTERS = (("All sources", None), ("AI tools (MCP)", "mcp"), ("desktop-mem", "app"),
+                  ("Outside (git)", "git"))
+
+
 class TimelinePane(QWidget):
     """Commits (filtered, paged) | the selected commit's events, their diff, lineage and actions."""
 
@@ -100,6 +104,9 @@ class TimelinePane(QWidget):
         self.search_edit.setPlaceholderText("Search subjects and texts")
         self.search_edit.setClearButtonEnabled(True)
         self.only_check = QCheckBox("Only soft deletes and replacements", self)
+        self.source_combo = QComboBox(self)  # who made the change: the app, an MCP tool, plain git
+        for label, source in SOURCE_FILTERS:
+            self.source_combo.addItem(label, source)
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(_SEARCH_DELAY_MS)
@@ -111,6 +118,7 @@ class TimelinePane(QWidget):
         self.search_edit.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         filters.addWidget(self.search_edit)
         filters.addWidget(self.only_check)
+        filters.addWidget(self.source_combo)
 
         self.commit_view = QListView(self)
         self.commit_view.setModel(self.model)
@@ -174,6 +182,7 @@ class TimelinePane(QWidget):
         self.search_edit.textChanged.connect(self._search_timer.start)
         self._search_timer.timeout.connect(self.reload)
         self.only_check.toggled.connect(self.reload)
+        self.source_combo.currentIndexChanged.connect(self.reload)
         self.restore_button.clicked.connect(self._on_restore_button_clicked)
         self.revert_button.clicked.connect(self._on_revert_button_clicked)
         self.summary_button.clicked.connect(self._on_summary_button_clicked)
@@ -194,6 +203,7 @@ class TimelinePane(QWidget):
             event_types=None if len(types) in (0, len(EventType)) else frozenset(types),
             since=since, until=until, text=self.search_edit.text().strip() or None,
             only_deletes_and_replacements=self.only_check.isChecked(),
+            source=self.source_combo.currentData(),
         )
 
     @Slot()

@@ -1,0 +1,106 @@
+"""The desktop app while an AI tool writes through MCP: the app serves /mcp on loopback, a
+`desktop-mem mcp` process an MCP client spawned forwards to it, and the window shows a notice
+with Undo and the timeline a source chip and filter."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from PySide6.QtCore import QSettings
+
+from desktop_mem.engine.store.store_lock import read_holder
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.timeline_model import SOURCE_ROLE
+from desktop_mem.ui.tool_notice import notice_text
+from tests.mcp_clients import CLAUDE, call, stdio_session
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def window(qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> Iterator[MainWindow]:
+    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
+    win = MainWindow(config, TaskRunner(), settings=QSettings(str(tmp_path / "ui.ini"),
+                                                              QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.index_ready, timeout=90000):
+        win.open_store()
+    yield win
+    win.shutdown()
+
+
+def _in_background(fn: Any) -> dict[str, Any]:
+    """Run an MCP client scenario off the GUI thread; the test keeps the event loop turning."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = anyio.run(fn)
+        except BaseException as exc:  # reported by the test
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    box["thread"] = thread
+    return box
+
+
+def test_mcp_writes_through_the_open_app_show_a_notice_with_undo_and_a_timeline_chip(
+    qtbot: Any, window: MainWindow, make_config: Any
+) -> None:
+    engine = window.engine
+    assert engine is not None and not engine.read_only
+    qtbot.waitUntil(lambda: "endpoint" in read_holder(engine.root), timeout=30000)
+    assert read_holder(engine.root)["endpoint"].startswith("http://127.0.0.1:")
+
+    async def claude_adds() -> dict[str, Any]:
+        async with stdio_session(engine.root, CLAUDE) as session:
+            return await call(session, "add_memories",
+                              texts=["Prefers window seats", "Flies out of Schiphol"])
+
+    box = _in_background(claude_adds)
+    qtbot.waitUntil(lambda: not box["thread"].is_alive(), timeout=120000)
+    assert "error" not in box, box.get("error")
+    ids = [m["id"] for m in box["result"]["added"]]
+    assert all(engine.get(i).source == "mcp" and engine.get(i).extra["client"] == "Claude Desktop"
+               for i in ids)  # the app's own engine wrote them
+
+    notice = window.tool_notice
+    assert notice is not None
+    qtbot.waitUntil(lambda: notice.isVisible() and len(notice.changes) == 2, timeout=10000)
+    assert notice.label.text() == "Claude Desktop added 2 memories"
+    assert notice.isVisibleTo(window) and not notice.isWindow()  # inside the window, not a dialog
+
+    ws = window.workspace
+    assert ws is not None
+    timeline = ws.timeline
+    qtbot.waitUntil(lambda: timeline.model.rowCount() >= 2
+                    and timeline.model.index(0, 0).data(SOURCE_ROLE) == "Claude Desktop · MCP", timeout=20000)
+    timeline.source_combo.setCurrentIndex(timeline.source_combo.findData("mcp"))
+    qtbot.waitUntil(lambda: timeline.model.rowCount() == 2 and not timeline.model.loading, timeout=20000)
+    chips = {timeline.model.index(r, 0).data(SOURCE_ROLE) for r in range(timeline.model.rowCount())}
+    assert chips == {"Claude Desktop · MCP"}
+
+    with qtbot.waitSignal(notice.undone, timeout=30000) as undone:
+        notice.undo_button.click()
+    assert undone.args == [2] and not notice.isVisible()
+    assert all(engine.get(i).deleted for i in ids)
+    assert [c.subject.split(":")[0] for c in engine.history(limit=2)] == ["Delete fact", "Delete fact"]
+
+
+def test_notice_text_counts_by_operation() -> None:
+    from desktop_mem.engine.facade import StoreChange
+
+    changes = [StoreChange("add", ("a",), None, None, source="mcp", client="Cursor"),
+               StoreChange("add", ("b", "c"), None, None, source="mcp", client="Cursor"),
+               StoreChange("delete", ("d",), None, None, source="mcp", client="Cursor")]
+    assert notice_text(changes) == "Cursor added 3 memories and deleted 1 memory"
+    assert notice_text([StoreChange("update", ("n", "o"), None, None, source="mcp")]) == \
+        "An AI tool updated 1 memory"
