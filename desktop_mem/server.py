@@ -29,6 +29,7 @@ from desktop_mem.engine.chat.context import STRATEGY_NAMES
 from desktop_mem.engine.chat.llm_client import LLMError
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.index.retrieval import RetrievalOverrides
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -71,6 +72,10 @@ class ChatRequest(BaseModel):
     memory_id: str | None = None
     conversation_id: str | None = None
     strategy: str | None = None
+    # agent-cli's memory proxy fields: the read path's knobs for this request only.
+    memory_top_k: int | None = Field(default=None, ge=1, le=100)
+    memory_recency_weight: float | None = Field(default=None, ge=0, le=1)
+    memory_score_threshold: float | None = Field(default=None, ge=0, le=1)
 
 
 class NewMemory(BaseModel):
@@ -139,7 +144,9 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
             raise ValidationError(f"Unknown context strategy {body.strategy!r}; choose one of "
                                   f"{', '.join(STRATEGY_NAMES)}.")
         message, history = split_messages(body.messages)
-        turn = _Turn(engine, conv, message, history, body.strategy, body.model or model_name)
+        retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
+                     "score_threshold": body.memory_score_threshold}
+        turn = _Turn(engine, conv, message, history, body.strategy, body.model or model_name, retrieval)
         if body.stream:
             return turn.stream()
         reply = await run_in_threadpool(turn.run)
@@ -222,9 +229,10 @@ class _Turn:
     """One chat completion request: runs the engine turn and renders it as OpenAI JSON or SSE."""
 
     def __init__(self, engine: MemoryEngine, conv: str, message: str,
-                 history: list[dict[str, Any]] | None, strategy: str | None, model: str) -> None:
+                 history: list[dict[str, Any]] | None, strategy: str | None, model: str,
+                 retrieval: RetrievalOverrides | None = None) -> None:
         self.engine, self.conv, self.message, self.history = engine, conv, message, history
-        self.strategy, self.model = strategy, model
+        self.strategy, self.model, self.retrieval = strategy, model, retrieval
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
 
@@ -232,7 +240,8 @@ class _Turn:
             on_used: Callable[[MemoryUsed], None] | None = None,
             cancel: threading.Event | None = None) -> ChatReply:
         return self.engine.chat(self.conv, self.message, strategy=self.strategy, on_token=on_token,
-                                on_used=on_used, cancel=cancel, history=self.history)
+                                on_used=on_used, cancel=cancel, history=self.history,
+                                retrieval=self.retrieval)
 
     def completion(self, reply: ChatReply) -> JSONResponse:
         if reply.error:

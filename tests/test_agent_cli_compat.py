@@ -115,3 +115,77 @@ def test_agent_cli_written_store_opens_in_place(
     records = {r.id: r for r in load_memory_files(store)}
     assert records[ids["job"]].content == "The user works as a head pastry chef."
     assert ids["city"] not in records and ids["city2"] in records
+
+
+def _agent_cli_health_keys() -> set[str]:
+    """The keys agent-cli's own proxy answers GET /health with, read from its source."""
+    import ast
+    import inspect
+
+    from agent_cli.memory import api
+
+    tree = ast.parse(inspect.getsource(api.create_app))
+    health = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "health")
+    returned = next(n.value for n in ast.walk(health) if isinstance(n, ast.Return))
+    assert isinstance(returned, ast.Dict)
+    return {k.value for k in returned.keys if isinstance(k, ast.Constant)}
+
+
+def test_serve_accepts_agent_cli_proxy_requests_and_health(
+    make_config: Callable[..., Any], scripted_llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """Requests built with agent-cli's own ChatRequest model; the knobs change what is injected."""
+    import httpx
+    from agent_cli.memory.models import ChatRequest, Message
+
+    from desktop_mem.server import create_app
+    from tests.test_server import start_server
+    from tests.tiny_cross_encoder import write_cross_encoder
+
+    scripted_llm.script(lambda body: True, "Noted.")
+    folder = write_cross_encoder(tmp_path / "cross-encoder")
+    config = make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
+                            "llm.api_key": "test", "retrieval.reranker_path": str(folder),
+                            "retrieval.score_threshold": 0.0})
+    engine = MemoryEngine(config)
+    for text in ("The user has a dog named Biscuit", "The user has a cat named Miso",
+                 "The user lives in Berlin", "The user works as a nurse at the hospital"):
+        engine.add(text)
+    engine.open_index()
+    server, thread, url = start_server(create_app(engine, None))
+    try:
+        def injected(**knobs: Any) -> list[dict[str, Any]]:
+            request = ChatRequest(model="test-model", memory_id="pets",
+                                  messages=[Message(role="user", content="which pet does the user have")],
+                                  **knobs)
+            reply = httpx.post(f"{url}/v1/chat/completions", json=request.model_dump(exclude_none=True),
+                               timeout=60)
+            assert reply.status_code == 200, reply.text
+            assert reply.json()["choices"][0]["message"]["content"] == "Noted."
+            memories: list[dict[str, Any]] = reply.json()["x_memory"]["memories"]
+            return memories
+
+        assert len(injected()) >= 3
+        assert len(injected(memory_top_k=1)) == 1
+        # The tiny cross-encoder scores at most sigmoid(2) ~ 0.88: a 0.95 threshold prunes all.
+        assert injected(memory_score_threshold=0.95) == []
+        assert len(injected(memory_score_threshold=0.6)) < len(injected(memory_score_threshold=0.0))
+        # Recency weight 1: the final score is recency alone (~1 for memories made seconds ago).
+        assert all(m["score"] > 0.99 for m in injected(memory_recency_weight=1.0))
+        assert all(m["score"] < 0.9 for m in injected(memory_recency_weight=0.0))
+        bad = httpx.post(f"{url}/v1/chat/completions", timeout=30, json=ChatRequest(
+            model="test-model", messages=[Message(role="user", content="hi")],
+            memory_recency_weight=2.0).model_dump(exclude_none=True))
+        assert bad.status_code == 400 and "memory_recency_weight" in bad.json()["error"]["message"]
+
+        health = httpx.get(f"{url}/health").json()
+        keys = _agent_cli_health_keys()
+        assert keys == {"status", "memory_store", "openai_base_url", "default_top_k"}
+        assert keys <= set(health) and all(isinstance(health[k], str) for k in keys)
+        assert health["status"] == "ok" and health["memory_store"] == str(engine.root)
+        assert health["default_top_k"] == "5"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        engine.wait_idle(30)
+        engine.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.history.git_history import GitHistory, GitHistoryError
 from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
-from desktop_mem.engine.index.retrieval import Retriever, SearchFilters, SearchResult
+from desktop_mem.engine.index.retrieval import RetrievalOverrides, Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     CommitInfo,
@@ -468,15 +469,28 @@ class MemoryEngine:
         top_k: int | None = None,
         filters: SearchFilters | None = None,
         use_mmr: bool = True,
+        overrides: RetrievalOverrides | None = None,
     ) -> list[SearchResult]:
-        """The read path: best memories for `query` with their score breakdowns."""
+        """The read path: best memories for `query` with their score breakdowns.
+
+        `overrides` (top_k, recency_weight, score_threshold) replace the settings for this search.
+        """
         if conversation_id is not None:
             validate_conversation_id(conversation_id)
         f = filters or SearchFilters()
         if conversation_id is not None:
             f = SearchFilters(conversation_id, f.roles, f.kinds, f.since, f.until, f.include_deleted,
                               f.include_summaries)
-        return self.retriever.search(query, f, top_k=top_k, use_mmr=use_mmr)
+        retriever = self.retriever
+        settings = None
+        if overrides:
+            base = retriever.settings
+            k, rw, th = (overrides.get(n) for n in ("top_k", "recency_weight", "score_threshold"))
+            settings = replace(base, top_k=int(k) if k is not None else base.top_k,
+                               recency_weight=float(rw) if rw is not None else base.recency_weight,
+                               score_threshold=float(th) if th is not None else base.score_threshold)
+            top_k = top_k or settings.top_k
+        return retriever.search(query, f, top_k=top_k, use_mmr=use_mmr, settings=settings)
 
     def lookup(self, memory_id: str) -> Memory | None:
         """The memory with exactly this id, or None (used by the read path)."""
@@ -531,12 +545,17 @@ class MemoryEngine:
         on_used: Callable[[MemoryUsed], None] | None = None,
         cancel: threading.Event | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        retrieval: RetrievalOverrides | None = None,
     ) -> ChatReply:
-        """One chat turn; returns when the reply is complete. The write path runs afterwards."""
+        """One chat turn; returns when the reply is complete. The write path runs afterwards.
+
+        `retrieval` overrides the read path's knobs for this turn (agent-cli's `memory_top_k`,
+        `memory_recency_weight`, `memory_score_threshold`).
+        """
         validate_conversation_id(conversation_id)
         return self.chat_service.chat(
             conversation_id, message, strategy=strategy, on_token=on_token, on_used=on_used, cancel=cancel,
-            history=[dict(m) for m in history] if history is not None else None,
+            history=[dict(m) for m in history] if history is not None else None, retrieval=retrieval,
         )
 
     def subscribe_outcomes(self, listener: Callable[[WriteOutcome], None]) -> Callable[[], None]:

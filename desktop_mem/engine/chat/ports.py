@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
+from desktop_mem.engine.index.retrieval import RetrievalOverrides, SearchFilters, SearchResult
 from desktop_mem.engine.store.ports import MemorySource
 
 
@@ -19,4 +19,5 @@ class ChatSource(MemorySource, Protocol):
         top_k: int | None = None,
         filters: SearchFilters | None = None,
         use_mmr: bool = True,
+        overrides: RetrievalOverrides | None = None,
     ) -> list[SearchResult]: ...

@@ -26,7 +26,12 @@ from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_wri
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
 from desktop_mem.engine.chat.ports import ChatSource
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
-from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult, injection_lines
+from desktop_mem.engine.index.retrieval import (
+    RetrievalOverrides,
+    SearchFilters,
+    SearchResult,
+    injection_lines,
+)
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation
 from desktop_mem.engine.store.secrets_scan import describe
 
@@ -80,6 +85,7 @@ class ChatService:
         on_used: UsedCallback | None = None,
         cancel: threading.Event | None = None,
         history: Sequence[dict[str, Any]] | None = None,
+        retrieval: RetrievalOverrides | None = None,
     ) -> ChatReply:
         """One turn. `history` replaces the stored transcript (e.g. an API client's messages)."""
         engine = self.engine
@@ -92,7 +98,7 @@ class ChatService:
         notes: list[str] = []
         user_turn = self._persist_turn(conversation_id, "user", message, notes)
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
-                                     exclude_id=user_turn.id)
+                                     exclude_id=user_turn.id, retrieval=retrieval)
         if on_used is not None:
             on_used(used)
         text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
@@ -122,12 +128,13 @@ class ChatService:
         strategy: str | None = None,
         history: Sequence[dict[str, Any]] | None = None,
         exclude_id: str | None = None,
+        retrieval: RetrievalOverrides | None = None,
     ) -> tuple[MemoryUsed, ContextResult]:
         """The read path and the context for `message` (without calling the chat model)."""
         engine = self.engine
         cfg = engine.config
         summary = engine.summary(conversation_id)
-        results, notes = self._retrieve(conversation_id, message, exclude_id)
+        results, notes = self._retrieve(conversation_id, message, exclude_id, retrieval)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
             past = [_as_message(m) for m in history_messages(engine, conversation_id) if m.id != exclude_id]
@@ -176,11 +183,12 @@ class ChatService:
     # ------------------------------------------------------------- internals
 
     def _retrieve(
-        self, conv: str, message: str, exclude_id: str | None
+        self, conv: str, message: str, exclude_id: str | None, retrieval: RetrievalOverrides | None = None
     ) -> tuple[list[SearchResult], dict[str, str]]:
         """The read path, then current beats stale (currency.py): labels by memory id."""
         try:
-            results = self.engine.search(message, conversation_id=conv, filters=SearchFilters())
+            results = self.engine.search(message, conversation_id=conv, filters=SearchFilters(),
+                                         overrides=retrieval)
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
             return [], {}

@@ -8,6 +8,7 @@ the other misses. Every result carries its score breakdown so the UI can explain
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,10 @@ if TYPE_CHECKING:  # heavy (chromadb, onnxruntime): loaded when an index is buil
 Vector = npt.NDArray[np.float32]
 OVERSAMPLE = 3.0  # unfiltered hits fetched per wanted in-scope hit (divided by the scope's share)
 MAX_OVERSAMPLED = 1500  # beyond this a filtered query is cheaper
+
+
+# Per-request read-path knobs: top_k, recency_weight, score_threshold (None: the setting).
+RetrievalOverrides = Mapping[str, float | int | None]
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,16 @@ class Retriever:
         top_k: int | None = None,
         use_mmr: bool = True,
         now: datetime | None = None,
+        settings: RetrievalSettings | None = None,
     ) -> list[SearchResult]:
-        """The best memories for `query`, most relevant first, each with its score breakdown."""
+        """The best memories for `query`, most relevant first, each with its score breakdown.
+
+        `settings` replaces the configured knobs for this one search (a request's overrides).
+        """
+        if settings is not None and settings != self.settings:
+            once = copy.copy(self)
+            once.settings = settings
+            return once.search(query, filters, top_k=top_k, use_mmr=use_mmr, now=now)
         f = filters or SearchFilters()
         k = top_k or self.settings.top_k
         if not query.strip():
