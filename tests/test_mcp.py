@@ -120,22 +120,40 @@ def test_stdio_forwards_writes_to_serve_holding_the_store(tmp_path: Path) -> Non
         cross = httpx.post(f"{serve.url}/mcp", json={}, headers={"Origin": "https://evil.example"})
         assert cross.status_code == 403
 
-        async def scenario() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        async def scenario() -> dict[str, Any]:
+            out: dict[str, Any] = {}
             async with stdio_session(store, CURSOR) as s:
                 added = await call(s, "add_memories", text="The user's cat is called Miso")
-                found = await call(s, "search_memory", query="cat name")
-                listed = await call(s, "list_memories")  # read directly from the files
-                return added, found, listed
+                out["added"] = added["added"][0]
+                out["found"] = await call(s, "search_memory", query="cat name")
+                out["listed"] = await call(s, "list_memories")  # read directly from the files
+                mid = out["added"]["id"]
+                out["updated"] = await call(s, "update_memory", id=mid,
+                                           text="The user's cat is called Mochi")
+                new_id = out["updated"]["updated"]["id"]
+                out["deleted"] = await call(s, "delete_memories", ids=[new_id])
+                out["restored"] = await call(s, "restore_memory", id=new_id)
+                out["history"] = await call(s, "memory_history", id=new_id)
+            return out
 
-        added, found, listed = anyio.run(scenario)
-        memory = added["added"][0]
+        out = anyio.run(scenario)
+        memory = out["added"]
         assert memory["client"] == "cursor-vscode" and memory["source"] == "mcp"
-        assert found["results"][0]["id"] == memory["id"]
-        assert [m["id"] for m in listed["memories"]] == [memory["id"]]
-        # serve wrote it (it holds the lock) and knows it at once.
-        api = httpx.get(f"{serve.url}/api/memories/{memory['id']}").json()
-        assert api["content"] == "The user's cat is called Miso" and api["source"] == "mcp"
-        assert "Desktop-Mem-Client: cursor-vscode" in _trailers(store)
+        assert out["found"]["results"][0]["id"] == memory["id"]
+        assert [m["id"] for m in out["listed"]["memories"]] == [memory["id"]]
+        new_id = out["updated"]["updated"]["id"]
+        assert out["deleted"]["deleted"][0]["id"] == new_id
+        assert out["restored"]["restored"]["text"] == "The user's cat is called Mochi"
+        # The new version's own file history: made by the update, deleted, restored.
+        assert [e["type"] for c in out["history"]["commits"] for e in c["events"]] == [
+            "RESTORE", "DELETE", "ADD"]
+        assert out["history"]["commits"][2]["subject"].startswith("Update fact:")
+        # serve wrote it all (it holds the lock) and knows it at once.
+        api = httpx.get(f"{serve.url}/api/memories/{new_id}").json()
+        assert api["content"] == "The user's cat is called Mochi" and api["source"] == "mcp"
+        log = git(store, "log", "--format=%(trailers:key=Desktop-Mem-Client,valueonly,separator=)", "-4")
+        assert log.split() == ["cursor-vscode"] * 4
+        assert StoreLock(store).is_locked_elsewhere()  # serve kept the store all along
     finally:
         serve.stop()
 

@@ -5,35 +5,18 @@ with Undo and the timeline a source chip and filter."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from PySide6.QtCore import QSettings
 
 from desktop_mem.engine.store.store_lock import read_holder
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline_model import SOURCE_ROLE
 from desktop_mem.ui.tool_notice import notice_text
 from tests.mcp_clients import CLAUDE, call, stdio_session
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def window(qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> Iterator[MainWindow]:
-    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
-    win = MainWindow(config, TaskRunner(), settings=QSettings(str(tmp_path / "ui.ini"),
-                                                              QSettings.Format.IniFormat))
-    qtbot.addWidget(win)
-    win.show()
-    with qtbot.waitSignal(win.index_ready, timeout=90000):
-        win.open_store()
-    yield win
-    win.shutdown()
 
 
 def _in_background(fn: Any) -> dict[str, Any]:
@@ -53,8 +36,9 @@ def _in_background(fn: Any) -> dict[str, Any]:
 
 
 def test_mcp_writes_through_the_open_app_show_a_notice_with_undo_and_a_timeline_chip(
-    qtbot: Any, window: MainWindow, make_config: Any
+    qtbot: Any, opened_window: MainWindow
 ) -> None:
+    window = opened_window
     engine = window.engine
     assert engine is not None and not engine.read_only
     qtbot.waitUntil(lambda: "endpoint" in read_holder(engine.root), timeout=30000)
