@@ -1,7 +1,7 @@
 """The desktop app's own HTTP endpoint on 127.0.0.1: `serve`'s routes and MCP at `/mcp`.
 
 While the app holds the store, AI tools' `desktop-mem mcp` processes cannot write it themselves;
-they forward to this endpoint, found through the lock note (`store_lock.advertise_endpoint`).
+they forward to this endpoint, found through the lock note (`StoreLock.publish`).
 It runs uvicorn in a daemon thread; engine calls happen in uvicorn's worker threads, never on
 the GUI thread. Loopback only; the bearer token (if `server.token` is set) and the Origin / Host
 rules are those of `serve` (server_security.Guard).
@@ -13,8 +13,6 @@ import logging
 import socket
 import threading
 from typing import TYPE_CHECKING, Any
-
-from desktop_mem.engine.store.store_lock import advertise_endpoint
 
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine
@@ -60,7 +58,7 @@ class LoopbackEndpoint:
             app = create_app(self.engine, self.token)
             self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
             self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-            advertise_endpoint(self.engine.root, self.url)
+            self.engine.lock.publish(endpoint=self.url)
         except Exception:  # the app works without it; MCP tools then cannot write while it is open
             log.exception("could not start the app's loopback endpoint")
             self.ready.set()

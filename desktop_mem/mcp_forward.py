@@ -26,6 +26,10 @@ from desktop_mem.server_security import is_loopback
 FORWARD_TIMEOUT_S = 60.0
 
 
+class WriterUnreachable(Exception):
+    """Nothing answered at the advertised endpoint (the writer is starting or just stopped)."""
+
+
 def writer_endpoint(root: Path) -> str | None:
     """The loopback endpoint the current lock holder advertises, if it is a usable one."""
     endpoint = read_holder(root).get("endpoint")
@@ -44,13 +48,21 @@ async def forward_call(
     """Call `tool` on the writer's /mcp endpoint as `client`; its JSON result, or ToolError."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     timeout = httpx2.Timeout(FORWARD_TIMEOUT_S)
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        streamable_http_client(f"{endpoint}/mcp", http_client=http) as (read, write),
-        ClientSession(read, write, client_info=client) as session,
-    ):
-        await session.initialize()
-        result = await session.call_tool(tool, {k: v for k, v in arguments.items() if v is not None})
+    try:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+            streamable_http_client(f"{endpoint}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write, client_info=client) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool(tool, {k: v for k, v in arguments.items() if v is not None})
+    except httpx2.ConnectError as exc:
+        raise WriterUnreachable(str(exc)) from exc
+    except ExceptionGroup as group:  # the SDK's task group wraps transport errors
+        refused, _rest = group.split(httpx2.ConnectError)
+        if refused is not None:
+            raise WriterUnreachable(str(refused.exceptions[0])) from group
+        raise
     text = "".join(c.text for c in result.content if isinstance(c, TextContent))
     if result.is_error:
         raise ToolError(text or f"{tool} failed in the desktop-mem process at {endpoint}")

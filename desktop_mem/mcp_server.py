@@ -96,7 +96,7 @@ class StdioBackend:
 
     async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
                         call: EngineCall) -> dict[str, Any]:
-        from desktop_mem.mcp_forward import forward_call, writer_endpoint
+        from desktop_mem.mcp_forward import WriterUnreachable, forward_call, writer_endpoint
 
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
@@ -107,8 +107,12 @@ class StdioBackend:
             endpoint = writer_endpoint(root)
             if endpoint is not None:
                 token = str(self.config["server.token"]) or None
-                return await forward_call(endpoint, tool, arguments, client, token)
-            if time.monotonic() > deadline:
+                try:
+                    return await forward_call(endpoint, tool, arguments, client, token)
+                except WriterUnreachable:  # the writer is starting or stopping: ask again
+                    if time.monotonic() > deadline:
+                        raise ToolError(f"the desktop-mem process at {endpoint} does not answer") from None
+            elif time.monotonic() > deadline:
                 raise ToolError(
                     f"The store {root} is open for writing by {describe_holder(read_holder(root))}, "
                     "which does not accept forwarded writes; close it, or open the store in the "

@@ -43,7 +43,6 @@ from desktop_mem.engine.models import (
     ValidationError,
 )
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.engine.store.store_lock import advertise_endpoint
 from desktop_mem.server_security import Guard, check_bind, loopback_endpoint
 
 MAX_BODY_BYTES = 1_000_000
@@ -438,7 +437,7 @@ def serve(
         engine.open_index()
         if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
             engine.start_watcher()
-        advertise_endpoint(engine.root, loopback_endpoint(host, port))
+        engine.lock.publish(endpoint=loopback_endpoint(host, port))  # `desktop-mem mcp` forwards here
         print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
               f"{' (bearer token required)' if token else ''}", flush=True)
         uvicorn.run(create_app(engine, token), host=host, port=port, workers=1, log_level="info",

@@ -15,7 +15,7 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EventType
 from desktop_mem.engine.store.front_matter import parse
 from desktop_mem.engine.store.store_lock import StoreLock, read_holder
-from tests.mcp_clients import CLAUDE, CURSOR, ServeProcess, call, git, http_session, stdio_session
+from tests.mcp_clients import CLAUDE, CURSOR, ServeProcess, call, free_port, git, http_session, stdio_session
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -240,3 +240,24 @@ def test_no_lost_or_interleaved_writes_serve_and_two_mcp_clients(tmp_path: Path)
         clients.append(body.split("Desktop-Mem-Client: ")[1].split("\n")[0] if "Client:" in body else "rest")
     assert sorted(set(clients)) == ["Claude Desktop", "cursor-vscode", "rest"]
     assert git(store, "status", "--porcelain").strip() == ""
+
+
+def test_reads_work_and_writes_fail_clearly_when_the_writer_does_not_answer(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    holder = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
+    try:
+        holder.add("Already here")
+        holder.lock.publish(endpoint=f"http://127.0.0.1:{free_port()}")  # nothing listens there
+
+        async def scenario() -> tuple[dict[str, Any], Any]:
+            async with stdio_session(store) as s:
+                listed = await call(s, "list_memories")
+                failed = await s.call_tool("add_memories", {"text": "Not stored"})
+                return listed, failed
+
+        listed, failed = anyio.run(scenario)
+        assert [m["text"] for m in listed["memories"]] == ["Already here"]
+        assert failed.is_error and "does not answer" in failed.content[0].text
+        assert [m.text for m in holder.list_memories()] == ["Already here"]
+    finally:
+        holder.close()

@@ -182,13 +182,3 @@ def describe_holder(holder: dict[str, Any]) -> str:
         f"{program} (pid {holder.get('pid')} on "
         f"{holder.get('host')}, since {holder.get('since')})"
     )
-
-
-def advertise_endpoint(root: Path, endpoint: str) -> None:
-    """Add the holder's loopback HTTP endpoint to the lock's note (never a token: the file is
-    readable by anyone who can read the store); a second desktop-mem forwards writes to it."""
-    info = read_holder(root)
-    if not info or info.get("pid") != os.getpid():
-        return  # not our lock: nothing to advertise
-    info["endpoint"] = endpoint
-    (root / INFO_NAME).write_text(json.dumps(info), encoding="utf-8")
