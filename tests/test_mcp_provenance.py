@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history.timeline import commit_source
 from desktop_mem.engine.history.timeline_query import TimelineQuery, timeline_page
-from desktop_mem.engine.models import EventType
+from desktop_mem.engine.models import EventType, StoreChange
 from desktop_mem.mcp_tools import add, delete, restore, update
 
 

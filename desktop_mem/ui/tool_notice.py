@@ -14,7 +14,8 @@ from PySide6.QtCore import QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine, StoreChange
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.models import StoreChange
     from desktop_mem.ui.task_runner import TaskRunner
 
 SHOWN_MS = 15000  # how long a notice stays unless the user acts on it

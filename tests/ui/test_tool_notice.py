@@ -80,11 +80,11 @@ def test_mcp_writes_through_the_open_app_show_a_notice_with_undo_and_a_timeline_
 
 
 def test_notice_text_counts_by_operation() -> None:
-    from desktop_mem.engine.facade import StoreChange
+    from desktop_mem.engine.models import Operation, StoreChange
 
-    changes = [StoreChange("add", ("a",), None, None, source="mcp", client="Cursor"),
-               StoreChange("add", ("b", "c"), None, None, source="mcp", client="Cursor"),
-               StoreChange("delete", ("d",), None, None, source="mcp", client="Cursor")]
+    changes = [StoreChange(Operation.ADD, ("a",), None, None, source="mcp", client="Cursor"),
+               StoreChange(Operation.ADD, ("b", "c"), None, None, source="mcp", client="Cursor"),
+               StoreChange(Operation.DELETE, ("d",), None, None, source="mcp", client="Cursor")]
     assert notice_text(changes) == "Cursor added 3 memories and deleted 1 memory"
-    assert notice_text([StoreChange("update", ("n", "o"), None, None, source="mcp")]) == \
+    assert notice_text([StoreChange(Operation.UPDATE, ("n", "o"), None, None, source="mcp")]) == \
         "An AI tool updated 1 memory"
