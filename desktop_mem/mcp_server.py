@@ -198,12 +198,15 @@ def build_server(backend: Backend) -> MCPServer:
             description="Conversation id to file them under (default: global, shared by all).")] = None,
         kind: Annotated[str | None, Field(
             description="fact, preference or context (default: guessed from the text).")] = None,
+        reconcile: Annotated[bool, Field(
+            description="Let desktop-mem's memory model merge them with similar stored memories "
+            "(update or drop outdated ones, skip duplicates), as it does for chat.")] = False,
     ) -> dict[str, Any]:
         items = [*(texts or []), *([text] if text else [])]
         info = client_of(ctx)
-        args = {"texts": items, "conversation": conversation, "kind": kind}
+        args = {"texts": items, "conversation": conversation, "kind": kind, "reconcile": reconcile}
         return await backend.at_writer("add_memories", args, info, lambda e: mcp_tools.add(
-            e, items, conversation, kind, client_name(info)))
+            e, items, conversation, kind, client_name(info), reconcile))
 
     @server.tool(
         name="list_memories",

@@ -25,6 +25,7 @@ from desktop_mem.engine.models import (
 
 SOURCE = "mcp"
 MAX_LIST = 500
+NEIGHBOURS = 5  # similar stored facts per new fact shown to the reconciling LLM
 
 
 def _when(d: datetime | None) -> str | None:
@@ -65,12 +66,15 @@ def _round(value: float | None) -> float | None:
 
 
 def add(
-    engine: MemoryEngine, texts: Sequence[str], conversation: str | None, kind: str | None, client: str
+    engine: MemoryEngine, texts: Sequence[str], conversation: str | None, kind: str | None, client: str,
+    reconcile: bool = False,
 ) -> dict[str, Any]:
     """Store each text as a fact, one commit each, with provenance.
 
     As for the facts a chat turn extracts, nobody is there to ask about a likely secret: it is
-    redacted unless `security.secrets` is "keep".
+    redacted unless `security.secrets` is "keep". With `reconcile`, the facts are first weighed
+    against similar stored ones by the memory LLM, as a chat turn's facts are (ADD / UPDATE /
+    DELETE / NONE); without a reachable LLM they are added as they are.
     """
     from desktop_mem.engine.chat.extraction import kind_of
 
@@ -80,12 +84,44 @@ def add(
     if kind is not None and kind not in KINDS:
         raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
     policy = "keep" if engine.config["security.secrets"] == "keep" else "redact"
+    conv = conversation or GLOBAL_CONVERSATION
+    if reconcile and engine.config["llm.base_url"]:
+        return _add_reconciled(engine, items, conv, kind, client, policy)
     added = []
     for text in items:
         memory = engine.add(text, conversation_id=conversation or GLOBAL_CONVERSATION,
                             kind=kind or str(kind_of(text)), source=SOURCE, client=client, secrets=policy)
         added.append(memory_json(memory))
     return {"added": added}
+
+
+def _add_reconciled(
+    engine: MemoryEngine, items: Sequence[str], conv: str, kind: str | None, client: str, policy: str
+) -> dict[str, Any]:
+    from desktop_mem.engine.chat.extraction import kind_of, reconcile
+
+    existing: dict[str, str] = {}
+    for text in items:  # the neighbourhood a chat turn's facts are reconciled against
+        for r in engine.search(text, conversation_id=conv, top_k=NEIGHBOURS,
+                               filters=SearchFilters(roles=("memory",)), use_mmr=False):
+            existing.setdefault(r.memory.id, r.memory.text)
+    result = reconcile(engine.chat_service.memory_llm, items, list(existing.items()))
+    out: dict[str, Any] = {"added": [], "updated": [], "deleted": [], "unchanged": []}
+    for d in result.decisions:
+        if d.event == "ADD":
+            memory = engine.add(d.text, conversation_id=conv, kind=kind or str(kind_of(d.text)),
+                                source=SOURCE, client=client, secrets=policy)
+            out["added"].append(memory_json(memory))
+        elif d.event == "UPDATE" and d.target_id:
+            tomb, new = engine.replace(d.target_id, d.text, source=SOURCE, secrets=policy, client=client)
+            out["updated"].append({"updated": memory_json(new), "replaced": tomb.id})
+        elif d.event == "DELETE" and d.target_id:
+            out["deleted"].append(memory_json(engine.delete(d.target_id, source=SOURCE, client=client)))
+        elif d.target_id:
+            out["unchanged"].append(d.target_id)
+    if result.error:
+        out["note"] = result.error
+    return out
 
 
 def list_memories(

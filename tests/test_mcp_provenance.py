@@ -41,3 +41,18 @@ def test_commit_source_of_plain_git_commits() -> None:
     assert commit_source(trailers) == "git"
     assert commit_source({"Operation": "add"}) == "app"
     assert commit_source({"Operation": "add", "Source": "MCP"}) == "mcp"
+
+
+def test_add_with_reconcile_updates_a_stored_fact_like_the_chat_write_path(chat_engine: MemoryEngine,
+                                                                           scripted_llm: Any) -> None:
+    from tests.llm_roles import RECONCILE
+
+    old = chat_engine.add("The user lives in Berlin")
+    scripted_llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user lives in Munich"}]')
+    out = add(chat_engine, ["The user lives in Munich"], None, None, "Claude Desktop", reconcile=True)
+    assert out["added"] == [] and out["updated"][0]["replaced"] == old.id
+    new = chat_engine.get(out["updated"][0]["updated"]["id"])
+    assert new.text == "The user lives in Munich" and new.source == "mcp"
+    assert chat_engine.get(old.id).replaced_by == new.id
+    assert chat_engine.history(limit=1)[0].trailers["Client"] == "Claude Desktop"
+    assert any(RECONCILE in str(r.body) for r in scripted_llm.requests)
