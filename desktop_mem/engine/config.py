@@ -166,6 +166,7 @@ IntSetting = Literal[
     "context.max_tokens",
     "watcher.debounce_ms",
     "server.port",
+    "server.app_port",
 ]
 FloatSetting = Literal[
     "llm.timeout",
@@ -179,6 +180,7 @@ BoolSetting = Literal[
     "memory.enable_summarization",
     "context.cross_session",
     "watcher.enabled",
+    "server.app_endpoint",
 ]
 
 
