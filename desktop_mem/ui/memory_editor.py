@@ -2,8 +2,9 @@
 
 Saves go to the writer with the content hash the form was loaded from; if the file changed on
 disk meanwhile (ConflictError, or a store change for the open memory while the form has edits),
-the editor says so and offers Reload or Keep mine. Keep mine asks first, then saves against the
-new hash: nothing is ever overwritten silently, and the overwritten text stays in git.
+the editor says so and offers Reload or Keep mine. Keep mine is the answer (no second question):
+it saves against the new hash, so nothing is overwritten without that choice, and the overwritten
+text stays in git.
 """
 
 from __future__ import annotations
@@ -266,14 +267,17 @@ class MemoryEditor(QWidget):
 
     @Slot()
     def keep_mine(self) -> None:
-        """After the user confirms, save the form over the changed file (old text stays in git)."""
-        if self._memory is None or not self._confirm(
-                self, "Keep your version?",
-                "The file changed on disk. Save your version over it? The other version stays "
-                "in the history and can be restored."):
+        """Save the form over the changed file: the banner was the question, so no second one.
+
+        The banner goes at once; the save is made against the file as it is now (the other
+        version stays in git and can be restored from the timeline).
+        """
+        if self._memory is None:
             return
+        self.banner.hide()
+        self._begin_write(self.save_button, "Saving…")
         self._runner.submit(self._engine.get, self._memory.id, key="editor-load",
-                            on_result=self._on_keep_mine_loaded, on_error=self._on_failed)
+                            on_result=self._on_keep_mine_loaded, on_error=self._on_keep_mine_failed)
 
     @Slot()
     def open_external(self) -> None:
@@ -365,6 +369,8 @@ class MemoryEditor(QWidget):
         return " · ".join(parts)
 
     def _show_conflict(self, message: str) -> None:
+        if not self.banner.isHidden() and self.banner_label.text() == message:
+            return  # already asking (a watcher event and the save's own check can both tell)
         self.banner_label.setText(message)
         self.banner.show()
         self.conflict_shown.emit(message)
@@ -410,10 +416,14 @@ class MemoryEditor(QWidget):
 
     def _on_keep_mine_loaded(self, current: Memory) -> None:
         # Diff the form against the file as it is now, so every difference is written.
+        self._end_write()
         self._memory = current
         self._base_hash = current.content_hash
-        self.banner.hide()
         self.save()
+
+    def _on_keep_mine_failed(self, error: BaseException) -> None:
+        self._end_write()
+        self._on_failed(error)
 
     def _on_failed(self, error: BaseException) -> None:
         self.error_label.setText(str(error))

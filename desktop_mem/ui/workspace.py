@@ -127,10 +127,12 @@ class Workspace(QWidget):
 
     @Slot(object)
     def _on_browser_problem_activated(self, problem: Problem) -> None:
-        from PySide6.QtCore import QUrl
-        from PySide6.QtGui import QDesktopServices
+        """A broken file: fix it in place (raw text and the parse error), not in an outside app."""
+        from desktop_mem.ui.problem_editor import ProblemEditor
 
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.engine.root / problem.path)))
+        self.problem_editor = ProblemEditor(self.engine, self._runner, problem, self)
+        self.problem_editor.fixed.connect(lambda _path: self.browser.refresh())
+        self.problem_editor.open()
 
     @Slot(object)
     def _on_bridge_store_changed(self, change: StoreChange) -> None:

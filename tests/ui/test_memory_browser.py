@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from PySide6.QtCore import Qt
+
 from desktop_mem.ui.memory_browser import MemoryBrowser
 from desktop_mem.ui.memory_model import FETCH_BATCH, MemoryTableModel
 
@@ -62,7 +64,7 @@ def test_search_combines_meaning_and_keywords_and_shows_scores(qtbot: Any, index
     settle(runner)
     texts = _texts(browser)
     assert texts[0] == "The user drinks green tea every morning"
-    assert browser.count_label.text().endswith("results") or browser.count_label.text() == "1 result"
+    assert browser.count_label.text().startswith("1 match")
     assert not browser.table.isColumnHidden(6)
     assert float(browser.model.index(0, 6).data()) > 0
 
@@ -70,6 +72,32 @@ def test_search_combines_meaning_and_keywords_and_shows_scores(qtbot: Any, index
     qtbot.waitUntil(lambda: not browser.model.searching, timeout=5000)
     settle(runner)
     assert len(_texts(browser)) == 3 and browser.table.isColumnHidden(6)
+
+
+def test_search_shows_only_matches_until_all_ranked_is_asked_for(qtbot: Any, indexed_engine: Any,
+                                                                 runner: Any, settle: Any) -> None:
+    texts = ["The user loves shrimp, oysters and grilled fish", "The user's car is a blue Volvo",
+             "The user plays chess on Tuesdays", "The user's sister lives in Oslo",
+             "The user works as a nurse", "The user eats seafood paella every Friday"]
+    for text in texts:
+        indexed_engine.add(text)
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    header = browser.table.horizontalHeader()
+    assert header.sortIndicatorSection() == -1, "a newest-first listing shows no column's arrow"
+    qtbot.keyClicks(browser.search_edit, "seafood")
+    qtbot.waitUntil(lambda: browser.model.searching, timeout=5000)
+    settle(runner)
+    shown = _texts(browser)
+    assert shown[0] == "The user eats seafood paella every Friday"  # the keyword hit ranks first
+    assert "The user's car is a blue Volvo" not in shown and "The user plays chess on Tuesdays" not in shown
+    assert len(shown) < len(texts) and "below the cut-off" in browser.count_label.text()
+    assert header.sortIndicatorSection() == -1, "rank order: no column's arrow"
+    assert browser.all_ranked_check.isVisibleTo(browser)
+    browser.all_ranked_check.setChecked(True)
+    settle(runner)
+    assert sorted(_texts(browser)) == sorted(texts) and "below" not in browser.count_label.text()
+    browser.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # the user sorts by Text
+    assert header.sortIndicatorSection() == 0 and _texts(browser) == sorted(_texts(browser), key=str.lower)
 
 
 def test_broken_files_are_listed_as_problems(qtbot: Any, indexed_engine: Any, runner: Any, settle: Any,

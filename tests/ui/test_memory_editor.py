@@ -111,7 +111,8 @@ def test_an_outside_edit_reloads_the_open_memory(qtbot: Any, indexed_engine: Any
 def test_a_conflict_is_caught_and_never_overwrites_silently(qtbot: Any, indexed_engine: Any, runner: Any,
                                                             settle: Any, keep_mine: bool) -> None:
     memory = indexed_engine.add("The user likes cats")
-    editor = _editor(qtbot, indexed_engine, runner, answers=[True])
+    answers = [True]
+    editor = _editor(qtbot, indexed_engine, runner, answers=answers)
     editor.open_memory(memory)
     editor.body_edit.setPlainText("The user likes birds")
     # Changed on disk after the editor loaded it; the editor is not subscribed, so only the hash tells.
@@ -126,8 +127,14 @@ def test_a_conflict_is_caught_and_never_overwrites_silently(qtbot: Any, indexed_
     if keep_mine:
         with qtbot.waitSignal(editor.saved):
             editor.keep_button.click()
+            assert editor.banner.isHidden(), "Keep mine dismisses the banner at once"
         assert "likes birds" in path.read_text(encoding="utf-8")
         assert indexed_engine.get(memory.id).text == "The user likes birds"
+        assert answers == [True], "the banner was the question: Keep mine asks nothing more"
+        assert not editor.is_dirty() and editor.banner.isHidden()
+        editor.save()  # nothing left to save, and nothing asked again
+        settle(runner)
+        assert answers == [True] and editor.banner.isHidden()
     else:
         editor.reload_button.click()
         settle(runner)
