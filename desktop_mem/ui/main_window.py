@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QStackedWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QMenu, QMessageBox, QStackedWidget
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
@@ -160,6 +160,10 @@ class MainWindow(QMainWindow):
         for tab, name in ((CHAT_TAB, "&Chat"), (MEMORIES_TAB, "&Memories"), (SUMMARY_TAB, "S&ummary"),
                           (TIMELINE_TAB, "&Timeline")):
             self._action(view_menu, name, f"Ctrl+{tab + 1}", lambda _=False, t=tab: self.show_tab(t))
+        help_menu = bar.addMenu("&Help")
+        self.shortcuts_action = self._action(help_menu, "&Keyboard shortcuts", "F1",
+                                             self._on_shortcuts_triggered)
+        self._action(help_menu, "&About desktop-mem", None, self._on_about_triggered)
 
     def _action(self, menu: object, text: str, shortcut: QKeySequence.StandardKey | str | None,
                 slot: object) -> QAction:
@@ -416,6 +420,33 @@ class MainWindow(QMainWindow):
             box = QMessageBox(QMessageBox.Icon.Warning, "Sync", text, QMessageBox.StandardButton.Ok, self)
             box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
             box.open()  # non-modal: the window stays usable
+
+    def shortcuts_text(self) -> str:
+        """Every shortcut of the window, from its menus (plus the message box's and editor's own)."""
+        rows = [(a.text().replace("&", "").split("\t")[0], a.shortcut().toString())
+                for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()
+                if not a.isSeparator() and not a.shortcut().isEmpty()]
+        rows += [("Send message (in the message box)", "Ctrl+Enter"),
+                 ("Save the memory (in the editor)", "Ctrl+S")]
+        return "\n".join(f"{keys:<16} {name}" for name, keys in rows)
+
+    @Slot()
+    def _on_shortcuts_triggered(self) -> None:
+        box = QMessageBox(QMessageBox.Icon.NoIcon, "Keyboard shortcuts", self.shortcuts_text(),
+                          QMessageBox.StandardButton.Close, self)
+        box.setStyleSheet("QLabel { font-family: monospace; }")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+    @Slot()
+    def _on_about_triggered(self) -> None:
+        from desktop_mem import __version__
+
+        QMessageBox.about(self, "About desktop-mem", (
+            f"<b>desktop-mem {__version__}</b><p>Chat with an LLM that remembers. Memory is plain "
+            f"Markdown in git, in <code>{self.config.store_path}</code>.</p><p>The same store from "
+            "a terminal: <code>desktop-mem --help</code>; as an OpenAI-compatible endpoint: "
+            "<code>desktop-mem serve</code>.</p>"))
 
     @Slot()
     def _on_open_folder_triggered(self) -> None:

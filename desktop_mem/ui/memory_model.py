@@ -7,6 +7,7 @@ and scrolls without building 100k rows of view state at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -31,11 +32,26 @@ def when(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M") if value is not None else ""
 
 
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# `_` only doubled and at word edges: snake_case_names keep their underscores.
+_EMPHASIS = re.compile(r"(\*\*|(?<!\w)__|\*|~~|`)(?=\S)(.+?)(?<=\S)\1")
+_LINE_MARK = re.compile(r"^(#{1,6}\s+|>\s*|[-*+]\s+(\[[ xX]\]\s+)?|\d+[.)]\s+)")
+
+
+def plain(line: str) -> str:
+    """One line of Markdown as a reader sees it: no **, `, #, list marks or link targets."""
+    line = _LINE_MARK.sub("", line.strip())
+    line = _LINK.sub(r"\1", line)
+    for _ in range(3):  # nested emphasis, e.g. ***both***
+        line = _EMPHASIS.sub(r"\2", line)
+    return line
+
+
 def first_line(text: str, limit: int = 160) -> str:
-    """The first non-empty line of a memory, clipped for one table cell."""
+    """The first non-empty line of a memory as plain text, clipped for one table cell."""
     for line in text.splitlines():
         if line.strip():
-            line = line.strip()
+            line = plain(line)
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
 

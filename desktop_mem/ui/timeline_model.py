@@ -249,6 +249,9 @@ def describe(event: TimelineEvent) -> str:
     return new or old
 
 
+SELECTED_FILL = QColor("#dbe6fb")  # as QListView::item:selected in style.qss
+
+
 class CommitDelegate(QStyledItemDelegate):
     """Paints a commit row: coloured event chips and the subject, then time, sha and "by hand"."""
 
@@ -266,7 +269,11 @@ class CommitDelegate(QStyledItemDelegate):
             style = widget.style()
             style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelItemViewItem, option, painter, widget)
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
-        text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        if selected:
+            # The light selection of style.qss, with dark text on it (the palette's
+            # HighlightedText is white: unreadable on light blue).
+            painter.fillRect(option.rect, SELECTED_FILL)
+        text_role = QPalette.ColorRole.Text
         palette = option.palette
         rect = option.rect.adjusted(8, 5, -8, -5)
         font = option.font

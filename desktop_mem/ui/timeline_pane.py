@@ -314,6 +314,11 @@ class TimelinePane(QWidget):
     def _show_event(self, commit: CommitInfo | None, event: TimelineEvent | None) -> None:
         self.status_label.clear()
         self._update_actions(event)
+        if event is not None and event.memory_id and self.restore_button.isEnabled():
+            # Restore only what is still deleted: a memory restored since is live again.
+            self._runner.submit(self._engine.get, event.memory_id, key=f"{self._key}-live",
+                                on_result=lambda memory, e=event: self._on_event_memory_read(e, memory),
+                                on_error=lambda _exc: None)
         if commit is None or event is None:
             self.diff_view.clear()
             self.lineage_view.clear()
@@ -324,7 +329,14 @@ class TimelinePane(QWidget):
         else:
             self.lineage_view.clear("This memory's file was removed outright; it has no lineage now.")
 
+    def _on_event_memory_read(self, event: TimelineEvent, memory: Memory) -> None:
+        if event != self.current_event() or memory.deleted:
+            return
+        self.restore_button.setEnabled(False)
+        self.restore_button.setToolTip("This memory is live now (it was restored since); nothing to restore.")
+
     def _update_actions(self, event: TimelineEvent | None) -> None:
+        self.restore_button.setToolTip("")
         kind = event.type if event else None
         writable = not self._engine.read_only
         self.restore_button.setEnabled(writable and kind in (EventType.DELETE, EventType.EVICT))
