@@ -8,18 +8,28 @@ embedder loads. A second instance on the same store gets a dialog offering read-
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QLabel, QMainWindow, QMenu, QMessageBox, QStackedWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QStackedWidget
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.app_overrides import apply_app_overrides
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
+from desktop_mem.ui.long_operations import (
+    LongOperations,
+    describe_import,
+    import_file,
+    rebuild_index,
+    sync_store,
+)
+from desktop_mem.ui.progress import Cancelled, ProgressReporter
 from desktop_mem.ui.status_bar import StatusBar, last_commit_line
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.tool_notice import ToolNotice
@@ -77,11 +87,11 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
     return OpenedStore(engine, empty, last_commit_line(engine))
 
 
-def open_index_and_watch(engine: MemoryEngine) -> str:
+def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], None] | None = None) -> str:
     """Run on the writer after the panes show: sync the index, then watch for outside edits."""
     from desktop_mem.loopback_endpoint import start_app_endpoint
 
-    engine.open_index()
+    engine.open_index(progress)
     start_app_endpoint(engine)  # AI tools' `desktop-mem mcp` processes write through it
     return "on" if engine.start_watcher() else "off"
 
@@ -102,6 +112,7 @@ class MainWindow(QMainWindow):
     store_opened = Signal()  # panes or welcome page are shown
     index_ready = Signal()
     sync_finished = Signal(str)  # what a sync did (or why it failed), as shown to the user
+    operation_finished = Signal(str)  # what an import or index rebuild did, as shown to the user
 
     def __init__(self, config: Config, runner: TaskRunner | None = None, *,
                  settings: QSettings | None = None, confirm: Confirm = ask) -> None:
@@ -135,6 +146,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.stack)
         self.status = StatusBar(self.runner, self)
         self.setStatusBar(self.status)
+        self.operations = LongOperations(self.runner, self.status.progress, self)
 
     def _setup_menus(self) -> None:
         bar = self.menuBar()
@@ -147,6 +159,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open store &folder", None, self._on_open_folder_triggered)
         self.sync_action = self._action(file_menu, "S&ync with remote", "Ctrl+Shift+Y",
                                         self._on_sync_triggered)
+        self.import_action = self._action(file_menu, "&Import memories…", None, self._on_import_triggered)
+        self.reindex_action = self._action(file_menu, "&Rebuild index", None, self._on_reindex_triggered)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         edit_menu = bar.addMenu("&Edit")
@@ -275,8 +289,8 @@ class MainWindow(QMainWindow):
         if self.engine is None or self._index_requested is self.engine:
             return
         self._index_requested = self.engine
-        self.runner.submit_write(open_index_and_watch, self.engine, quiet=True,
-                                 on_result=self._on_index_opened, on_error=self._on_index_failed)
+        self.operations.run("Indexing the store", open_index_and_watch, self.engine,
+                            on_result=self._on_index_opened, on_error=self._on_index_failed)
 
     def _on_store_failed(self, error: BaseException) -> None:
         if isinstance(error, StoreLockedError) and self._confirm(
@@ -296,6 +310,11 @@ class MainWindow(QMainWindow):
         self.index_ready.emit()
 
     def _on_index_failed(self, error: BaseException) -> None:
+        if isinstance(error, Cancelled):
+            self.status.set_index_state("Index incomplete")
+            self.status.index_label.setToolTip("Indexing was cancelled: search by meaning covers part of "
+                                               "the store. It continues at the next start.")
+            return
         log.error("index failed to open", exc_info=error)
         self.status.set_index_state("Index unavailable")
         self.status.index_label.setToolTip(f"Search by meaning is off: {error}")
@@ -394,12 +413,51 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_sync_triggered(self) -> None:
         """Pull, merge (conflicts kept side by side), push: on the writer; the answer is non-modal."""
-        from desktop_mem.engine.transfer.git_sync import sync
-
         if self.engine is None or self.engine.read_only:
             return
-        self.statusBar().showMessage("Syncing with the remote…")
-        self.runner.submit_write(sync, self.engine, on_result=self._on_synced, on_error=self._on_sync_failed)
+        self.operations.run("Syncing with the remote", sync_store, self.engine, cancellable=False,
+                            on_result=self._on_synced, on_error=self._on_sync_failed)
+
+    @Slot()
+    def _on_import_triggered(self) -> None:
+        """Import a JSON list, a desktop-mem export, a ChatGPT export or Markdown (all or nothing)."""
+        if self.engine is None or self.engine.read_only:
+            return
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "Import memories", "", "Memories (*.json *.md *.markdown *.txt);;All files (*)")
+        if path:
+            self.import_file(Path(path))
+
+    def import_file(self, path: Path) -> ProgressReporter | None:
+        """Import a file on the writer, with progress and Cancel (returns the operation's reporter)."""
+        if self.engine is None:
+            return None
+        return self.operations.run(f"Importing {path.name}", import_file, self.engine, path,
+                            on_result=lambda r: self._tell(describe_import(r)),
+                            on_error=lambda e: self._tell(f"Nothing was imported: {e}"))
+
+    @Slot()
+    def _on_reindex_triggered(self) -> None:
+        """Drop the derived indexes and rebuild them from the files (progress and Cancel)."""
+        if self.engine is None or self.engine.read_only:
+            return
+        self.status.set_index_state("Rebuilding index…")
+        self.operations.run("Rebuilding the index", rebuild_index, self.engine,
+                            on_result=self._on_reindexed, on_error=self._on_reindex_failed)
+
+    def _on_reindexed(self, count: int) -> None:
+        self.status.set_index_state("Index ready")
+        self._tell(f"Index rebuilt: {count:,} memories embedded.")
+
+    def _on_reindex_failed(self, error: BaseException) -> None:
+        self._on_index_failed(error)
+        self._tell("Index rebuild cancelled: it continues at the next start." if isinstance(error, Cancelled)
+                   else f"Index rebuild failed: {error}")
+
+    def _tell(self, text: str) -> None:
+        self.last_message = text
+        self.statusBar().showMessage(text, 15000)
+        self.operation_finished.emit(text)
 
     def _on_synced(self, result: SyncResult) -> None:
         lines = [f"Synced with {result.remote} ({result.branch}): {result.incoming_commits} commit(s) in, "

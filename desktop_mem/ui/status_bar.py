@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 
 from desktop_mem.ui.flow_layout import ElidedLabel
 from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.progress import ProgressPanel
 from desktop_mem.ui.task_runner import TaskRunner
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class StatusBar(QStatusBar):
         self._runner = runner
         self._engine: MemoryEngine | None = None
         self._last_failure = ""  # why the last reply failed, kept in the LLM label's tooltip
+        self.progress = ProgressPanel(self)  # long work: indexing, import, sync (cancellable)
         self.saving_label = QLabel(self)  # pending writes: every save is visibly under way
         self.saving_label.hide()
         self.llm_label = QLabel("LLM: not checked", self)
@@ -63,6 +65,7 @@ class StatusBar(QStatusBar):
                       self.watcher_label):
             self.addPermanentWidget(label)
         self.addWidget(self.commit_label, 1)
+        self.addWidget(self.progress)
         self._llm_timer = QTimer(self)
         self._llm_timer.setInterval(LLM_RECHECK_MS)
         self._llm_timer.timeout.connect(self.check_llm)
