@@ -2,10 +2,12 @@
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
 
-Starts its own Xvfb (installing it with apt-get when missing), builds the demo store in a temp
-dir, points the app at the scripted OpenAI-compatible test server so the chat pane shows a
-real streamed exchange, and saves chat.png, memories.png, editor.png, summary.png,
-timeline.png and settings.png.
+Starts its own Xvfb with a 1366×768 screen (a common laptop; installing Xvfb with apt-get when
+missing), builds the demo store in a temp dir, points the app at the scripted OpenAI-compatible
+test server so the chat pane shows a real streamed exchange, fills the screen with the window
+and saves the whole screen (the X root window, as `import -window root` would) as chat.png,
+memories.png, editor.png, summary.png, timeline.png and settings.png. It fails if the window
+or the dialog does not fit the screen.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 APT_PACKAGES = ["xvfb", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0",
                 "libxcb-xkb1", "libxkbcommon-x11-0", "libxcb-cursor0"]
 DISPLAY = ":97"
-SIZE = (1280, 800)
+SIZE = (1366, 768)
 FACTS = "You extract facts about the user"
 RECONCILE = "You keep a memory of facts about the user"
 SUMMARY = "You maintain a short running summary"
@@ -41,7 +43,7 @@ def start_xvfb() -> subprocess.Popen[bytes]:
     """Start Xvfb on DISPLAY (installing it first when missing)."""
     if shutil.which("Xvfb") is None:
         subprocess.run(["apt-get", "install", "-y", *APT_PACKAGES], check=True)
-    screen = f"{SIZE[0] + 200}x{SIZE[1] + 200}x24"
+    screen = f"{SIZE[0]}x{SIZE[1]}x24"
     proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", screen, "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
@@ -78,6 +80,20 @@ def is_chat(body: dict[str, object]) -> bool:
     return FACTS not in system and RECONCILE not in system and SUMMARY not in system
 
 
+def shoot(window: object, path: Path) -> None:
+    """The whole screen, after checking that the window fits on it."""
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QWidget
+
+    assert isinstance(window, QWidget)
+    frame = window.frameGeometry()
+    if frame.width() > SIZE[0] or frame.height() > SIZE[1]:
+        raise SystemExit(f"{path.name}: the window is {frame.width()}×{frame.height()}, "
+                         f"larger than the {SIZE[0]}×{SIZE[1]} screen")
+    screen = QGuiApplication.primaryScreen()
+    screen.grabWindow(0).save(str(path))
+
+
 def take(out: Path) -> None:
     from PySide6.QtCore import QSettings
 
@@ -107,7 +123,7 @@ def take(out: Path) -> None:
 
     app = application([])
     window = MainWindow(config, settings=QSettings(str(tmp / "ui.ini"), QSettings.Format.IniFormat))
-    window.resize(*SIZE)
+    window.setGeometry(0, 0, *SIZE)
     window.show()
     ready: list[bool] = []
     window.index_ready.connect(lambda: ready.append(True))
@@ -130,7 +146,7 @@ def take(out: Path) -> None:
     if last.used_panel is not None:
         last.used_panel.toggle.setChecked(True)
     pause(0.6)
-    window.grab().save(str(out / "chat.png"))
+    shoot(window, out / "chat.png")
 
     def browser_idle() -> bool:
         return ws.browser.count_label.text() not in ("searching…", "loading…")
@@ -140,21 +156,21 @@ def take(out: Path) -> None:
     wait_until(lambda: ws.browser.model.searching and browser_idle())
     ws.browser.table.selectRow(0)
     pause(0.6)
-    window.grab().save(str(out / "memories.png"))
+    shoot(window, out / "memories.png")
 
     ws.browser.search_edit.clear()
     wait_until(lambda: not ws.browser.model.searching and browser_idle())
     row = next(r for r in range(ws.browser.model.rowCount())
                if (m := ws.browser.model.memory_at(r)) is not None and m.kind == "preference")
     ws.browser.table.selectRow(row)
-    ws.memories_splitter.setSizes([560, 720])
+    ws.memories_splitter.setSizes([620, 520])
     pause(0.6)
-    window.grab().save(str(out / "editor.png"))
+    shoot(window, out / "editor.png")
 
     window.show_tab(SUMMARY_TAB)
     wait_until(lambda: ws.summary.state is not None and ws.summary.state.summary is not None)
     pause(0.6)
-    window.grab().save(str(out / "summary.png"))
+    shoot(window, out / "summary.png")
 
     window.show_tab(TIMELINE_TAB)
     timeline = ws.timeline
@@ -165,15 +181,15 @@ def take(out: Path) -> None:
     timeline.select_commit(update_row)
     timeline.diff_view.side_check.setChecked(True)
     pause(1.5)
-    window.grab().save(str(out / "timeline.png"))
+    shoot(window, out / "timeline.png")
 
-    dialog = SettingsDialog(window.config, window.runner, window)
-    dialog.tabs.setCurrentIndex(1)
+    dialog = SettingsDialog(window.config, window.runner, window, group="llm")
     dialog.show()
+    dialog.move(window.geometry().center() - dialog.rect().center())
     dialog.test_connection()
     wait_until(lambda: dialog.test_label.text().startswith(("✔", "✘")))
     pause(0.4)
-    dialog.grab().save(str(out / "settings.png"))
+    shoot(dialog, out / "settings.png")
     dialog.close()
 
     window.shutdown()

@@ -40,6 +40,19 @@ NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new con
                         "with it (or press Ctrl+N to name one first).")
 
 
+def load_history(engine: MemoryEngine, conversation_id: str) -> list[tuple[str, str, bool]]:
+    """Run in a worker: (role, text, interrupted) of the stored turns, oldest first."""
+    turns = []
+    for item in engine.messages(conversation_id):
+        role = str(item.get("role"))
+        if role not in ("user", "assistant"):
+            continue
+        stored = engine.get(str(item["id"])) if role == "assistant" and item.get("id") else None
+        interrupted = bool(stored is not None and stored.extra.get("interrupted"))
+        turns.append((role, str(item.get("content") or ""), interrupted))
+    return turns
+
+
 class TokenBuffer:
     """Tokens from the chat thread, drained by the GUI thread's repaint timer."""
 
@@ -200,7 +213,7 @@ class ChatPane(QWidget):
             self._turn.message = None  # the reply keeps running; its conversation is no longer shown
         self._clear()
         if conversation_id is not None:
-            self._runner.submit(self._engine.messages, conversation_id, key="chat-history",
+            self._runner.submit(load_history, self._engine, conversation_id, key="chat-history",
                                 on_result=self._on_history_loaded, on_error=self._on_history_failed)
 
     @Slot()
@@ -398,11 +411,11 @@ class ChatPane(QWidget):
         if not reply_text and turn.conversation_id == self._conversation and not self.input.toPlainText():
             self.input.setPlainText(turn.user_text)
 
-    def _on_history_loaded(self, messages: list[dict[str, object]]) -> None:
-        for item in messages:
-            role = str(item.get("role"))
-            if role in ("user", "assistant"):
-                self._add_message(role, str(item.get("content") or ""))
+    def _on_history_loaded(self, messages: list[tuple[str, str, bool]]) -> None:
+        for role, text, interrupted in messages:
+            message = self._add_message(role, text)
+            if interrupted:
+                message.set_interrupted(retry=False)
 
     def _on_history_failed(self, error: BaseException) -> None:
         self.show_problem(f"Could not load this conversation: {error}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.memory_editor import MemoryEditor
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.task_runner import TaskRunner
@@ -100,6 +101,11 @@ def test_a_cut_reply_is_kept_marked_and_offers_retry_without_settings(
     assert not pane.banner.isHidden() and "Settings" not in pane.banner_label.text()
     stored = [m for m in indexed_engine.list_memories(conversation_id="trip", role="assistant")]
     assert stored and stored[-1].extra.get("interrupted") is True
+    again_shown = ChatPane(indexed_engine, runner)  # the conversation opened later: still marked
+    qtbot.addWidget(again_shown)
+    again_shown.set_conversation("trip")
+    settle(runner)
+    assert "interrupted" in again_shown.messages()[-1].who.text()
     with qtbot.waitSignal(pane.reply_finished, timeout=30000) as again:
         message.retry_button.click()
     assert again.args[0].ok and pane.messages()[-1].text == "A whole answer"
