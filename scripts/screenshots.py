@@ -6,7 +6,7 @@ Starts its own Xvfb with a 1366×768 screen (a common laptop; installing Xvfb wi
 missing), builds the demo store in a temp dir, points the app at the scripted OpenAI-compatible
 test server so the chat pane shows a real streamed exchange, fills the screen with the window
 and saves the whole screen (the X root window, as `import -window root` would) as chat.png,
-memories.png, editor.png, summary.png, timeline.png and settings.png. It fails if the window
+memories.png, editor.png, summary.png, timeline.png, settings.png and chat-interrupted.png. It fails if the window
 or the dialog does not fit the screen.
 """
 
@@ -104,7 +104,7 @@ def take(out: Path) -> None:
     from desktop_mem.ui.main_window import MainWindow
     from desktop_mem.ui.settings_dialog import SettingsDialog
     from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
-    from tests.scripted_llm import ScriptedLLM
+    from tests.scripted_llm import Fault, ScriptedLLM
 
     server = ScriptedLLM().start()
     server.script(FACTS, '["The user is allergic to shellfish"]', times=1)
@@ -113,10 +113,14 @@ def take(out: Path) -> None:
     server.script(SUMMARY, "Sam plans a May trip to Lisbon with Anna; quiet places, seafood.")
     server.script(is_chat, REPLY)
     tmp = Path(tempfile.mkdtemp(prefix="desktop-mem-shots-"))
-    (tmp / "config.yaml").write_text("", encoding="utf-8")
+    # Settings in the config file, as a user's would be (flags would show as "set by --set").
+    (tmp / "config.yaml").write_text(
+        f"store:\n  path: {tmp / 'store'}\nllm:\n  base_url: {server.base_url}\n  model: test-model\n"
+        "  api_key: test\nwatcher:\n  enabled: false\n", encoding="utf-8")
     os.environ["DESKTOP_MEM_CONFIG"] = str(tmp / "config.yaml")
-    config = load_config(flags={"store.path": str(tmp / "store"), "llm.base_url": server.base_url,
-                                "llm.model": "test-model", "llm.api_key": "test", "watcher.enabled": False})
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "DESKTOP_MEM_STORE"):
+        os.environ.pop(name, None)
+    config = load_config()
     engine = MemoryEngine(config)
     create_demo_store(engine)
     engine.close()
@@ -191,6 +195,19 @@ def take(out: Path) -> None:
     pause(0.4)
     shoot(dialog, out / "settings.png")
     dialog.close()
+
+    # A reply the server cuts short: kept, marked interrupted, counted, with Retry; no Settings link.
+    window.show_tab(CHAT_TAB)
+    server.reset()
+    server.script(is_chat, Fault.cut_stream(9, "Yes: on a rainy day, try the tile museum and then the "
+                                               "covered market for lunch."))
+    finished: list[object] = []
+    ws.chat.reply_finished.connect(finished.append)
+    ws.chat.input.setPlainText("Yes, a rainy-day option please.")
+    ws.chat.send()
+    wait_until(lambda: bool(finished), timeout=60)
+    pause(0.8)
+    shoot(window, out / "chat-interrupted.png")
 
     window.shutdown()
     window.close()

@@ -42,15 +42,12 @@ NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new con
 
 def load_history(engine: MemoryEngine, conversation_id: str) -> list[tuple[str, str, bool]]:
     """Run in a worker: (role, text, interrupted) of the stored turns, oldest first."""
-    turns = []
-    for item in engine.messages(conversation_id):
-        role = str(item.get("role"))
-        if role not in ("user", "assistant"):
-            continue
-        stored = engine.get(str(item["id"])) if role == "assistant" and item.get("id") else None
-        interrupted = bool(stored is not None and stored.extra.get("interrupted"))
-        turns.append((role, str(item.get("content") or ""), interrupted))
-    return turns
+    # As engine.messages orders them, read from the catalog: engine.messages imports the chat
+    # write path and with it openai (about a second at start-up, when the chat tab opens first).
+    turns = [m for m in engine.list_memories(conversation_id=conversation_id)
+             if m.role in ("user", "assistant")]
+    turns.sort(key=lambda m: (m.created_at, 0 if m.role == "user" else 1, m.path))
+    return [(m.role, m.text, bool(m.extra.get("interrupted"))) for m in turns]
 
 
 class TokenBuffer:
@@ -164,6 +161,7 @@ class ChatPane(QWidget):
         buttons.addWidget(self.stop_button)
         buttons.addStretch(1)
         compose = QHBoxLayout()
+        compose.setContentsMargins(0, 0, 6, 6)
         compose.addWidget(self.input, 1)
         compose.addLayout(buttons)
 
@@ -392,7 +390,10 @@ class ChatPane(QWidget):
                 message.set_status(failure_text(reply))
         if reply.error and not turn.released:
             self._keep_typed_text(turn, reply.text)
-            self.show_problem(failure_text(reply), settings=is_config_problem(reply))
+            if is_config_problem(reply) or message is None:
+                # The banner is for what Settings can fix (or a reply no longer on screen); a
+                # cut or failed reply says it under itself, with Retry.
+                self.show_problem(failure_text(reply), settings=is_config_problem(reply))
             self.llm_problem.emit(reply.error)
         self.reply_finished.emit(reply)
 

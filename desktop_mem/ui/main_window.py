@@ -289,6 +289,7 @@ class MainWindow(QMainWindow):
         if self.engine is None or self._index_requested is self.engine:
             return
         self._index_requested = self.engine
+        self.status.check_llm()  # the store is listed: now the probe may import openai
         self.operations.run("Indexing the store", open_index_and_watch, self.engine,
                             on_result=self._on_index_opened, on_error=self._on_index_failed)
 

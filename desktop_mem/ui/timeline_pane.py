@@ -134,6 +134,9 @@ class TimelinePane(QWidget):
 
         self.event_view = QListView(self)
         self.event_view.setModel(self.events_model)
+        # Long "old → new" lines end in "…" (the whole line is in the diff below), no sideways scroll.
+        self.event_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.event_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.restore_button = QPushButton("Restore", self)
         self.revert_button = QPushButton("Revert replacement", self)
         self.summary_button = QPushButton("Restore this summary version", self)

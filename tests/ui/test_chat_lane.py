@@ -98,7 +98,7 @@ def test_a_cut_reply_is_kept_marked_and_offers_retry_without_settings(
     assert "The 13 characters that arrived are kept" in status and "not used to learn facts" in status
     assert "partial text was kept" not in status  # the engine's sentence is replaced by a counted one
     assert message.retry_button.isVisibleTo(pane)
-    assert not pane.banner.isHidden() and "Settings" not in pane.banner_label.text()
+    assert pane.banner.isHidden(), "no Settings banner: the server is fine, the reply was cut"
     stored = [m for m in indexed_engine.list_memories(conversation_id="trip", role="assistant")]
     assert stored and stored[-1].extra.get("interrupted") is True
     again_shown = ChatPane(indexed_engine, runner)  # the conversation opened later: still marked
@@ -125,7 +125,7 @@ def test_a_reply_that_fails_before_any_text_gives_the_typed_message_back(
     message = pane.messages()[-1]
     assert "No text of the reply arrived" in message.status_label.text()
     assert message.view.placeholderText() == "" and message.retry_button.isVisibleTo(pane)
-    assert "Settings" not in pane.banner_label.text()
+    assert pane.banner.isHidden()
     settle(runner)
 
 

@@ -23,8 +23,7 @@ def _fits(qtbot: Any, win: MainWindow, state: str) -> None:
 def test_every_pane_and_selection_fits_1280x720(qtbot: Any, opened_window: MainWindow) -> None:
     window = opened_window
     ws = open_demo(qtbot, window)
-    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5 and ws.timeline.model.rowCount() > 3,
-                    timeout=30000)
+    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=30000)
     for tab in (CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB):
         window.show_tab(tab)
         _fits(qtbot, window, f"tab {tab}")
@@ -50,6 +49,7 @@ def test_every_pane_and_selection_fits_1280x720(qtbot: Any, opened_window: MainW
     _fits(qtbot, window, "editor conflict banner")
 
     window.show_tab(TIMELINE_TAB)
+    qtbot.waitUntil(lambda: ws.timeline.model.rowCount() > 3, timeout=30000)  # loaded when first shown
     ws.timeline.commit_view.setCurrentIndex(ws.timeline.model.index(0, 0))
     qtbot.waitUntil(lambda: ws.timeline.events_model.rowCount() > 0, timeout=10000)
     ws.timeline.event_view.setCurrentIndex(ws.timeline.events_model.index(0, 0))
