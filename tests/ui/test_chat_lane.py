@@ -140,3 +140,30 @@ def test_the_status_bar_shows_the_servers_real_state_after_a_failed_reply(
     assert bar.llm_label.text() == "LLM: connected", "a cut reply from a live server is not 'unreachable'"
     assert "broke off" in bar.llm_label.toolTip()
     bar.set_engine(None)
+
+
+def test_a_message_sent_while_the_memory_update_runs_starts_at_once_and_says_what_it_waits_for(
+        qtbot: Any, indexed_engine: Any, bridge: Any, scripted_llm: Any) -> None:
+    from tests.ui.test_chat_pane import FACTS
+
+    scripted_llm.script(FACTS, Fault.delay(SLOW_S, then='["The user likes figs"]'), times=1)
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(is_chat, "Noted.")
+    runner = TaskRunner()
+    pane = _pane(qtbot, indexed_engine, runner, bridge)
+    outcomes: list[str] = []
+    pane.outcome_shown.connect(outcomes.append)
+    qtbot.waitUntil(lambda: not runner.busy)
+    pane.input.setPlainText("I like figs")
+    with qtbot.waitSignal(pane.reply_finished, timeout=30000):
+        pane.send_button.click()
+    qtbot.waitUntil(lambda: any(FACTS in r.system_text for r in scripted_llm.chat_requests), timeout=10000)
+    pane.input.setPlainText("And dates?")
+    with qtbot.waitSignal(pane.reply_finished, timeout=SLOW_S * 1000 // 2) as second:
+        pane.send_button.click()
+        waiting = pane.messages()[-1].view.placeholderText()
+    assert "also updating memory from the previous turn" in waiting
+    assert second.args[0].text == "Noted." and not outcomes, "the reply did not wait for the memory update"
+    qtbot.waitUntil(lambda: len(outcomes) >= 1, timeout=SLOW_S * 1000 * 3)
+    indexed_engine.wait_idle(60)
+    runner.wait_for_done()
