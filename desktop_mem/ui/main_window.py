@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox, QStackedWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
@@ -29,6 +38,7 @@ from desktop_mem.ui.long_operations import (
     rebuild_index,
     sync_store,
 )
+from desktop_mem.ui.notice_bar import NoticeBar
 from desktop_mem.ui.progress import Cancelled, ProgressReporter
 from desktop_mem.ui.status_bar import StatusBar, last_commit_line
 from desktop_mem.ui.task_runner import TaskRunner
@@ -143,7 +153,15 @@ class MainWindow(QMainWindow):
         self.loading_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.loading_label.setWordWrap(True)
         self.stack.addWidget(self.loading_label)
-        self.setCentralWidget(self.stack)
+        # Notices anyone can post (post_notice): e.g. memories another app added, with Undo.
+        self.notices = NoticeBar(self)
+        central = QWidget(self)
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.notices)
+        column.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
         self.status = StatusBar(self.runner, self)
         self.setStatusBar(self.status)
         self.operations = LongOperations(self.runner, self.status.progress, self)
@@ -204,6 +222,11 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.loading_label)
         self.runner.submit_write(open_store, self.config, read_only, quiet=True,
                                  on_result=self._on_store_opened, on_error=self._on_store_failed)
+
+    def post_notice(self, text: str, action_text: str | None = None,
+                    action: Callable[[], None] | None = None) -> None:
+        """A non-modal one-line notice at the top of the window, with an optional action."""
+        self.notices.post(text, action_text, action)
 
     def show_tab(self, tab: int) -> None:
         """Switch to a pane (Ctrl+1..4)."""

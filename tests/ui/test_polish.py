@@ -64,3 +64,15 @@ def test_help_lists_every_shortcut(opened_window: Any) -> None:
     for keys in ("Ctrl+N", "Ctrl+F", "Esc", "Ctrl+1", "Ctrl+,", "Ctrl+Enter", "F1"):
         assert keys in text
     assert "Stop reply" in text and "New conversation" in text
+
+
+def test_a_notice_is_posted_non_modally_and_its_action_runs_once(qtbot: Any, opened_window: Any) -> None:
+    undone: list[bool] = []
+    opened_window.post_notice("Claude Desktop added 2 memories", "Undo", lambda: undone.append(True))
+    bar = opened_window.notices
+    assert bar.isVisible() and bar.label.text() == "Claude Desktop added 2 memories"
+    assert bar.action_button.text() == "Undo" and bar.action_button.isVisible()
+    bar.action_button.click()
+    assert undone == [True] and not bar.isVisible()
+    opened_window.post_notice("Synced")
+    assert bar.isVisible() and not bar.action_button.isVisible()
