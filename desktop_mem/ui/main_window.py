@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
-    QMenu,
     QMessageBox,
     QStackedWidget,
     QVBoxLayout,
@@ -31,6 +30,7 @@ from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.app_overrides import apply_app_overrides
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
+from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_shortcuts
 from desktop_mem.ui.long_operations import (
     LongOperations,
     describe_import,
@@ -504,31 +504,16 @@ class MainWindow(QMainWindow):
             box.open()  # non-modal: the window stays usable
 
     def shortcuts_text(self) -> str:
-        """Every shortcut of the window, from its menus (plus the message box's and editor's own)."""
-        rows = [(a.text().replace("&", "").split("\t")[0], a.shortcut().toString())
-                for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()
-                if not a.isSeparator() and not a.shortcut().isEmpty()]
-        rows += [("Send message (in the message box)", "Ctrl+Enter"),
-                 ("Save the memory (in the editor)", "Ctrl+S")]
-        return "\n".join(f"{keys:<16} {name}" for name, keys in rows)
+        """Every shortcut of the window (Help > Keyboard shortcuts)."""
+        return shortcuts_text(self.menuBar())
 
     @Slot()
     def _on_shortcuts_triggered(self) -> None:
-        box = QMessageBox(QMessageBox.Icon.NoIcon, "Keyboard shortcuts", self.shortcuts_text(),
-                          QMessageBox.StandardButton.Close, self)
-        box.setStyleSheet("QLabel { font-family: monospace; }")
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
+        show_shortcuts(self, self.menuBar())
 
     @Slot()
     def _on_about_triggered(self) -> None:
-        from desktop_mem import __version__
-
-        QMessageBox.about(self, "About desktop-mem", (
-            f"<b>desktop-mem {__version__}</b><p>Chat with an LLM that remembers. Memory is plain "
-            f"Markdown in git, in <code>{self.config.store_path}</code>.</p><p>The same store from "
-            "a terminal: <code>desktop-mem --help</code>; as an OpenAI-compatible endpoint: "
-            "<code>desktop-mem serve</code>.</p>"))
+        show_about(self, str(self.config.store_path))
 
     @Slot()
     def _on_open_folder_triggered(self) -> None:
