@@ -84,6 +84,15 @@ class _Turn:
     released: bool = False  # stopped by the user: the pane no longer waits for it
 
 
+@dataclass
+class _Awaiting:
+    """A reply whose write path has not reported yet; its outcome carries the same turn id."""
+
+    conversation_id: str
+    turn_id: str | None
+    message: ChatMessage | None
+
+
 class ChatPane(QWidget):
     """Chat in one conversation."""
 
@@ -107,7 +116,8 @@ class ChatPane(QWidget):
         self._turn: _Turn | None = None
         self.last_token_count = 0  # tokens the last reply streamed in (0: it came in one piece)
         # (conversation, user text, reply widget) of replies whose write path has not reported yet
-        self._awaiting_outcome: list[tuple[str, str, ChatMessage | None]] = []
+        self._awaiting_outcome: list[_Awaiting] = []
+        self._early_outcomes: dict[str, WriteOutcome] = {}  # by turn id, before their reply arrived
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
         self._setup_ui()
@@ -270,7 +280,7 @@ class ChatPane(QWidget):
     def _waiting_text(self) -> str:
         """What a new reply waits for, before its first words."""
         model = self._engine.config["llm.model"] or "the model"
-        if any(p[0] == self._conversation for p in self._awaiting_outcome):
+        if any(p.conversation_id == self._conversation for p in self._awaiting_outcome):
             return (f"Waiting for {model}… The server is also updating memory from the previous "
                     "turn; it may answer one request at a time.")
         return f"Waiting for {model}…"
@@ -288,14 +298,18 @@ class ChatPane(QWidget):
 
     def on_outcome(self, outcome: WriteOutcome) -> None:
         """The write path of a turn finished: say what changed under that reply."""
-        users = {m.text.strip() for m in outcome.turns if m.role == "user"}
-        candidates = [p for p in self._awaiting_outcome if p[0] == outcome.conversation_id]
-        match = next((p for p in candidates if p[1] in users), candidates[0] if candidates else None)
+        match = next((p for p in self._awaiting_outcome
+                      if outcome.turn_id is not None and p.turn_id == outcome.turn_id), None)
+        if match is None:  # an engine without turn ids: the oldest reply of that conversation
+            match = next((p for p in self._awaiting_outcome if p.conversation_id == outcome.conversation_id
+                          and p.turn_id is None), None)
         if match is None:
+            if outcome.turn_id is not None:  # it came before its reply did: shown when that arrives
+                self._early_outcomes[outcome.turn_id] = outcome
             return
         self._awaiting_outcome.remove(match)
-        message = match[2]
-        if message is None or not isValid(message) or match[0] != self._conversation:
+        message = match.message
+        if message is None or not isValid(message) or match.conversation_id != self._conversation:
             return  # its conversation is not shown any more
         text = outcome.describe()
         message.set_outcome(text)
@@ -337,7 +351,8 @@ class ChatPane(QWidget):
             self._messages.removeWidget(message)
             message.setParent(None)
             message.deleteLater()
-        self._awaiting_outcome = [p for p in self._awaiting_outcome if p[0] == self._conversation]
+        self._awaiting_outcome = [p for p in self._awaiting_outcome
+                                  if p.conversation_id == self._conversation]
         self.empty_label.setText(EMPTY_HINT if self._conversation is not None else NO_CONVERSATION_HINT)
         self.empty_label.show()
 
@@ -376,7 +391,8 @@ class ChatPane(QWidget):
         if turn is self._turn:
             self._finish_turn()
         message = turn.message if turn.message is not None and isValid(turn.message) else None
-        self._awaiting_outcome.append((turn.conversation_id, turn.user_text, message))
+        self._awaiting_outcome.append(_Awaiting(turn.conversation_id, reply.turn_id, message))
+        early = self._early_outcomes.pop(reply.turn_id, None) if reply.turn_id else None
         if message is not None:
             if reply.text != message.text:
                 message.set_text(reply.text)
@@ -396,6 +412,8 @@ class ChatPane(QWidget):
                 self.show_problem(failure_text(reply), settings=is_config_problem(reply))
             self.llm_problem.emit(reply.error)
         self.reply_finished.emit(reply)
+        if early is not None:
+            self.on_outcome(early)
 
     def _on_chat_error(self, turn: _Turn, error: BaseException) -> None:
         if turn is self._turn:

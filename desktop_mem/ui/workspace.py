@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from desktop_mem.engine.facade import MemoryEngine, StoreChange
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Problem
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Problem
 from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.conversation_list import ConversationList
 from desktop_mem.ui.dialogs import Confirm
@@ -153,5 +153,6 @@ class Workspace(QWidget):
         self.editor.on_store_changed(change)
         self.summary.on_store_changed(change)
         self.timeline.on_store_changed(change)
-        if change.operation in ("conversation", "delete", "add", "external-edit"):
+        if change.operation in (Operation.CONVERSATION, Operation.DELETE, Operation.ADD,
+                                Operation.EXTERNAL_EDIT, Operation.IMPORT, Operation.SYNC):
             self.conversations.reload()
