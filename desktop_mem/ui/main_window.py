@@ -97,6 +97,13 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
     return OpenedStore(engine, empty, last_commit_line(engine))
 
 
+def import_index_modules() -> None:
+    """Run in the read pool: import chromadb, onnxruntime and the index modules (seconds of
+    imports) before the index opens on the writer, so saves made meanwhile do not wait for them.
+    Imports only: no engine state is touched."""
+    import desktop_mem.engine.index.index_factory  # noqa: F401
+
+
 def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], None] | None = None) -> str:
     """Run on the writer after the panes show: sync the index, then watch for outside edits."""
     from desktop_mem.loopback_endpoint import start_app_endpoint
@@ -311,9 +318,15 @@ class MainWindow(QMainWindow):
     def _open_index_once(self) -> None:
         if self.engine is None or self._index_requested is self.engine:
             return
-        self._index_requested = self.engine
+        self._index_requested = engine = self.engine
         self.status.check_llm()  # the store is listed: now the probe may import openai
-        self.operations.run("Indexing the store", open_index_and_watch, self.engine,
+        self.runner.submit(import_index_modules, on_result=lambda _: self._open_index(engine),
+                           on_error=lambda _e: self._open_index(engine))
+
+    def _open_index(self, engine: MemoryEngine) -> None:
+        if engine is not self.engine:
+            return  # the store was closed or reopened meanwhile
+        self.operations.run("Indexing the store", open_index_and_watch, engine,
                             on_result=self._on_index_opened, on_error=self._on_index_failed)
 
     def _on_store_failed(self, error: BaseException) -> None:

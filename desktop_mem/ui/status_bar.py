@@ -107,6 +107,8 @@ class StatusBar(QStatusBar):
     def check_llm(self) -> None:
         """Probe the chat endpoint (a network call, so in a worker)."""
         if self._engine is not None:
+            if not self._llm_checked:  # a busy or slow server can take its whole timeout
+                self.llm_label.setText("LLM: checking…")
             self._llm_checked = True
             self._runner.submit(self._engine.llm_check, key="llm-check",
                                 on_result=self._on_llm_ok, on_error=self._on_llm_failed)
