@@ -151,12 +151,12 @@ def main() -> int:
         return [h.id for h in engine.retriever.keywords.query(q, 10, conversation_ids=[conv, "global"])]
 
     def dense(conv: str, q: str) -> list[str]:
-        vec = engine.retriever.embedder.embed([q])[0]
+        vec = engine.retriever.embedder.embed_query(q)
         where = {"$and": [{"conversation_id": {"$in": [conv, "global"]}}, {"deleted": False}]}
         return [h.id for h in engine.retriever.vectors.query(vec, 10, where)]
 
     results = [evaluate("desktop_mem read path", full, questions), evaluate("BM25 only", bm25, questions),
-               evaluate("dense only (MiniLM)", dense, questions)]
+               evaluate(f"dense only ({engine.retriever.embedder.name})", dense, questions)]
     adv_name = "desktop_mem read path, category 5 (adversarial)"
     adv = evaluate(adv_name, full, adversarial) if adversarial else None
     print(f"\n{len(questions)} questions (categories 1-4) over {len(samples)} conversations\n")

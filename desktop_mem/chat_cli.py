@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TextIO
 
+from desktop_mem.cli_progress import embedding_progress
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.facade import MemoryEngine
@@ -128,7 +129,8 @@ def run_chat(config: Config, conversation: str, strategy: str | None, message: s
     engine = MemoryEngine(config)
     chat: TerminalChat | None = None
     try:
-        engine.open_index()
+        with embedding_progress() as progress:
+            engine.open_index(progress)  # a changed embedding model re-embeds everything first
         chat = TerminalChat(engine, conversation, strategy)
         if message is not None:
             return 0 if chat.turn(message, wait=None).ok else 1

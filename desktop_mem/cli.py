@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem import __version__
+from desktop_mem.cli_progress import embedding_progress
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
@@ -383,6 +384,8 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.engine.index.retrieval import SearchFilters
 
     with open_engine(config, "search") as engine:
+        with embedding_progress() as progress:
+            engine.open_index(progress)  # a changed embedding model re-embeds everything first
         results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
                                 filters=SearchFilters(include_deleted=args.deleted))
     if args.json:
@@ -400,18 +403,8 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace, config: Config) -> int:
-    from tqdm import tqdm
-
-    with open_engine(config, "reindex") as engine:
-        bar = tqdm(total=0, unit="memories", desc="embedding", disable=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
-
+    with open_engine(config, "reindex") as engine, embedding_progress() as progress:
         report = engine.reindex(progress)
-        bar.close()
     print(f"reindexed: {report.embedded} embedded, {report.metadata_only + report.unchanged} kept")
     return 0
 

@@ -73,6 +73,8 @@ SETTINGS: tuple[Setting, ...] = (
       "Base system prompt of every chat."),
     S("embedding.provider", str, "onnx", "Where embeddings come from.", choices=("onnx", "openai")),
     S("embedding.model", str, "text-embedding-3-small", "Embedding model when the provider is openai."),
+    S("embedding.local_model", str, "e5-small-v2", "Local embedding model when the provider is onnx "
+      "(changing it re-embeds every memory).", choices=("e5-small-v2", "all-MiniLM-L6-v2")),
     S("embedding.threads", int, 1, "CPU threads for the local embedder (keep low beside a local LLM).",
       minimum=1, maximum=64),
     S("embedding.batch_size", int, 32, "Texts embedded per batch.", minimum=1, maximum=1024),

