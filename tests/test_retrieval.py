@@ -170,14 +170,15 @@ def test_reranker_scores_and_its_threshold_prunes(make_config: Callable[..., Any
         for text in FACTS:
             eng.add(text)
         eng.open_index()
-        results = eng.search("which pet is a tabby cat", top_k=5)
+        results = eng.search("which pet is a tabby cat", top_k=5, rerank=True)
         # The tiny model scores by shared words: only passages sharing enough of them pass 0.5.
         assert results and results[0].memory.text == FACTS[1]
         assert all(r.scores.rerank is not None and r.scores.rerank >= 0.5 for r in results)
         assert len(results) < 5  # the rest were pruned, not padded back in
         assert results[0].scores.relevance == results[0].scores.rerank
         # Nothing shares a word with this query: everything is pruned, nothing is made up.
-        assert eng.search("quantum chromodynamics lecture notes") == []
+        assert eng.search("quantum chromodynamics lecture notes", rerank=True) == []
+        assert eng.search("quantum chromodynamics lecture notes")  # no rerank asked: no pruning
 
 
 def test_empty_and_stopword_only_queries_return_nothing_or_dense_only(indexed: MemoryEngine) -> None:

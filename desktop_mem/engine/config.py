@@ -85,8 +85,12 @@ SETTINGS: tuple[Setting, ...] = (
       minimum=0, maximum=1),
     S("retrieval.recency_weight", float, 0.2, "Weight of recency in the final score.", minimum=0, maximum=1),
     S("retrieval.score_threshold", float, 0.35, "Minimum reranker relevance kept.", minimum=0, maximum=1),
-    S("retrieval.reranker_path", str, "", "Folder with a cross-encoder model.onnx + tokenizer.json "
-      "(empty: no reranker)."),
+    S("retrieval.rerank", bool, True, "Rerank the best candidates with a cross-encoder (more accurate; "
+      "costs tens of ms per search on a laptop CPU, see docs/benchmarks.md)."),
+    S("retrieval.reranker_path", str, "", "Folder with your own cross-encoder model.onnx + tokenizer.json "
+      "(empty: the shipped ms-marco-MiniLM-L-12-v2)."),
+    S("retrieval.rerank_pool", int, 20, "How many of the best fused candidates the cross-encoder scores "
+      "(its cost grows with this).", minimum=1, maximum=200),
     S("retrieval.reranker_threads", int, 1, "CPU threads for the reranker.", minimum=1, maximum=64),
     S("memory.max_entries", int, 500, "Most facts and turns kept per conversation (summaries exempt).",
       minimum=1),

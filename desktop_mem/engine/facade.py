@@ -470,10 +470,12 @@ class MemoryEngine:
         filters: SearchFilters | None = None,
         use_mmr: bool = True,
         overrides: RetrievalOverrides | None = None,
+        rerank: bool = False,
     ) -> list[SearchResult]:
         """The read path: best memories for `query` with their score breakdowns.
 
         `overrides` (top_k, recency_weight, score_threshold) replace the settings for this search.
+        `rerank`: score the best candidates with the cross-encoder if `retrieval.rerank` is on.
         """
         if conversation_id is not None:
             validate_conversation_id(conversation_id)
@@ -490,7 +492,7 @@ class MemoryEngine:
                                recency_weight=float(rw) if rw is not None else base.recency_weight,
                                score_threshold=float(th) if th is not None else base.score_threshold)
             top_k = top_k or settings.top_k
-        return retriever.search(query, f, top_k=top_k, use_mmr=use_mmr, settings=settings)
+        return retriever.search(query, f, top_k=top_k, use_mmr=use_mmr, rerank=rerank, settings=settings)
 
     def lookup(self, memory_id: str) -> Memory | None:
         """The memory with exactly this id, or None (used by the read path)."""

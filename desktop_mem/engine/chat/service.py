@@ -188,7 +188,7 @@ class ChatService:
         """The read path, then current beats stale (currency.py): labels by memory id."""
         try:
             results = self.engine.search(message, conversation_id=conv, filters=SearchFilters(),
-                                         overrides=retrieval)
+                                         overrides=retrieval, rerank=True)
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
             return [], {}

@@ -15,6 +15,7 @@ from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.manifest import Manifest
 
 _SHARED_EMBEDDERS: dict[tuple[str, int, int], Embedder] = {}
+_SHARED_RERANKERS: dict[tuple[str, int], Reranker] = {}
 
 
 def make_embedder(config: Config) -> Embedder:
@@ -30,11 +31,17 @@ def make_embedder(config: Config) -> Embedder:
 
 
 def make_reranker(config: Config) -> Reranker | None:
-    """The cross-encoder from `retrieval.reranker_path`, or None when no folder is set."""
-    folder = config["retrieval.reranker_path"]
-    if not folder:
+    """The cross-encoder (the shipped one, or `retrieval.reranker_path`), None when reranking is off.
+
+    Loaded once per process and folder, like the embedder.
+    """
+    if not config["retrieval.rerank"]:
         return None
-    return OnnxReranker(Path(folder).expanduser(), threads=config["retrieval.reranker_threads"])
+    folder = config["retrieval.reranker_path"]
+    key = (str(Path(folder).expanduser()) if folder else "", config["retrieval.reranker_threads"])
+    if key not in _SHARED_RERANKERS:
+        _SHARED_RERANKERS[key] = OnnxReranker(Path(key[0]) if key[0] else None, threads=key[1])
+    return _SHARED_RERANKERS[key]
 
 
 def retrieval_settings(config: Config) -> RetrievalSettings:
@@ -44,6 +51,7 @@ def retrieval_settings(config: Config) -> RetrievalSettings:
         mmr_lambda=config["retrieval.mmr_lambda"],
         recency_weight=config["retrieval.recency_weight"],
         score_threshold=config["retrieval.score_threshold"],
+        rerank_pool=config["retrieval.rerank_pool"],
     )
 
 

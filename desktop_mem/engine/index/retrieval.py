@@ -46,6 +46,10 @@ class RetrievalSettings:
     score_threshold: float = 0.35
     keyword_weight: float = 0.6
     candidates: int = 40
+    # The cross-encoder scores only the best `rerank_pool` fused candidates: its cost is per pair
+    # (docs/benchmarks.md), and the evidence is almost always in the fused top 20 already.
+    rerank_pool: int = 20
+    rerank_weight: float = 1.0  # relevance = w * cross-encoder + (1 - w) * fused
 
 
 @dataclass(frozen=True)
@@ -115,17 +119,21 @@ class Retriever:
         *,
         top_k: int | None = None,
         use_mmr: bool = True,
+        rerank: bool = False,
         now: datetime | None = None,
         settings: RetrievalSettings | None = None,
     ) -> list[SearchResult]:
         """The best memories for `query`, most relevant first, each with its score breakdown.
 
+        `rerank` asks for the cross-encoder (when one is configured): the chat turn's read path
+        and explicit searches, where precision matters and ~100 ms is hidden behind the LLM. Lists
+        that want recall and speed (the write path's neighbourhood, search-as-you-type) skip it.
         `settings` replaces the configured knobs for this one search (a request's overrides).
         """
         if settings is not None and settings != self.settings:
             once = copy.copy(self)
             once.settings = settings
-            return once.search(query, filters, top_k=top_k, use_mmr=use_mmr, now=now)
+            return once.search(query, filters, top_k=top_k, use_mmr=use_mmr, rerank=rerank, now=now)
         f = filters or SearchFilters()
         k = top_k or self.settings.top_k
         if not query.strip():
@@ -137,7 +145,8 @@ class Retriever:
         candidates = self._fuse(dense, keyword, f, now or utc_now())
         if not candidates:
             return []
-        candidates = self._rerank(query, candidates)
+        if rerank and self.reranker is not None:
+            candidates = self._rerank(query, self.reranker, candidates)
         candidates.sort(key=lambda r: r.scores.final, reverse=True)
         if not use_mmr:
             return candidates[:k]
@@ -217,20 +226,37 @@ class Retriever:
             results.append(SearchResult(memory, scores, dense[mid][1] if mid in dense else None))
         return results
 
-    def _rerank(self, query: str, candidates: list[SearchResult]) -> list[SearchResult]:
-        if self.reranker is None:
-            return candidates
-        relevance = self.reranker.score(query, [c.memory.text for c in candidates])
-        rw = self.settings.recency_weight
+    def _rerank(self, query: str, reranker: Reranker, candidates: list[SearchResult]) -> list[SearchResult]:
+        candidates.sort(key=lambda r: r.scores.final, reverse=True)
+        pool = candidates[: self.settings.rerank_pool]  # the rest would rank below them anyway
+        relevance = self._cross_scores(query, reranker, pool)
+        rw, w = self.settings.recency_weight, self.settings.rerank_weight
         kept: list[SearchResult] = []
-        for cand, rel in zip(candidates, relevance, strict=True):
-            if rel < self.settings.score_threshold:
+        for cand, rerank in zip(pool, relevance, strict=True):
+            if rerank < self.settings.score_threshold:
                 continue  # 001 §3 step 2: hard-pruned
             s = cand.scores
+            rel = w * rerank + (1 - w) * s.fused
             final = (1 - rw) * rel + rw * s.recency
-            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, rel, rel, s.recency, final)
+            scores = ScoreBreakdown(s.keyword, s.dense, s.fused, rerank, rel, s.recency, final)
             kept.append(SearchResult(cand.memory, scores, cand.embedding))
         return kept
+
+    @staticmethod
+    def _cross_scores(query: str, reranker: Reranker, pool: list[SearchResult]) -> list[float]:
+        """Cross-encoder relevance per candidate; facts and summaries (written about "the user")
+        are scored against the query turned to the third person (see reranker.about_the_user)."""
+        from desktop_mem.engine.index.reranker import about_the_user
+
+        third = [i for i, c in enumerate(pool) if c.memory.role in ("memory", "summary")]
+        first = [i for i, c in enumerate(pool) if c.memory.role not in ("memory", "summary")]
+        scores = [0.0] * len(pool)
+        for indices, text in ((first, query), (third, about_the_user(query))):
+            if indices:
+                for i, score in zip(indices, reranker.score(text, [pool[i].memory.text for i in indices]),
+                                    strict=True):
+                    scores[i] = score
+        return scores
 
     # ------------------------------------------------------------------ MMR
 
