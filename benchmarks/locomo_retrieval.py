@@ -3,7 +3,8 @@
 Every dialog turn becomes a memory stored through the engine's real API (MemoryEngine.add) in a
 temporary store; every category 1-4 question is a query scoped to its conversation; its evidence
 turns are the relevant set. BM25-only and dense-only baselines run in the same process over the
-same indexes. Usage:
+same indexes; the read path runs without and with the cross-encoder (`rerank=True`, as the chat
+turn asks; skipped when `retrieval.rerank` is off). Usage:
 
     python benchmarks/locomo_retrieval.py --data ../shared/bench/locomo_dev.json [--json]
 """
@@ -147,6 +148,9 @@ def main() -> int:
     def full(conv: str, q: str) -> list[str]:
         return [r.memory.id for r in engine.search(q, conversation_id=conv, top_k=10)]
 
+    def reranked(conv: str, q: str) -> list[str]:
+        return [r.memory.id for r in engine.search(q, conversation_id=conv, top_k=10, rerank=True)]
+
     def bm25(conv: str, q: str) -> list[str]:
         return [h.id for h in engine.retriever.keywords.query(q, 10, conversation_ids=[conv, "global"])]
 
@@ -155,7 +159,10 @@ def main() -> int:
         where = {"$and": [{"conversation_id": {"$in": [conv, "global"]}}, {"deleted": False}]}
         return [h.id for h in engine.retriever.vectors.query(vec, 10, where)]
 
-    results = [evaluate("desktop_mem read path", full, questions), evaluate("BM25 only", bm25, questions),
+    results = [evaluate("desktop_mem read path", full, questions)]
+    if engine.retriever.reranker is not None:
+        results.append(evaluate("read path + cross-encoder", reranked, questions))
+    results += [evaluate("BM25 only", bm25, questions),
                evaluate(f"dense only ({engine.retriever.embedder.name})", dense, questions)]
     adv_name = "desktop_mem read path, category 5 (adversarial)"
     adv = evaluate(adv_name, full, adversarial) if adversarial else None
@@ -173,7 +180,8 @@ def main() -> int:
             "recall@5": round(main_result["recall@5"], 4), "recall@10": round(main_result["recall@10"], 4),
             "ndcg@10": round(main_result["ndcg@10"], 4), "p50_ms": round(main_result["p50_ms"], 2),
             "p95_ms": round(main_result["p95_ms"], 2),
-            "baselines": {r["name"]: {k: round(r[k], 4) for k in ("recall@5", "recall@10", "ndcg@10")}
+            "baselines": {r["name"]: {k: round(r[k], 4) for k in ("recall@5", "recall@10", "ndcg@10",
+                                                                   "p50_ms")}
                           for r in results[1:]},
             "per_category": main_result["per_category"],
         }))
