@@ -84,7 +84,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("retrieval.mmr_lambda", float, 0.7, "Diversity weighting (1.0 = pure relevance).",
       minimum=0, maximum=1),
     S("retrieval.recency_weight", float, 0.2, "Weight of recency in the final score.", minimum=0, maximum=1),
-    S("retrieval.score_threshold", float, 0.35, "Minimum reranker relevance kept.", minimum=0, maximum=1),
+    S("retrieval.score_threshold", float, 0.0, "Minimum cross-encoder relevance kept (0: prune nothing; "
+      "the shipped model scores conversational turns that hold the answer near 0).",
+      minimum=0, maximum=1),
     S("retrieval.rerank", bool, True, "Rerank the best candidates with a cross-encoder (more accurate; "
       "costs tens of ms per search on a laptop CPU, see docs/benchmarks.md)."),
     S("retrieval.reranker_path", str, "", "Folder with your own cross-encoder model.onnx + tokenizer.json "

@@ -43,13 +43,18 @@ class RetrievalSettings:
     mmr_lambda: float = 0.7
     recency_weight: float = 0.2
     recency_days: float = 30.0
-    score_threshold: float = 0.35
+    # 001 §6 said 0.35 for ms-marco-MiniLM-L-6; with the shipped L-12 model conversational turns
+    # that hold the answer ("Yes, it was amazing!") score near 0: even 0.01 cut LoCoMo recall@5
+    # from 0.704 to 0.676, and 0.35 to 0.617. Off by default; a setting for a stricter model.
+    score_threshold: float = 0.0
     keyword_weight: float = 0.6
     candidates: int = 40
     # The cross-encoder scores only the best `rerank_pool` fused candidates: its cost is per pair
     # (docs/benchmarks.md), and the evidence is almost always in the fused top 20 already.
     rerank_pool: int = 20
-    rerank_weight: float = 1.0  # relevance = w * cross-encoder + (1 - w) * fused
+    # relevance = w * cross-encoder + (1 - w) * fused: the fused score still knows about exact
+    # keyword matches the cross-encoder underrates (LoCoMo recall@5: 0.687 at w = 1, 0.704 at 0.8).
+    rerank_weight: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -207,15 +212,22 @@ class Retriever:
     ) -> list[SearchResult]:
         # Score fusion, not reciprocal-rank fusion: RRF throws away how far ahead the best
         # keyword hit is, and measured lower on LoCoMo (recall@5 0.531 vs 0.573, same index).
-        d_norm = _minmax({i: s for i, (s, _) in dense.items()})
-        k_norm = _minmax(keyword)
+        # Each list is z-scored (a candidate missing from a list gets that list's lowest score),
+        # not min-maxed: e5's cosines sit in a narrow band, and min-max over 40 of them stretches
+        # noise between the two extremes (LoCoMo recall@5 0.633 -> 0.641, same weights). The sum
+        # is then min-maxed to [0, 1] over the candidates so it can be blended and explained.
+        d_norm = _zscore({i: s for i, (s, _) in dense.items()})
+        k_norm = _zscore(keyword)
+        d_floor, k_floor = min(d_norm.values(), default=0.0), min(k_norm.values(), default=0.0)
         w = self.settings.keyword_weight if keyword else 0.0
+        ids = list(dict.fromkeys([*keyword, *dense]))
+        combined = _minmax({i: w * k_norm.get(i, k_floor) + (1 - w) * d_norm.get(i, d_floor) for i in ids})
         results: list[SearchResult] = []
-        for mid in dict.fromkeys([*keyword, *dense]):
+        for mid in ids:
             memory = self.lookup(mid)
             if memory is None or not _passes(memory, f):
                 continue
-            fused = w * k_norm.get(mid, 0.0) + (1 - w) * d_norm.get(mid, 0.0)
+            fused = combined[mid]
             recency = math.exp(-max((now - memory.created_at).total_seconds(), 0.0) / 86400.0
                                / self.settings.recency_days)
             rw = self.settings.recency_weight
@@ -308,6 +320,18 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
     if hi - lo < 1e-12:
         return {k: 1.0 for k in scores}
     return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def _zscore(scores: dict[str, float]) -> dict[str, float]:
+    """(score - mean) / standard deviation; all 0 when the scores do not spread."""
+    if not scores:
+        return {}
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    spread = float(values.std())
+    if spread < 1e-12:
+        return {k: 0.0 for k in scores}
+    mean = float(values.mean())
+    return {k: (v - mean) / spread for k, v in scores.items()}
 
 
 def _passes(m: Memory, f: SearchFilters) -> bool:
