@@ -112,8 +112,9 @@ def main() -> int:
     args = parser.parse_args()
     samples = json.loads(args.data.read_text(encoding="utf-8"))
     tmp = Path(tempfile.mkdtemp(prefix="locomo-"))
+    # No rerank time budget: this measures quality; read_latency.py measures the cost.
     flags: dict[str, Any] = {"store.path": str(tmp / "store"), "store.git_versioning": args.git,
-                             "watcher.enabled": False}
+                             "watcher.enabled": False, "retrieval.rerank_budget_ms": 0}
     for item in args.set:
         key, _, value = item.partition("=")
         flags[key] = value

@@ -28,7 +28,7 @@ def _fill(eng: MemoryEngine) -> None:
 
 
 def test_default_reranks_a_small_pool_with_the_shipped_model(make_config: Callable[..., Any]) -> None:
-    with MemoryEngine(make_config(retrieval__score_threshold=0.0, retrieval__rerank_pool=4)) as eng:
+    with MemoryEngine(make_config(retrieval__rerank_pool=4, retrieval__rerank_budget_ms=0)) as eng:
         _fill(eng)
         assert getattr(eng.retriever.reranker, "name", "") == "ms-marco-MiniLM-L-12-v2"
         results = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
@@ -66,7 +66,7 @@ def test_a_users_own_folder_replaces_the_shipped_model(make_config: Callable[...
 def test_facts_about_the_user_are_scored_against_the_question_in_third_person(
     make_config: Callable[..., Any],
 ) -> None:
-    with MemoryEngine(make_config()) as eng:
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=0)) as eng:
         eng.add("Hi! I'm Mara, I live in Ghent", conversation_id="c1", role="user")
         eng.add("The user lives in Leuven", conversation_id="c1", role="memory")
         eng.add("The user has a greyhound named Biscuit", conversation_id="c1", role="memory")
@@ -77,3 +77,23 @@ def test_facts_about_the_user_are_scored_against_the_question_in_third_person(
         assert results[0].scores.rerank is not None and results[0].scores.rerank > 0.9
         dog = eng.search("What is my dog called?", conversation_id="c1", rerank=True)
         assert dog[0].memory.text == "The user has a greyhound named Biscuit"
+
+
+def test_the_time_budget_shrinks_the_pool_then_skips_the_cross_encoder(
+    make_config: Callable[..., Any],
+) -> None:
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=1)) as eng:
+        _fill(eng)
+        first = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
+        # No cost known yet: the whole pool is scored, and that measures the cost per pair.
+        assert all(r.scores.rerank is not None for r in first)
+        # A real cross-encoder pair takes far more than 1 ms / 5 candidates: the next search
+        # keeps the fused order instead of blowing the budget.
+        second = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
+        assert second and all(r.scores.rerank is None for r in second)
+        assert second[0].memory.text == TURNS[2]
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=0)) as eng:  # 0: no limit
+        eng.open_index()
+        for _ in range(2):
+            ranked = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
+            assert all(r.scores.rerank is not None for r in ranked)

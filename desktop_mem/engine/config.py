@@ -93,6 +93,9 @@ SETTINGS: tuple[Setting, ...] = (
       "(empty: the shipped ms-marco-MiniLM-L-12-v2)."),
     S("retrieval.rerank_pool", int, 20, "How many of the best fused candidates the cross-encoder scores "
       "(its cost grows with this).", minimum=1, maximum=200),
+    S("retrieval.rerank_budget_ms", int, 500, "Most time one rerank may take: the pool shrinks to fit the "
+      "measured cost per candidate, and below top_k candidates it is skipped (0: no limit).",
+      minimum=0, maximum=60000),
     S("retrieval.reranker_threads", int, 1, "CPU threads for the reranker.", minimum=1, maximum=64),
     S("memory.max_entries", int, 500, "Most facts and turns kept per conversation (summaries exempt).",
       minimum=1),

@@ -52,6 +52,7 @@ def retrieval_settings(config: Config) -> RetrievalSettings:
         recency_weight=config["retrieval.recency_weight"],
         score_threshold=config["retrieval.score_threshold"],
         rerank_pool=config["retrieval.rerank_pool"],
+        rerank_budget_ms=float(config["retrieval.rerank_budget_ms"]),
     )
 
 

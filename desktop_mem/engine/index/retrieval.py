@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -52,6 +53,9 @@ class RetrievalSettings:
     # The cross-encoder scores only the best `rerank_pool` fused candidates: its cost is per pair
     # (docs/benchmarks.md), and the evidence is almost always in the fused top 20 already.
     rerank_pool: int = 20
+    # Wall-time budget of one rerank: the pool shrinks to what the measured cost per pair allows,
+    # and below top_k pairs the fused order is kept (0: no budget). See docs/benchmarks.md.
+    rerank_budget_ms: float = 500.0
     # relevance = w * cross-encoder + (1 - w) * fused: the fused score still knows about exact
     # keyword matches the cross-encoder underrates (LoCoMo recall@5: 0.687 at w = 1, 0.704 at 0.8).
     rerank_weight: float = 0.8
@@ -116,6 +120,7 @@ class Retriever:
         self.settings = settings or RetrievalSettings()
         self.reranker = reranker
         self.scope_share = scope_share
+        self._ms_per_pair: float | None = None  # smoothed wall time of one cross-encoder pair
 
     def search(
         self,
@@ -150,8 +155,8 @@ class Retriever:
         candidates = self._fuse(dense, keyword, f, now or utc_now())
         if not candidates:
             return []
-        if rerank and self.reranker is not None:
-            candidates = self._rerank(query, self.reranker, candidates)
+        if rerank and self.reranker is not None and (size := self._affordable_pool(k)):
+            candidates = self._rerank(query, self.reranker, candidates, size)
         candidates.sort(key=lambda r: r.scores.final, reverse=True)
         if not use_mmr:
             return candidates[:k]
@@ -238,10 +243,25 @@ class Retriever:
             results.append(SearchResult(memory, scores, dense[mid][1] if mid in dense else None))
         return results
 
-    def _rerank(self, query: str, reranker: Reranker, candidates: list[SearchResult]) -> list[SearchResult]:
+    def _affordable_pool(self, k: int) -> int:
+        """How many candidates the cross-encoder may score within the budget (0: skip it)."""
+        pool, budget = self.settings.rerank_pool, self.settings.rerank_budget_ms
+        if budget <= 0 or self._ms_per_pair is None:
+            return pool
+        fits = int(budget / max(self._ms_per_pair, 1e-3))
+        return min(pool, fits) if fits >= min(k, pool) else 0
+
+    def _rerank(
+        self, query: str, reranker: Reranker, candidates: list[SearchResult], size: int
+    ) -> list[SearchResult]:
         candidates.sort(key=lambda r: r.scores.final, reverse=True)
-        pool = candidates[: self.settings.rerank_pool]  # the rest would rank below them anyway
+        pool = candidates[:size]  # the rest would rank below them anyway
+        start = time.perf_counter()
         relevance = self._cross_scores(query, reranker, pool)
+        if pool:
+            cost = (time.perf_counter() - start) * 1000 / len(pool)
+            last = self._ms_per_pair
+            self._ms_per_pair = cost if last is None else 0.7 * last + 0.3 * cost
         rw, w = self.settings.recency_weight, self.settings.rerank_weight
         kept: list[SearchResult] = []
         for cand, rerank in zip(pool, relevance, strict=True):
