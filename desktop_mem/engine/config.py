@@ -148,6 +148,7 @@ StrSetting = Literal[
     "llm.system_prompt",
     "embedding.provider",
     "embedding.model",
+    "embedding.local_model",
     "chroma.url",
     "retrieval.reranker_path",
     "context.strategy",
@@ -166,6 +167,8 @@ IntSetting = Literal[
     "chroma.ef_search",
     "retrieval.top_k",
     "retrieval.reranker_threads",
+    "retrieval.rerank_pool",
+    "retrieval.rerank_budget_ms",
     "memory.max_entries",
     "memory.summary_threshold",
     "memory.summary_keep_last",
@@ -192,6 +195,7 @@ BoolSetting = Literal[
     "context.cross_session",
     "watcher.enabled",
     "server.app_endpoint",
+    "retrieval.rerank",
 ]
 
 

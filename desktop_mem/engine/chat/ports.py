@@ -20,4 +20,5 @@ class ChatSource(MemorySource, Protocol):
         filters: SearchFilters | None = None,
         use_mmr: bool = True,
         overrides: RetrievalOverrides | None = None,
+        rerank: bool = False,
     ) -> list[SearchResult]: ...
