@@ -203,3 +203,13 @@ def test_something_staged_by_hand_stays_out_of_the_apps_commit(engine: MemoryEng
     staged = subprocess.run(["git", "-C", str(engine.root), "diff", "--cached", "--name-only"],
                             capture_output=True, text=True, check=True).stdout.split()
     assert staged == [stray]  # still staged, for whoever staged it
+
+
+def test_a_file_removed_outside_the_app_is_its_own_commit_naming_it(engine: MemoryEngine) -> None:
+    fact = engine.add("The user keeps bees")
+    (engine.root / fact.path).unlink()
+    change = engine.apply_external_changes([fact.path])
+    assert change is not None and change.memory_ids == (fact.id,)
+    head = engine.history(limit=1)[0]
+    assert head.trailers["Ids"] == fact.id and head.trailers["Operation"] == "external-edit"
+    assert _files(engine, change.commit) == {fact.path}

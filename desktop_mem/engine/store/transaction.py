@@ -339,7 +339,8 @@ class Transaction:
                 writer.index_update(written, gone)
             except Exception:  # the files are the truth; the next sync repairs the index
                 log.exception("index update failed; it will be repaired at the next sync")
-        ids = tuple(dict.fromkeys(m.id for m in written))
+        # what left the store is named too (an outside edit can be a file removed by hand)
+        ids = tuple(dict.fromkeys([*(m.id for m in written), *self._removed]))
         if writer.committer is not None and self._paths:
             trailers = {"Operation": str(self.operation)}
             if ids:
