@@ -494,6 +494,12 @@ class MemoryEngine:
             top_k = top_k or settings.top_k
         return retriever.search(query, f, top_k=top_k, use_mmr=use_mmr, rerank=rerank, settings=settings)
 
+    def match_similarity(self) -> float:
+        """From which dense similarity a search result counts as close in meaning (per model)."""
+        from desktop_mem.engine.index.index_factory import match_similarity
+
+        return match_similarity(self.config)
+
     def lookup(self, memory_id: str) -> Memory | None:
         """The memory with exactly this id, or None (used by the read path)."""
         return self.catalog.lookup(memory_id)

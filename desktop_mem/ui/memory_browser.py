@@ -36,11 +36,10 @@ from desktop_mem.ui.task_runner import TaskRunner
 SEARCH_DELAY_MS = 250
 SEARCH_TOP_K = 100
 # A search result is a match when a query word occurs in it (keyword hit) or its meaning is
-# close: cosine similarity >= DENSE_MATCH. The read path ranks every memory, so without a cut
-# "seafood" listed the whole store. Measured with MiniLM on the LoCoMo dev set (240 questions
-# against every turn of their conversation): 0.35 keeps 80% of the relevant turns and drops 73%
-# of the others (0.30: 89% / 58%; 0.40: 70% / 84%). "Show all ranked" shows the rest, in order.
-DENSE_MATCH = 0.35
+# close: cosine similarity >= the embedding model's `match_similarity` (MemoryEngine.
+# match_similarity: MiniLM 0.35, e5 0.78, each measured on the LoCoMo dev set). The read path
+# ranks every memory, so without a cut "seafood" listed the whole store. "Show all ranked" shows
+# the rest, in order.
 ANY = "Any"
 
 
@@ -69,9 +68,9 @@ class BrowserPage:
     searched: bool = False  # the rows answer a search (rank order), not a listing
 
 
-def is_match(scores: ScoreBreakdown) -> bool:
-    """A keyword hit, or close enough in meaning (see DENSE_MATCH)."""
-    return scores.keyword is not None or (scores.dense is not None and scores.dense >= DENSE_MATCH)
+def is_match(scores: ScoreBreakdown, threshold: float) -> bool:
+    """A keyword hit, or close enough in meaning (dense similarity >= threshold)."""
+    return scores.keyword is not None or (scores.dense is not None and scores.dense >= threshold)
 
 
 def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
@@ -95,7 +94,8 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     results = engine.search(query.text, top_k=SEARCH_TOP_K, filters=filters, use_mmr=False)
     if query.conversation_id is not None:  # the read path adds global memories to a scope
         results = [r for r in results if r.memory.conversation_id == query.conversation_id]
-    shown = results if query.show_all_ranked else [r for r in results if is_match(r.scores)]
+    threshold = engine.match_similarity()
+    shown = results if query.show_all_ranked else [r for r in results if is_match(r.scores, threshold)]
     return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
                        problems, below_cutoff=len(results) - len(shown), searched=True)
 
@@ -139,7 +139,8 @@ class MemoryBrowser(QWidget):
         self.deleted_check = QCheckBox("Include deleted", self)
         self.all_ranked_check = QCheckBox("Show all ranked", self)
         self.all_ranked_check.setToolTip("Also list ranked results that neither contain a search word "
-                                         f"nor come close in meaning (similarity below {DENSE_MATCH})")
+                                         "nor come close in meaning (below the embedding model's "
+                                         "similarity cut-off)")
         self.all_ranked_check.setVisible(False)
         self.count_label = QLabel(self)
         self.count_label.setObjectName("mutedLabel")

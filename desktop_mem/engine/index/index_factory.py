@@ -70,3 +70,15 @@ def build_index(
     retriever = Retriever(embedder, vectors, keywords, catalog.lookup, retrieval_settings(config),
                           make_reranker(config), scope_share=catalog.share_of)
     return sync, retriever
+
+
+def match_similarity(config: Config) -> float:
+    """The cosine similarity from which a memory is close in meaning to a query, for the model the
+    settings pick (the local models are measured; OpenAI embeddings use MiniLM's figure)."""
+    if config["embedding.provider"] == "onnx":
+        from desktop_mem.engine.index.embedder import LOCAL_MODELS
+
+        spec = LOCAL_MODELS.get(config["embedding.local_model"])
+        if spec is not None:
+            return spec.match_similarity
+    return 0.35
