@@ -649,9 +649,14 @@ class MemoryEngine:
         return self.git.diff(sha)
 
     def memory_history(self, memory_id: str, limit: int = 100) -> list[CommitInfo]:
-        """Commits that touched this memory's file, following its moves."""
+        """Commits that touched this memory's file in its two places (live and deleted/).
+
+        Not `git log --follow`: its rename guess can pair a new fact with the similar one it
+        replaced and walk on into that other memory's history.
+        """
         memory = self.get(memory_id)
-        return [classify(c, self.git.blob) for c in self.git.file_history(memory.path, limit)]
+        places = layout.both_places(memory.path, memory.conversation_id)
+        return [classify(c, self.git.blob) for c in self.git.log(limit=limit, paths=places)]
 
     # --------------------------------------------------------------- doctor
 
