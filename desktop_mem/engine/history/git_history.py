@@ -341,10 +341,6 @@ class GitHistory:
             raise GitHistoryError(f"{sha!r} is not a commit of this store") from None
         return text
 
-    def file_history(self, path: str, limit: int = 100) -> list[RawCommit]:
-        """Commits that touched a file, following renames (e.g. into deleted/)."""
-        return self.log(limit=limit, paths=[path])
-
     def fsck(self) -> str:
         """`git fsck --full` output; raises GitHistoryError if the repository is damaged."""
         try:
