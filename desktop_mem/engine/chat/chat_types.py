@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from desktop_mem.engine.index.retrieval import SearchResult
 from desktop_mem.engine.models import Memory
+from desktop_mem.engine.store.transaction import clip
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,11 @@ class WriteOutcome:
         """One line for the chat pane, e.g. 'Memory updated: added 1 · updated "A" → "B"'."""
         parts: list[str] = []
         if self.added:
-            parts.append("added " + "; ".join(f"“{_clip(m.text)}”" for m in self.added))
+            parts.append("added " + "; ".join(f"“{clip(m.text, 48)}”" for m in self.added))
         for old, new in self.updated:
-            parts.append(f"updated “{_clip(old.text)}” → “{_clip(new.text)}”")
+            parts.append(f"updated “{clip(old.text, 48)}” → “{clip(new.text, 48)}”")
         if self.deleted:
-            parts.append("deleted " + "; ".join(f"“{_clip(m.text)}”" for m in self.deleted))
+            parts.append("deleted " + "; ".join(f"“{clip(m.text, 48)}”" for m in self.deleted))
         if self.evicted:
             parts.append(f"evicted {len(self.evicted)} oldest")
         if self.expired:
@@ -86,8 +87,3 @@ class ChatReply:
     def ok(self) -> bool:
         """True when a complete reply arrived."""
         return self.error is None and not self.cancelled
-
-
-def _clip(text: str, n: int = 48) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= n else one[: n - 1] + "…"
