@@ -228,12 +228,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="cold starts per shape (the median is shown)")
     parser.add_argument("--child", choices=("cold", "stalls"))
     parser.add_argument("--store", type=Path)
+    parser.add_argument("--workdir", type=Path,
+                        help="keep the built stores here and reuse them on the next run (default: a new temp dir)")
     args = parser.parse_args()
     if args.child:
         result = cold_start(args.store, args.memories) if args.child == "cold" else stalls(args.store)
         print(json.dumps(result), flush=True)
         os._exit(0)  # lingering worker threads of the closed store must not hold the measurement up
-    tmp = Path(tempfile.mkdtemp(prefix="desktop-mem-gui-bench-"))
+    tmp = args.workdir or Path(tempfile.mkdtemp(prefix="desktop-mem-gui-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "config.yaml").write_text("", encoding="utf-8")
     env = {**os.environ, "DESKTOP_MEM_CONFIG": str(tmp / "config.yaml")}
     os.environ.update(env)
@@ -246,12 +249,17 @@ def main() -> int:
         return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
     for shape in shapes:
-        (tmp / shape).mkdir()
         store = tmp / shape / "store"
-        t = time.perf_counter()
-        BUILDERS[shape](store, args.memories)
-        print(f"[{shape}] built a store of {args.memories:,} memories in {time.perf_counter() - t:.1f} s "
-              "(setup)")
+        built = tmp / shape / f"built-{args.memories}"
+        if built.exists():
+            print(f"[{shape}] reusing the store of {args.memories:,} memories in {store.parent}")
+        else:
+            (tmp / shape).mkdir(exist_ok=True)
+            t = time.perf_counter()
+            BUILDERS[shape](store, args.memories)
+            built.touch()
+            print(f"[{shape}] built a store of {args.memories:,} memories in {time.perf_counter() - t:.1f} s "
+                  "(setup)")
         runs = [child("cold", store) for _ in range(args.runs)]
 
         def median(key: str, runs: list[dict[str, float]] = runs) -> float:
