@@ -42,16 +42,15 @@ def build_store(store: Path, n: int) -> None:
 
     from desktop_mem.engine.config import load_config
     from desktop_mem.engine.facade import MemoryEngine
-    from desktop_mem.engine.models import utc_now
+    from desktop_mem.engine.models import Operation, utc_now
 
     engine = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     start = utc_now() - timedelta(days=400)
-    for i in range(n):
-        words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
-        engine.store.new_memory(f"Fact {i}: the user mentioned {words}", conversation_id=f"conv-{i % 20}",
-                                kind="fact", source="import", created_at=start + timedelta(minutes=i))
-    engine.refresh()
-    engine.commit(f"Import {n} facts", "import", (), None)
+    with engine.writer.transaction(Operation.IMPORT, f"Import {n} facts") as tx:
+        for i in range(n):
+            words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
+            tx.add(f"Fact {i}: the user mentioned {words}", conversation_id=f"conv-{i % 20}",
+                   kind="fact", source="import", created_at=start + timedelta(minutes=i))
     engine.open_index()
     engine.close()
 
@@ -79,22 +78,21 @@ def build_conversations(store: Path, n: int) -> None:
 
     from desktop_mem.engine.config import load_config
     from desktop_mem.engine.facade import MemoryEngine
-    from desktop_mem.engine.models import utc_now
+    from desktop_mem.engine.models import Operation, utc_now
 
     engine = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     start = utc_now() - timedelta(days=400)
     conversations = 1000
     for c in range(conversations):
         engine.new_conversation(f"Conversation {c} about {WORDS[c % len(WORDS)]}")
-    for i in range(n):
-        words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
-        role = ("user", "assistant", "memory")[i % 3]
-        conv = f"conversation-{i % conversations}-about-{WORDS[(i % conversations) % len(WORDS)].lower()}"
-        engine.store.new_memory(f"Turn {i}: {words}", conversation_id=conv, role=role,
-                                kind="fact" if role == "memory" else None, source="manual",
-                                created_at=start + timedelta(minutes=i))
-    engine.refresh()
-    engine.commit(f"{n} memories in {conversations} conversations", "import", (), None)
+    with engine.writer.transaction(Operation.IMPORT, f"{n} memories in {conversations} conversations") as tx:
+        for i in range(n):
+            words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
+            role = ("user", "assistant", "memory")[i % 3]
+            conv = f"conversation-{i % conversations}-about-{WORDS[(i % conversations) % len(WORDS)].lower()}"
+            tx.add(f"Turn {i}: {words}", conversation_id=conv, role=role,
+                   kind="fact" if role == "memory" else None, source="manual",
+                   created_at=start + timedelta(minutes=i))
     engine.open_index()
     engine.close()
 
