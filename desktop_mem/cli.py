@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="problems, lock, git state")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("secrets", help="hand-edited files held back for a likely secret: list them, "
+                       "or redact / keep one (then it is committed)")
+    p.add_argument("action", nargs="?", choices=["list", "redact", "keep"], default="list")
+    p.add_argument("path", nargs="?", help="the held-back file (as `secrets` lists it, or its path on disk)")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("search", help="search memories (meaning + keywords), with score breakdowns")
     p.add_argument("query")
     p.add_argument("--conversation", help="scope: this conversation + global")
@@ -380,6 +386,31 @@ def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_secrets(args: argparse.Namespace, config: Config) -> int:
+    """List held-back files (kinds only, never the secret), or answer for one."""
+    if args.action != "list" and not args.path:
+        raise EngineError_(f"`desktop-mem secrets {args.action}` needs a file; "
+                           "`desktop-mem secrets` lists the held-back files")
+    with open_engine(config, "secrets") as engine:
+        if args.action == "list":
+            held = engine.held_back_files()
+        else:
+            on_disk = Path(args.path)
+            path = str(on_disk.resolve()) if on_disk.exists() else args.path
+            change = engine.resolve_held_back(path, args.action)
+    if args.json:
+        emit_json(held if args.action == "list" else change)
+    elif args.action == "list":
+        for h in held:
+            print(terminal_safe(f"{h.path}  {', '.join(h.kinds)}  {h.preview}"))
+        if not held:
+            print("no hand-edited file is held back for a likely secret")
+    else:
+        done = "redacted and committed" if args.action == "redact" else "committed as written"
+        print(terminal_safe(f"{args.path}: {done} ({(change.commit or 'not committed')[:10]})"))
+    return 0
+
+
 def cmd_search(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.engine.index.retrieval import SearchFilters
 
@@ -450,7 +481,7 @@ Handler = Callable[[argparse.Namespace, Config], int]
 HANDLERS: dict[str, Handler] = {
     "add": cmd_add, "list": cmd_list, "show": cmd_show, "edit": cmd_edit, "delete": cmd_delete,
     "restore": cmd_restore, "history": cmd_history, "diff": cmd_diff, "doctor": cmd_doctor,
-    "config": cmd_config, "search": cmd_search, "reindex": cmd_reindex,
+    "config": cmd_config, "search": cmd_search, "secrets": cmd_secrets, "reindex": cmd_reindex,
     "chat": cmd_chat, "serve": cmd_serve, "mcp": cmd_mcp,
 }
 

@@ -3,12 +3,23 @@ through the same secret check as every other write before anything is committed.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import (
+    ConflictError,
+    HeldBackChoice,
+    Operation,
+    SecretHeldBack,
+    StoreChange,
+    ValidationError,
+)
 
 KEY = "sk-proj-Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa"
 
@@ -65,3 +76,162 @@ def test_a_key_saved_while_the_app_was_closed_is_redacted_or_kept_by_policy(
     with MemoryEngine(make_config(store=store, **{"security.secrets": "keep"})) as eng:
         assert KEY.encode() in _history(store), "keep: the user's choice is committed as is"
         assert eng.git.dirty_paths() == []
+
+
+# ---------------------------------------------------------------- the question and its answers
+
+AWS_KEY = "AKIAZ7QW3ERT5YUI9OPL"
+
+
+def _git(store: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(store), *args], capture_output=True, check=True,
+                          text=True).stdout
+
+
+def _messages(store: Path) -> str:
+    return _git(store, "log", "--format=%B")
+
+
+def test_a_held_back_hand_edit_is_announced_with_its_kind_and_redact_commits_it_without_the_key(
+    make_config: Callable[..., Any], caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with MemoryEngine(make_config()) as eng:
+        heard: list[SecretHeldBack] = []
+        changes: list[StoreChange] = []
+        eng.subscribe_held_back(heard.append)
+        eng.subscribe(changes.append)
+        tea = eng.add("User likes tea")
+        path = _hand_edit(eng, tea.path, f"The staging key is {KEY} for billing")
+        eng.apply_external_changes([tea.path])
+
+        assert [(h.path, h.memory_id, h.kinds) for h in heard] == [(tea.path, tea.id, ("openai_key",))]
+        assert heard[0].preview == "The staging key is [redacted:openai_key] for billing"
+        assert eng.held_back_files() == tuple(heard)
+        assert eng.git.dirty_paths() == [tea.path]
+
+        change = eng.resolve_held_back(tea.path, HeldBackChoice.REDACT, expected_hash=heard[0].content_hash)
+        assert change.operation == Operation.EXTERNAL_EDIT and change.memory_ids == (tea.id,)
+        committed = _git(eng.root, "show", f"HEAD:{tea.path}")
+        assert KEY not in committed and "The staging key is [redacted:openai_key] for billing" in committed
+        assert path.read_text(encoding="utf-8") == committed, "the file itself is redacted"
+        assert eng.get(tea.id).text == "The staging key is [redacted:openai_key] for billing"
+        assert _messages(eng.root).startswith(
+            "Edit outside the app (likely secret redacted): The staging key")
+        assert eng.git.dirty_paths() == [] and eng.held_back_files() == ()
+        assert changes[-1] == change
+        store = eng.root
+    assert KEY.encode() not in _history(store)
+    assert KEY not in caplog.text and KEY not in repr(heard) and KEY not in repr(changes)
+
+
+def test_keep_commits_the_file_as_written_and_the_same_key_is_not_asked_about_again(
+    make_config: Callable[..., Any],
+) -> None:
+    with MemoryEngine(make_config()) as eng:
+        heard: list[SecretHeldBack] = []
+        eng.subscribe_held_back(heard.append)
+        note = eng.add("Deploy notes")
+        _hand_edit(eng, note.path, f"Deploy with aws key {AWS_KEY} from the CI box")
+        eng.apply_external_changes([note.path])
+        assert heard[-1].kinds == ("aws_access_key",)
+
+        eng.resolve_held_back(str(eng.root / note.path), "keep")  # an absolute path works too
+        assert AWS_KEY in _git(eng.root, "show", f"HEAD:{note.path}"), "kept as written"
+        assert AWS_KEY not in _messages(eng.root), "never in a commit message"
+        assert _messages(eng.root).startswith("Edit outside the app (likely secret kept as written): "
+                                              "Deploy with aws key [redacted:aws_access_key]")
+        assert (eng.root / "kept_secrets.json").exists() and AWS_KEY not in (
+            eng.root / "kept_secrets.json").read_text(encoding="utf-8")
+        assert "kept_secrets.json" not in _git(eng.root, "ls-files")
+
+        _hand_edit(eng, note.path, f"Deploy with aws key {AWS_KEY} from the new CI box")
+        eng.apply_external_changes([note.path])
+        assert len(heard) == 1, "the same key, already kept, is not asked about again"
+        assert "from the new CI box" in _git(eng.root, "show", f"HEAD:{note.path}")
+
+        _hand_edit(eng, note.path, f"Deploy with aws key {AWS_KEY} and {KEY}")
+        eng.apply_external_changes([note.path])
+        assert [h.kinds for h in heard[1:]] == [("openai_key",)], "a new key is asked about"
+        assert KEY not in _git(eng.root, "show", f"HEAD:{note.path}")
+        store = eng.root
+    with MemoryEngine(make_config(store=store)) as again:  # the decision outlives the process
+        assert [h.kinds for h in again.held_back_files()] == [("openai_key",)]
+
+
+def test_files_held_back_while_the_app_was_closed_are_listed_at_start_and_kept_out_of_the_index(
+    make_config: Callable[..., Any], tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    with MemoryEngine(make_config(store=store)) as eng:
+        eng.open_index()
+        note = eng.add("The user keeps bees in the garden")
+    path = store / note.path
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        "The user keeps bees in the garden", f"The beekeeping portal key is {KEY}"), encoding="utf-8")
+    with MemoryEngine(make_config(store=store)) as eng:
+        held = eng.held_back_files()
+        assert [(h.path, h.memory_id, h.kinds) for h in held] == [(note.path, note.id, ("openai_key",))]
+        eng.open_index()
+        assert note.id not in {r.memory.id for r in eng.search("beekeeping portal key")}, (
+            "a held-back file is neither indexed nor injected")
+        eng.resolve_held_back(note.path, "redact", expected_hash=held[0].content_hash)
+        found = [r.memory for r in eng.search("beekeeping portal key")]
+        assert found and found[0].id == note.id and KEY not in found[0].text
+
+
+def test_resolving_refuses_paths_outside_the_store_stale_paths_and_files_changed_since_the_question(
+    make_config: Callable[..., Any], tmp_path: Path,
+) -> None:
+    with MemoryEngine(make_config()) as eng:
+        heard: list[SecretHeldBack] = []
+        eng.subscribe_held_back(heard.append)
+        tea = eng.add("User likes tea")
+        committed = eng.add(f"The old key was {AWS_KEY}", secrets="keep")
+        outside = tmp_path / "elsewhere.md"
+        outside.write_text(f"key {KEY}", encoding="utf-8")
+        with pytest.raises(ValidationError, match="is not inside the store"):
+            eng.resolve_held_back(str(outside), "keep")
+        with pytest.raises(ValidationError, match="not a path inside the store"):
+            eng.resolve_held_back("entries/../../elsewhere.md", "keep")
+        with pytest.raises(ValidationError, match="is committed as it is"):
+            eng.resolve_held_back(committed.path, "keep")  # answered already: nothing to ask
+        with pytest.raises(ValidationError, match="no readable memory file there"):
+            eng.resolve_held_back("entries/global/facts/gone.md", "redact")
+        with pytest.raises(ValueError):
+            eng.resolve_held_back(tea.path, "commit")
+
+        _hand_edit(eng, tea.path, f"The staging key is {KEY}")
+        eng.apply_external_changes([tea.path])
+        asked = heard[-1]
+        _hand_edit(eng, tea.path, f"The staging key is {KEY} and the old one is {AWS_KEY}")
+        head = eng.git.head()
+        with pytest.raises(ConflictError, match="changed since you were asked"):
+            eng.resolve_held_back(tea.path, "keep", expected_hash=asked.content_hash)
+        assert eng.git.head() == head and KEY.encode() not in _history(eng.root)
+
+        _hand_edit(eng, tea.path, "User likes green tea")  # the user took the key out meanwhile
+        with pytest.raises(ValidationError, match="holds no likely secret now"):
+            eng.resolve_held_back(tea.path, "redact")
+
+
+def test_the_cli_lists_held_back_files_and_redacts_one(tmp_path: Path) -> None:
+    from tests.test_cli import run, run_json
+
+    store = tmp_path / "s"
+    added = run_json(store, "add", "User likes tea")
+    path = store / added["path"]
+    path.write_text(path.read_text(encoding="utf-8").replace("User likes tea", f"Tea shop key {KEY}"),
+                    encoding="utf-8")
+    listed = run(store, "secrets").stdout
+    assert listed == f"{added['path']}  openai_key  Tea shop key [redacted:openai_key]\n"
+    doctor = run(store, "doctor", ok=False)
+    assert "desktop-mem secrets redact" in doctor.stdout and KEY not in doctor.stdout
+    refused = run(store, "secrets", "keep", ok=False)
+    assert refused.returncode == 1 and "needs a file" in refused.stderr
+    done = run(store, "secrets", "redact", str(path))
+    assert "redacted and committed" in done.stdout and KEY not in done.stdout
+    assert KEY.encode() not in _history(store) and "[redacted:openai_key]" in path.read_text(encoding="utf-8")
+    again = run(store, "secrets", "keep", added["path"], ok=False)
+    assert again.returncode == 1 and "is not held back" in again.stderr
+    assert run(store, "secrets").stdout == "no hand-edited file is held back for a likely secret\n"

@@ -22,10 +22,12 @@ from desktop_mem.engine.index.retrieval import RetrievalOverrides, Retriever, Se
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     CommitInfo,
+    HeldBackChoice,
     Memory,
     NotFoundError,
     Operation,
     Problem,
+    SecretHeldBack,
     StoreChange,
     ValidationError,
     utc_now,
@@ -33,6 +35,7 @@ from desktop_mem.engine.models import (
 from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.held_back import KEPT_SECRETS_NAME, HeldBackFiles, KeptSecrets, safe_preview
 from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 from desktop_mem.engine.store.markdown_store import MarkdownStore
 from desktop_mem.engine.store.store_lock import StoreLock
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 
 Listener = Callable[[StoreChange], None]
+HeldBackListener = Callable[[SecretHeldBack], None]
 
 
 class MemoryEngine:
@@ -68,6 +72,9 @@ class MemoryEngine:
             index_update=self._index_changed, emit=self._emit,
             secrets_policy=lambda: self.config["security.secrets"], read_only=read_only,
         )
+        self._held_listeners: list[HeldBackListener] = []
+        self._held = HeldBackFiles(self.writer, self.catalog, KeptSecrets(self.root / KEPT_SECRETS_NAME),
+                                   dirty_paths=self.git.dirty_paths, announce=self._announce_held_back)
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
@@ -139,11 +146,17 @@ class MemoryEngine:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _emit(self, change: StoreChange) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(change)
-            except Exception:  # a broken subscriber must not break a write
-                log.exception("store listener failed")
+        _notify(self._listeners, change)
+
+    def subscribe_held_back(self, listener: HeldBackListener) -> Callable[[], None]:
+        """Call `listener` (from the thread that found it) when a hand-edited file is held back
+        for a likely secret; returns a function that unsubscribes. Files held back before
+        subscribing (found at start-up) are in `held_back_files()`."""
+        self._held_listeners.append(listener)
+        return lambda: self._held_listeners.remove(listener) if listener in self._held_listeners else None
+
+    def _announce_held_back(self, held: SecretHeldBack) -> None:
+        _notify(self._held_listeners, held)
 
     def _recover_after_crash(self) -> None:
         """Remove what a killed writer can leave: our own temp files and a stale git index lock.
@@ -214,16 +227,19 @@ class MemoryEngine:
             return change
         first = (changed or removed)[0]
         more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
-        tx.subject = f"Edit outside the app: {clip(first.text)}{more}"
+        tx.subject = f"Edit outside the app: {safe_preview(first.text)}{more}"
         tx.conversation = conversation
         tx.adopt(*changed)
         tx.adopt_removal(*removed)
-        return tx.publish()
+        published = tx.publish()
+        self._held.release(m.path for m in [*changed, *removed])
+        return published
 
     def _screen_secrets(self, memories: list[Memory], tx: Transaction) -> list[Memory]:
         """The memories to commit: under `security.secrets` = redact a likely secret is redacted in
         the file first; under ask the file is held back (left as the user wrote it, uncommitted,
-        named by `doctor`) until they choose; under keep it is committed as it is."""
+        out of the index, announced to `subscribe_held_back`) until they choose, unless they kept
+        that same secret before; under keep it is committed as it is."""
         policy = str(self.config["security.secrets"])
         if policy == "keep":
             return memories
@@ -234,19 +250,24 @@ class MemoryEngine:
                 kept.append(memory)
             elif policy == "redact":
                 kept.append(tx.rewrite(memory, {}, secrets_scan.redact(memory.text, findings)))
+            elif unasked := self._held.unasked(memory):
+                self._held.hold(memory, unasked)
+                self._index_changed([], [memory.id])  # its older text leaves the index too
             else:
-                log.warning("%s holds a likely secret (%s); not committed: %s", memory.path,
-                            secrets_scan.describe(findings), secrets_scan.HELD_BACK_HINT)
+                kept.append(memory)
         return kept
 
     def _held_back(self) -> set[str]:
         """Uncommitted memory files with a likely secret, after the policy ran on them."""
         suspects = [m for p in self.git.dirty_paths() if (m := self.catalog.at_path(p)) is not None
                     and secrets_scan.scan(m.text)]
+        if self.config["security.secrets"] == "ask":
+            held = [self._held.hold(m, unasked) for m in suspects if (unasked := self._held.unasked(m))]
+            self._held.keep_only(h.path for h in held)
+            return {h.path for h in held}
+        self._held.keep_only(())
         if not suspects or self.config["security.secrets"] == "keep":
             return set()
-        if self.config["security.secrets"] == "ask":
-            return {m.path for m in suspects}
         subject = "Redact likely secrets in hand-edited memories"
         with self.writer.transaction(Operation.EXTERNAL_EDIT, subject) as tx:
             for memory in suspects:
@@ -433,10 +454,11 @@ class MemoryEngine:
         with self._index_lock:
             if self._index is None:
                 self._index, self._retriever = build_index(
-                    self.root, self.config, self.manifest, self.catalog, read_only=self.read_only)
+                    self.root, self.config, self.manifest, self.catalog, read_only=self.read_only,
+                    lookup=self._readable)
             index = self._index
         with self.writer.lock:
-            return index.sync(self.list_memories(include_deleted=True, include_summaries=True), progress)
+            return index.sync(self._indexable(), progress)
 
     @property
     def index(self) -> IndexSync:
@@ -459,7 +481,7 @@ class MemoryEngine:
         index = self.index
         with self.writer.lock:
             self.refresh()
-            return index.rebuild(self.list_memories(include_deleted=True, include_summaries=True), progress)
+            return index.rebuild(self._indexable(), progress)
 
     def search(
         self,
@@ -658,6 +680,32 @@ class MemoryEngine:
         places = layout.both_places(memory.path, memory.conversation_id)
         return [classify(c, self.git.blob) for c in self.git.log(limit=limit, paths=places)]
 
+    # ------------------------------------------------------ held-back secrets
+
+    def held_back_files(self) -> tuple[SecretHeldBack, ...]:
+        """Hand-edited files held back now for a likely secret (kinds only, never the secret)."""
+        return self._held.files
+
+    def resolve_held_back(
+        self, path: str, choice: HeldBackChoice | str, *, expected_hash: str | None = None
+    ) -> StoreChange:
+        """Answer for a held-back file (store-relative or absolute path): redact its likely
+        secrets, or keep it as written (not asked again for the same secret); then commit and index
+        it as an edit outside the app. Refuses a path outside the store, a file not held back, and
+        (with `expected_hash`) a file changed since the question."""
+        self.writer.require_writer()
+        return self._held.resolve(path, HeldBackChoice(choice), expected_hash=expected_hash)
+
+    def _indexable(self) -> list[Memory]:
+        """Every memory the index should hold: all but the held-back ones."""
+        held = self._held.ids
+        every = self.list_memories(include_deleted=True, include_summaries=True)
+        return [m for m in every if m.id not in held]
+
+    def _readable(self, memory_id: str) -> Memory | None:
+        """The read path's lookup: a held-back memory is never injected into a prompt."""
+        return None if memory_id in self._held.ids else self.catalog.lookup(memory_id)
+
     # --------------------------------------------------------------- doctor
 
     def doctor(self) -> DoctorReport:
@@ -672,6 +720,14 @@ class MemoryEngine:
             indexed = len(self.manifest.indexed)
             return f"{indexed} memories indexed (index not opened by this command)"
         return self._index.status()
+
+
+def _notify(listeners: Sequence[Callable[[Any], None]], event: object) -> None:
+    for listener in list(listeners):
+        try:
+            listener(event)
+        except Exception:  # a broken subscriber must not break a write or the watcher
+            log.exception("engine listener failed")
 
 
 def clean_client_name(client: str | None) -> str | None:

@@ -118,6 +118,27 @@ class StoreChange:
     client: str | None = None  # the MCP client's name (`Client` trailer)
 
 
+class HeldBackChoice(StrEnum):
+    """What the user decided about a hand-edited file held back for a likely secret."""
+
+    REDACT = "redact"  # replace each likely secret by [redacted:<kind>], then commit
+    KEEP = "keep"  # commit the file as written; the same secret is not asked about again
+
+
+@dataclass(frozen=True)
+class SecretHeldBack:
+    """A hand-edited memory file left uncommitted (and out of the index) because it holds a
+    likely secret, until the user chooses to redact or keep it. Never carries the secret:
+    `kinds` names what was found, `preview` is the text's start with every secret redacted."""
+
+    path: str
+    memory_id: str | None
+    conversation_id: str | None
+    kinds: tuple[str, ...]
+    preview: str
+    content_hash: str  # of the file when it was held: a choice made for it is refused after an edit
+
+
 @dataclass(frozen=True)
 class TimelineEvent:
     """One classified change inside a commit."""

@@ -31,6 +31,8 @@ memory_index.json.*
 .desktop_mem.lock
 .desktop_mem.lock.json
 *.tmp
+# This machine's answers, never synced: likely secrets kept as written in hand-edited files.
+kept_secrets.json
 """
 _ZERO = "0" * 40
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")

@@ -9,7 +9,7 @@ from desktop_mem.engine.index.embedder import Embedder, OnnxEmbedder, OpenAIEmbe
 from desktop_mem.engine.index.index_sync import IndexSync
 from desktop_mem.engine.index.keyword_index import KeywordIndex
 from desktop_mem.engine.index.reranker import OnnxReranker, Reranker
-from desktop_mem.engine.index.retrieval import RetrievalSettings, Retriever
+from desktop_mem.engine.index.retrieval import MemoryLookup, RetrievalSettings, Retriever
 from desktop_mem.engine.index.vector_index import VectorIndex
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.manifest import Manifest
@@ -57,9 +57,11 @@ def retrieval_settings(config: Config) -> RetrievalSettings:
 
 
 def build_index(
-    root: Path, config: Config, manifest: Manifest, catalog: Catalog, *, read_only: bool
+    root: Path, config: Config, manifest: Manifest, catalog: Catalog, *, read_only: bool,
+    lookup: MemoryLookup | None = None,
 ) -> tuple[IndexSync, Retriever]:
-    """Open (or create) the derived indexes of the store at `root`."""
+    """Open (or create) the derived indexes of the store at `root` (`lookup`: how the read path
+    finds a memory by id, default the catalog's)."""
     embedder = make_embedder(config)
     url = config["chroma.url"]
     vectors = VectorIndex(url=url, ef_search=config["chroma.ef_search"]) if url else VectorIndex(
@@ -67,7 +69,7 @@ def build_index(
     )
     keywords = KeywordIndex(root / "keyword_index.sqlite3")
     sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only)
-    retriever = Retriever(embedder, vectors, keywords, catalog.lookup, retrieval_settings(config),
+    retriever = Retriever(embedder, vectors, keywords, lookup or catalog.lookup, retrieval_settings(config),
                           make_reranker(config), scope_share=catalog.share_of)
     return sync, retriever
 

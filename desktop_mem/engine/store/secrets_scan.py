@@ -23,8 +23,8 @@ SecretPolicy = Literal["ask", "redact", "keep"]
 POLICIES: Final = ("ask", "redact", "keep")
 REDACTED_PREFIX: Final = "[redacted:"
 HELD_BACK_HINT: Final = (
-    "edit the file to remove it, or open the store once with security.secrets=redact (or keep; "
-    "CLI: --set security.secrets=redact) to commit it redacted (or as it is)"
+    "answer in the window, or run `desktop-mem secrets redact <file>` (or `keep`) to commit it "
+    "redacted (or as it is), or edit the file to remove it"
 )
 
 

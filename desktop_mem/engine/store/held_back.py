@@ -1,0 +1,197 @@
+"""Hand-edited files held back for a likely secret (`security.secrets` = ask), and the answer.
+
+A memory file written outside the app that holds a likely secret is left as the user wrote it:
+not committed, kept out of the index and the read path, and announced as a `SecretHeldBack` so
+the window (or `desktop-mem secrets`) can ask. The answer, redact or keep, is one write
+transaction like any other "Edit outside the app" commit. A secret kept as written is
+remembered by fingerprint in `kept_secrets.json` beside the store's other local state (never
+committed): the same secret is not asked about again, a new one in the same file is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from desktop_mem.engine.models import (
+    ConflictError,
+    HeldBackChoice,
+    Memory,
+    Operation,
+    SecretHeldBack,
+    StoreChange,
+    ValidationError,
+)
+from desktop_mem.engine.store import secrets_scan
+from desktop_mem.engine.store.catalog import Catalog
+from desktop_mem.engine.store.markdown_store import atomic_write
+from desktop_mem.engine.store.secrets_scan import Finding
+from desktop_mem.engine.store.transaction import StoreWriter, clip
+
+log = logging.getLogger(__name__)
+
+KEPT_SECRETS_NAME = "kept_secrets.json"
+_NOT_HELD = "; `desktop-mem doctor` lists the files that are held back"
+
+
+def _fingerprint(text: str, finding: Finding) -> str:
+    value = text[finding.start:finding.end]
+    return hashlib.sha256(f"{finding.kind}\0{value}".encode()).hexdigest()
+
+
+def safe_preview(text: str) -> str:
+    """The start of a memory's text with every likely secret redacted (for notices and subjects)."""
+    return clip(secrets_scan.redact(text))
+
+
+class KeptSecrets:
+    """Fingerprints (sha256 of kind and value) of secrets the user chose to keep as written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._known: set[str] | None = None
+
+    def _load(self) -> set[str]:
+        if self._known is None:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                self._known = {str(f) for f in data.get("kept", [])}
+            except FileNotFoundError:
+                self._known = set()
+            except (OSError, ValueError, AttributeError) as exc:
+                # Losing this file only means being asked again; never a reason to fail a write.
+                log.warning("%s is unreadable (%s); kept secrets will be asked about again", self.path, exc)
+                self._known = set()
+        return self._known
+
+    def unasked(self, text: str, findings: Iterable[Finding]) -> tuple[Finding, ...]:
+        """The findings in `text` the user has not chosen to keep."""
+        with self._lock:
+            known = self._load()
+            return tuple(f for f in findings if _fingerprint(text, f) not in known)
+
+    def remember(self, text: str, findings: Iterable[Finding]) -> None:
+        """Record that these secrets in `text` are kept as written."""
+        with self._lock:
+            known = self._load()
+            known.update(_fingerprint(text, f) for f in findings)
+            raw = json.dumps({"kept": sorted(known)}, indent=1).encode()
+            atomic_write(self.path, raw)
+            os.chmod(self.path, 0o600)
+
+
+class HeldBackFiles:
+    """Which hand-edited files are held back now, and resolving them (thread-safe)."""
+
+    def __init__(
+        self,
+        writer: StoreWriter,
+        catalog: Catalog,
+        kept: KeptSecrets,
+        *,
+        dirty_paths: Callable[[], list[str]],
+        announce: Callable[[SecretHeldBack], None],
+    ) -> None:
+        self._writer = writer
+        self._store = writer.store
+        self._catalog = catalog
+        self._kept = kept
+        self._dirty_paths = dirty_paths
+        self._announce = announce
+        self._held: dict[str, SecretHeldBack] = {}
+        self._lock = threading.Lock()
+
+    def unasked(self, memory: Memory) -> tuple[Finding, ...]:
+        """Likely secrets in the memory's text that the user has not chosen to keep."""
+        findings = secrets_scan.scan(memory.text)
+        return self._kept.unasked(memory.text, findings) if findings else ()
+
+    def hold(self, memory: Memory, findings: tuple[Finding, ...]) -> SecretHeldBack:
+        """Record the file as held back and announce it (kinds only: never the secret)."""
+        held = SecretHeldBack(memory.path, memory.id, memory.conversation_id,
+                              tuple(dict.fromkeys(f.kind for f in findings)), safe_preview(memory.text),
+                              memory.content_hash)
+        with self._lock:
+            known = self._held.get(memory.path)
+            self._held[memory.path] = held
+        if known != held:
+            log.warning("%s holds a likely secret (%s); not committed: %s", memory.path,
+                        ", ".join(held.kinds), secrets_scan.HELD_BACK_HINT)
+            self._announce(held)
+        return held
+
+    def release(self, paths: Iterable[str]) -> None:
+        """These files were committed (or went away): no longer held back."""
+        with self._lock:
+            for rel in paths:
+                self._held.pop(rel, None)
+
+    def keep_only(self, paths: Iterable[str]) -> None:
+        """Forget every held file not among `paths` (a fresh look at the whole store)."""
+        wanted = set(paths)
+        with self._lock:
+            self._held = {p: h for p, h in self._held.items() if p in wanted}
+
+    @property
+    def files(self) -> tuple[SecretHeldBack, ...]:
+        """The files held back now, by path."""
+        with self._lock:
+            return tuple(self._held[p] for p in sorted(self._held))
+
+    @property
+    def ids(self) -> frozenset[str]:
+        """Ids of the held-back memories: the read path and the index leave them out."""
+        with self._lock:
+            return frozenset(h.memory_id for h in self._held.values() if h.memory_id)
+
+    def relative(self, path: str) -> str:
+        """A store-relative path from a store-relative or absolute one; refuses anything outside."""
+        root = self._store.root
+        if os.path.isabs(path):
+            absolute = Path(os.path.abspath(path))
+            if not absolute.is_relative_to(root):
+                raise ValidationError(f"{path} is not inside the store {root}; give a memory file under "
+                                      f"{root / 'entries'}")
+            path = absolute.relative_to(root).as_posix()
+        self._store.abspath(path)  # refuses '..', links and anything outside entries/
+        return path
+
+    def resolve(self, path: str, choice: HeldBackChoice, *, expected_hash: str | None = None) -> StoreChange:
+        """Redact the likely secrets in a held-back file, or keep it as written; then commit and
+        index it as an "Edit outside the app". `expected_hash` (from the SecretHeldBack the user
+        answered) refuses the answer if the file changed since."""
+        choice = HeldBackChoice(choice)
+        rel = self.relative(path)
+        with self._writer.transaction(Operation.EXTERNAL_EDIT, publish=False) as tx:
+            self._catalog.reload([rel])  # the file as it is now, not as it was announced
+            memory = self._catalog.at_path(rel)
+            if memory is None:
+                raise ValidationError(f"{rel} is not held back: there is no readable memory file there now "
+                                      f"(moved, deleted or broken){_NOT_HELD}")
+            if expected_hash is not None and memory.content_hash != expected_hash:
+                raise ConflictError(f"{rel} changed since you were asked about it; nothing was done. "
+                                    "Answer again for the file as it is now.")
+            findings = secrets_scan.scan(memory.text)
+            if not findings:
+                raise ValidationError(f"{rel} is not held back: it holds no likely secret now{_NOT_HELD}")
+            if rel not in self._dirty_paths():
+                raise ValidationError(f"{rel} is not held back: it is committed as it is{_NOT_HELD}")
+            if choice is HeldBackChoice.REDACT:
+                memory = tx.rewrite(memory, {}, secrets_scan.redact(memory.text, findings))
+                done = "likely secret redacted"
+            else:
+                tx.adopt(memory)
+                done = "likely secret kept as written"
+            tx.subject = f"Edit outside the app ({done}): {safe_preview(memory.text)}"
+            tx.conversation = memory.conversation_id
+            if choice is HeldBackChoice.KEEP:
+                self._kept.remember(memory.text, findings)
+            change = tx.publish()
+            self.release([rel])
+        return change
