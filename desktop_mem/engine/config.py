@@ -126,8 +126,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("server.app_port", int, 0, "Port of the app's loopback endpoint (0: any free port; the "
       "`desktop-mem mcp` processes find it in the store's lock note).", minimum=0, maximum=65535),
     S("security.secrets", str, "ask", "A likely secret (API key, token, private key, password) in a "
-      "memory: ask before storing it (manual edits; chat turns and extracted facts are redacted), "
-      "always redact it, or keep it.", choices=("ask", "redact", "keep")),
+      "memory: ask before storing it (manual edits; a file edited outside the app waits uncommitted "
+      "for Redact / Keep as written in the window or `desktop-mem secrets`; chat turns and extracted "
+      "facts are redacted), always redact it, or keep it.", choices=("ask", "redact", "keep")),
     S("sync.remote_url", str, "", "Git remote the store syncs with (`desktop-mem sync`): a URL or a "
       "folder (empty: no sync).", env="DESKTOP_MEM_SYNC_URL"),
     S("sync.branch", str, "main", "Branch of the sync remote that holds the store."),

@@ -2,8 +2,8 @@
 
 The engine calls its listeners from whatever thread wrote: the writer pool, the chat write path,
 or the file watcher. The bridge lives on the GUI thread and re-emits each event through a queued
-connection, so every slot connected to `store_changed` / `outcome_ready` runs on the GUI thread,
-after the engine call that caused it has returned.
+connection, so every slot connected to `store_changed` / `outcome_ready` / `secret_held_back` runs
+on the GUI thread, after the engine call that caused it has returned.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.chat_types import WriteOutcome
     from desktop_mem.engine.facade import MemoryEngine, StoreChange
+    from desktop_mem.engine.models import SecretHeldBack
 
 
 class EngineBridge(QObject):
@@ -23,9 +24,11 @@ class EngineBridge(QObject):
 
     store_changed = Signal(object)  # StoreChange
     outcome_ready = Signal(object)  # WriteOutcome
+    secret_held_back = Signal(object)  # SecretHeldBack: a hand edit with a likely secret awaits an answer
 
     _change_posted = Signal(object)
     _outcome_posted = Signal(object)
+    _held_back_posted = Signal(object)
 
     def __init__(self, engine: MemoryEngine, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -33,8 +36,10 @@ class EngineBridge(QObject):
         queued = Qt.ConnectionType.QueuedConnection
         self._change_posted.connect(self._on_change_posted, queued)
         self._outcome_posted.connect(self._on_outcome_posted, queued)
+        self._held_back_posted.connect(self._on_held_back_posted, queued)
         self._unsubscribe.append(engine.subscribe(self._change_posted.emit))
         self._unsubscribe.append(engine.subscribe_outcomes(self._outcome_posted.emit))
+        self._unsubscribe.append(engine.subscribe_held_back(self._held_back_posted.emit))
 
     def close(self) -> None:
         """Stop listening (the engine is about to close)."""
@@ -49,3 +54,7 @@ class EngineBridge(QObject):
     @Slot(object)
     def _on_outcome_posted(self, outcome: WriteOutcome) -> None:
         self.outcome_ready.emit(outcome)
+
+    @Slot(object)
+    def _on_held_back_posted(self, held: SecretHeldBack) -> None:
+        self.secret_held_back.emit(held)

@@ -30,6 +30,7 @@ from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.app_overrides import apply_app_overrides
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
+from desktop_mem.ui.held_back_notice import HeldBackNotice
 from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_shortcuts
 from desktop_mem.ui.long_operations import (
     LongOperations,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
     from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.models import SecretHeldBack
     from desktop_mem.engine.transfer.git_sync import SyncResult
     from desktop_mem.ui.workspace import Workspace
 
@@ -64,6 +66,7 @@ class OpenedStore:
     engine: MemoryEngine
     empty: bool
     last_commit: str
+    held_back: tuple[SecretHeldBack, ...] = ()  # hand edits with a likely secret, found at start
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
 
     engine = MemoryEngine(config, read_only=read_only)
     empty = not engine.list_memories(include_deleted=True) and not engine.store.conversations()
-    return OpenedStore(engine, empty, last_commit_line(engine))
+    return OpenedStore(engine, empty, last_commit_line(engine), engine.held_back_files())
 
 
 def import_index_modules() -> None:
@@ -142,6 +145,7 @@ class MainWindow(QMainWindow):
         self.bridge: EngineBridge | None = None
         self.workspace: Workspace | None = None
         self.tool_notice: ToolNotice | None = None
+        self.held_back_notice: HeldBackNotice | None = None
         self.welcome: WelcomePage | None = None
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
@@ -163,7 +167,7 @@ class MainWindow(QMainWindow):
         # Notices anyone can post (post_notice): e.g. memories another app added, with Undo.
         self.notices = NoticeBar(self)
         central = QWidget(self)
-        column = QVBoxLayout(central)
+        self._column = column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
         column.addWidget(self.notices)
@@ -288,6 +292,13 @@ class MainWindow(QMainWindow):
         self.tool_notice = ToolNotice(engine, self.runner, self)  # AI tools' (MCP) changes + Undo
         self.status.addWidget(self.tool_notice)
         self.bridge.store_changed.connect(self.tool_notice.on_store_changed)
+        # "Redact or keep?" for hand edits holding a likely secret, those found at start first.
+        self.held_back_notice = HeldBackNotice(engine, self.runner, self)
+        self._column.insertWidget(1, self.held_back_notice)
+        self.bridge.secret_held_back.connect(self.held_back_notice.on_held_back)
+        self.bridge.store_changed.connect(self.held_back_notice.on_store_changed)
+        for held in opened.held_back:
+            self.held_back_notice.on_held_back(held)
         self.stack.addWidget(self.workspace)
         splitter = self._settings.value("window/splitter")
         if isinstance(splitter, QByteArray):
@@ -395,6 +406,10 @@ class MainWindow(QMainWindow):
             self.status.removeWidget(self.tool_notice)
             self.tool_notice.deleteLater()
             self.tool_notice = None
+        if self.held_back_notice is not None:
+            self._column.removeWidget(self.held_back_notice)
+            self.held_back_notice.deleteLater()
+            self.held_back_notice = None
         self.status.set_engine(None)
         self.runner.submit_write(close_engine, engine, quiet=True)
         self.engine = None
