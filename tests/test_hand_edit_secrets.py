@@ -235,3 +235,23 @@ def test_the_cli_lists_held_back_files_and_redacts_one(tmp_path: Path) -> None:
     again = run(store, "secrets", "keep", added["path"], ok=False)
     assert again.returncode == 1 and "is not held back" in again.stderr
     assert run(store, "secrets").stdout == "no hand-edited file is held back for a likely secret\n"
+
+
+def test_a_held_back_file_is_not_committed_by_a_delete_or_update_before_the_user_answers(
+    make_config: Callable[..., Any],
+) -> None:
+    with MemoryEngine(make_config()) as eng:
+        tea = eng.add("User likes tea")
+        _hand_edit(eng, tea.path, f"Tea shop key {KEY}")
+        eng.apply_external_changes([tea.path])
+        head = eng.git.head()
+        for attempt in (lambda: eng.delete(tea.id), lambda: eng.replace(tea.id, "User likes mint tea"),
+                        lambda: eng.edit(tea.id, meta={"kind": "preference"})):
+            with pytest.raises(ValidationError, match="choose Redact or Keep as written first"):
+                attempt()
+        assert eng.git.head() == head and KEY.encode() not in _history(eng.root)
+        assert eng.list_memories() == [eng.get(tea.id)], "nothing was added or moved"
+        eng.edit(tea.id, text="User likes tea from the corner shop")  # new text: an answer too
+        assert eng.held_back_files() == () and eng.git.dirty_paths() == []
+        eng.delete(tea.id)
+        assert KEY.encode() not in _history(eng.root)

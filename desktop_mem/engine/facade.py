@@ -75,6 +75,7 @@ class MemoryEngine:
         self._held_listeners: list[HeldBackListener] = []
         self._held = HeldBackFiles(self.writer, self.catalog, KeptSecrets(self.root / KEPT_SECRETS_NAME),
                                    dirty_paths=self.git.dirty_paths, announce=self._announce_held_back)
+        self.writer.hold_reason = self._held.hold_reason
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
@@ -146,6 +147,7 @@ class MemoryEngine:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _emit(self, change: StoreChange) -> None:
+        self._held.released_by(change)  # a held-back file committed any way is no longer held
         _notify(self._listeners, change)
 
     def subscribe_held_back(self, listener: HeldBackListener) -> Callable[[], None]:
@@ -231,9 +233,7 @@ class MemoryEngine:
         tx.conversation = conversation
         tx.adopt(*changed)
         tx.adopt_removal(*removed)
-        published = tx.publish()
-        self._held.release(m.path for m in [*changed, *removed])
-        return published
+        return tx.publish()
 
     def _screen_secrets(self, memories: list[Memory], tx: Transaction) -> list[Memory]:
         """The memories to commit: under `security.secrets` = redact a likely secret is redacted in

@@ -126,11 +126,23 @@ class HeldBackFiles:
             self._announce(held)
         return held
 
-    def release(self, paths: Iterable[str]) -> None:
-        """These files were committed (or went away): no longer held back."""
+    def released_by(self, change: StoreChange) -> None:
+        """Forget the files a published change committed or moved (by path or memory id)."""
+        if change.operation == Operation.PROBLEM:
+            return
+        done = set(change.paths) | set(change.memory_ids)
         with self._lock:
-            for rel in paths:
-                self._held.pop(rel, None)
+            self._held = {p: h for p, h in self._held.items() if p not in done and h.memory_id not in done}
+
+    def hold_reason(self, memory: Memory) -> str | None:
+        """Why this memory's file must not be committed as it is now (see StoreWriter.hold_reason)."""
+        with self._lock:
+            held = self._held.get(memory.path)
+        if held is None or held.memory_id != memory.id:
+            return None
+        return (f"{memory.path} was edited outside the app and holds a likely {', '.join(held.kinds)} that "
+                "is not saved to history yet: choose Redact or Keep as written first (the bar at the top "
+                "of the window, or `desktop-mem secrets redact|keep <file>`), or edit the text")
 
     def keep_only(self, paths: Iterable[str]) -> None:
         """Forget every held file not among `paths` (a fresh look at the whole store)."""
@@ -192,6 +204,4 @@ class HeldBackFiles:
             tx.conversation = memory.conversation_id
             if choice is HeldBackChoice.KEEP:
                 self._kept.remember(memory.text, findings)
-            change = tx.publish()
-            self.release([rel])
-        return change
+            return tx.publish()  # the engine forgets the hold when the change is published

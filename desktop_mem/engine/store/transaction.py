@@ -104,6 +104,9 @@ class StoreWriter:
         self.secrets_policy = secrets_policy
         self.read_only = read_only
         self.lock = threading.RLock()
+        # Why a memory's file must not be committed as it is now (a hand edit held back for a
+        # likely secret the user has not answered for), or None; set by the engine.
+        self.hold_reason: Callable[[Memory], str | None] = lambda memory: None
 
     def require_writer(self) -> None:
         """ReadOnlyError unless this process may write the store."""
@@ -143,6 +146,13 @@ class StoreWriter:
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         """Text written with nobody to ask (turns, extracted facts, summaries): redact unless `keep`."""
         return apply_policy(text, "keep" if self.secrets_policy() == "keep" else "redact")
+
+    def check_not_held(self, memory: Memory) -> None:
+        """ValidationError if the memory's file, as it is now, must not be committed (moved,
+        stamped) without the user's answer first."""
+        reason = self.hold_reason(memory)
+        if reason is not None:
+            raise ValidationError(reason)
 
     def check_secrets(self, text: str, choice: str | None) -> str:
         """Text a user wrote: the `security.secrets` policy, or the user's explicit choice.
@@ -214,11 +224,14 @@ class Transaction:
         expected_hash: str | None = None,
     ) -> Memory:
         """New front-matter values and/or text for a memory, in place."""
+        if text is None:  # new text was vetted by the caller; the file's own text was not
+            self._writer.check_not_held(memory)
         self._undo.save(self._store, memory.path)
         return self._wrote(self._store.rewrite(memory, updates, text, expected_hash=expected_hash))
 
     def soft_delete(self, memory: Memory, *, replaced_by: str | None = None) -> Memory:
         """Move under deleted/ with deleted_at (and replaced_by for an UPDATE); returns the tombstone."""
+        self._writer.check_not_held(memory)
         self._undo.save(self._store, memory.path)
         target = self._store.moved_path(memory)
         self._undo.created(target)  # before the move: a stamp that fails after it is undone too
@@ -228,6 +241,7 @@ class Transaction:
 
     def restore(self, memory: Memory) -> Memory:
         """Move a tombstone back to its live place."""
+        self._writer.check_not_held(memory)
         self._undo.save(self._store, memory.path)
         target = self._store.moved_path(memory)
         self._undo.created(target)
@@ -238,6 +252,7 @@ class Transaction:
     def replace(self, memory: Memory, text: str, *, source: str | None, kind: str | None = None,
                 extra: Mapping[str, Any] | None = None) -> tuple[Memory, Memory]:
         """UPDATE: a new memory, and the old one tombstoned with `replaced_by`. (tombstone, new)."""
+        self._writer.check_not_held(memory)  # before the new memory is written
         new = self.add(text, conversation_id=memory.conversation_id, role=memory.role,
                        kind=(kind or memory.kind) if memory.role == "memory" else None,
                        source=source, extra=extra)
