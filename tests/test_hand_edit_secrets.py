@@ -3,6 +3,7 @@ through the same secret check as every other write before anything is committed.
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 from collections.abc import Callable
@@ -255,3 +256,35 @@ def test_a_held_back_file_is_not_committed_by_a_delete_or_update_before_the_user
         assert eng.held_back_files() == () and eng.git.dirty_paths() == []
         eng.delete(tea.id)
         assert KEY.encode() not in _history(eng.root)
+
+
+def test_a_held_back_memory_never_reaches_the_llm_and_never_breaks_a_chat_turn(
+    make_config: Callable[..., Any], scripted_llm: Any,
+) -> None:
+    from tests.llm_roles import FACTS, SUMMARY, is_chat
+
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(SUMMARY, "Talked about billing.")
+    scripted_llm.script(is_chat, "I do not know your key.")
+    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test",
+                         llm__timeout=5, memory__max_entries=2)
+    with MemoryEngine(config) as eng:
+        eng.open_index()
+        portal = eng.add("The billing portal is at billing.example.com")  # global: cross-session too
+        trip = eng.add("The trip budget is 900 euros", conversation_id="trip")
+        _hand_edit(eng, portal.path, f"The billing portal key is {KEY}")
+        _hand_edit(eng, trip.path, f"The trip booking key is {AWS_KEY}")
+        eng.apply_external_changes([portal.path, trip.path])
+        assert len(eng.held_back_files()) == 2
+        outcomes: list[Any] = []
+        eng.subscribe_outcomes(outcomes.append)
+        reply = eng.chat("trip", "What is my billing portal key and my trip booking key?")
+        assert reply.ok and eng.wait_idle(30)
+        sent = json.dumps([r.body for r in scripted_llm.requests])
+        assert "The billing portal key is" not in sent and "The trip booking key is" not in sent
+        assert KEY not in sent and AWS_KEY not in sent
+        [outcome] = outcomes
+        assert outcome.commit is not None, "the turn is recorded although the oldest memory is held back"
+        assert not eng.get(trip.id).deleted, "eviction passes over a held-back memory"
+        assert sorted(eng.git.dirty_paths()) == sorted([portal.path, trip.path])
+        assert KEY.encode() not in _history(eng.root) and AWS_KEY.encode() not in _history(eng.root)

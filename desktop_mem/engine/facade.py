@@ -696,6 +696,10 @@ class MemoryEngine:
         self.writer.require_writer()
         return self._held.resolve(path, HeldBackChoice(choice), expected_hash=expected_hash)
 
+    def held_back_ids(self) -> frozenset[str]:
+        """Ids of the held-back memories: the read path, prompts and the write path leave them out."""
+        return self._held.ids
+
     def _indexable(self) -> list[Memory]:
         """Every memory the index should hold: all but the held-back ones."""
         held = self._held.ids

@@ -181,7 +181,8 @@ def _neighbourhood(engine: ChatSource, conv: str, facts: Sequence[ExtractedFact]
         for r in results:
             found.setdefault(r.memory.id, r.memory.text)
     if not found:
-        recent = engine.list_memories(conversation_id=conv, role="memory")[-NEIGHBOURS_PER_FACT * 2:]
+        recent = unheld(engine, engine.list_memories(conversation_id=conv, role="memory"))
+        recent = recent[-NEIGHBOURS_PER_FACT * 2:]
         found = {m.id: m.text for m in recent}
     return list(found.items())
 
@@ -189,7 +190,7 @@ def _neighbourhood(engine: ChatSource, conv: str, facts: Sequence[ExtractedFact]
 def _forget_targets(engine: ChatSource, conv: str, request: str, turn: TurnRecord) -> tuple[Decision, ...]:
     """DELETE decisions for "forget ...": a bare "forget that" means the facts of the previous
     user message; otherwise the live facts that best match what the user named."""
-    live = engine.list_memories(conversation_id=conv, role="memory")
+    live = unheld(engine, engine.list_memories(conversation_id=conv, role="memory"))
     if not request:
         previous = [m for m in history_messages(engine, conv) if m.role == "user" and m.id != turn.user.id]
         if not previous:
@@ -228,6 +229,12 @@ def _apply(
         except (NotFoundError, ValidationError) as exc:  # e.g. the user deleted it meanwhile
             log.warning("skipping %s decision: %s", d.event, exc)
     return applied
+
+
+def unheld(engine: ChatSource, memories: list[Memory]) -> list[Memory]:
+    """`memories` without the held-back hand edits (a likely secret the user has not answered for)."""
+    held = engine.held_back_ids()
+    return [m for m in memories if m.id not in held] if held else memories
 
 
 def history_messages(engine: ChatSource, conv: str) -> list[Memory]:
@@ -285,14 +292,15 @@ def _summary_line(turn: Memory) -> str:
 def _expire(engine: ChatSource, tx: Transaction, conv: str) -> list[Memory]:
     """002: drop entries whose TTL passed (soft delete, so they can be restored)."""
     now = utc_now()
-    return [tx.soft_delete(m) for m in engine.list_memories(conversation_id=conv, include_summaries=False)
+    return [tx.soft_delete(m) for m in unheld(engine, engine.list_memories(conversation_id=conv,
+                                                                        include_summaries=False))
             if m.expired(now)]
 
 
 def _evict(engine: ChatSource, tx: Transaction, conv: str) -> list[Memory]:
     """001 §4.5: beyond max_entries, soft-delete the oldest facts/turns; summaries are exempt."""
     limit = engine.config["memory.max_entries"]
-    live = [m for m in engine.list_memories(conversation_id=conv) if m.role != "summary"]
+    live = [m for m in unheld(engine, engine.list_memories(conversation_id=conv)) if m.role != "summary"]
     excess = len(live) - limit
     if excess <= 0:
         return []

@@ -22,3 +22,8 @@ class ChatSource(MemorySource, Protocol):
         overrides: RetrievalOverrides | None = None,
         rerank: bool = False,
     ) -> list[SearchResult]: ...
+
+    def held_back_ids(self) -> frozenset[str]:
+        """Memories whose hand-edited file holds a likely secret not answered for yet: never put
+        into a prompt, never moved by the write path."""
+        ...

@@ -22,7 +22,7 @@ from desktop_mem.engine.chat.context import (
 )
 from desktop_mem.engine.chat.currency import prefer_current, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
-from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path
+from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path, unheld
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
 from desktop_mem.engine.chat.ports import ChatSource
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
@@ -208,11 +208,13 @@ class ChatService:
         return view.results, view.notes
 
     def _cross_session(self, conv: str) -> list[tuple[str, str]]:
-        summaries = [m for m in self.engine.list_memories(role="summary") if m.conversation_id != conv]
+        summaries = [m for m in unheld(self.engine, self.engine.list_memories(role="summary"))
+                     if m.conversation_id != conv]
         summaries.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
         items = [(m.conversation_id, m.text) for m in summaries[:MAX_CROSS_SESSION]]
         if conv != GLOBAL_CONVERSATION:
-            facts = self.engine.list_memories(conversation_id=GLOBAL_CONVERSATION, role="memory")
+            facts = unheld(self.engine, self.engine.list_memories(conversation_id=GLOBAL_CONVERSATION,
+                                                                  role="memory"))
             if facts:
                 items.insert(0, (GLOBAL_CONVERSATION, "\n".join(f"- {m.text}" for m in facts[-20:])))
         return items
