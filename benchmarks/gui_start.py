@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -171,6 +172,10 @@ def stalls(store: Path) -> dict[str, float]:
     from desktop_mem.ui.main_window import MainWindow
     from tests.scripted_llm import ScriptedLLM
 
+    # The measurement chats: on a copy, so the built store keeps exactly its N memories for reuse.
+    copy = Path(tempfile.mkdtemp(prefix="desktop-mem-gui-stalls-")) / "store"
+    shutil.copytree(store, copy, symlinks=True)
+    store = copy
     server = ScriptedLLM().start()
     server.default_reply = " ".join(f"word{i}" for i in range(1500))
     config = load_config(flags={"store.path": str(store), "watcher.enabled": False,
