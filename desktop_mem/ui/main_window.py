@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -55,8 +55,18 @@ if TYPE_CHECKING:
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
+DEFAULT_SIZE = QSize(1200, 780)
+# Room for a desktop's title bar and borders, which are not known before the window is shown.
+FRAME_ALLOWANCE = QSize(16, 48)
 
 log = logging.getLogger(__name__)
+
+
+def initial_size(available: QRect) -> QSize:
+    """The window's first size: DEFAULT_SIZE, smaller on a small screen, so that the whole frame
+    (title bar to status bar) fits the screen's free area, which leaves desktop panels out
+    (1366×768 with a panel: 780 px high would push the status bar off the bottom edge)."""
+    return DEFAULT_SIZE.boundedTo(available.size() - FRAME_ALLOWANCE)
 
 
 @dataclass(frozen=True)
@@ -157,7 +167,7 @@ class MainWindow(QMainWindow):
 
     def _setup_ui(self) -> None:
         self.setWindowTitle("desktop-mem")
-        self.resize(1200, 780)
+        self.resize(initial_size(self.screen().availableGeometry()))
         self.stack = QStackedWidget(self)
         self.loading_label = QLabel("Loading store…", self)
         self.loading_label.setObjectName("loadingLabel")

@@ -1,15 +1,19 @@
-"""The window fits a 1280×720 screen in every pane and selection state; an empty store can chat."""
+"""The window fits a 1280×720 screen in every pane and selection state, opens within a small
+screen with its status bar visible; an empty store can chat."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import QRect
+
 from desktop_mem.ui.chat_pane import NO_CONVERSATION_HINT
-from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.main_window import FRAME_ALLOWANCE, MainWindow, initial_size
 from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
 from tests.ui.conftest import open_demo
 
 SCREEN_W, SCREEN_H = 1280, 720
+TITLE_BAR = 32  # a desktop's title bar (the offscreen platform draws none)
 
 
 def _fits(qtbot: Any, win: MainWindow, state: str) -> None:
@@ -81,3 +85,29 @@ def test_an_empty_store_says_send_starts_a_conversation_and_it_does(qtbot: Any, 
     assert ws.chat.conversation == ws.conversations.current
     assert ws.conversations.model.index(0, 0).data() == "Hi, I am planning a trip"
     assert [m.text for m in ws.chat.messages()] == ["Hi, I am planning a trip to Crete", "Hello there!"]
+
+
+def test_the_first_window_leaves_room_for_title_bar_panel_and_status_bar(qtbot: Any,
+                                                                         opened_window: MainWindow) -> None:
+    """1366×768 with a 32 px panel: the window used to open 780 px high, its status bar below the
+    screen's edge. It now opens inside the free area with room for the title bar."""
+    laptop = QRect(0, 32, 1366, 768 - 32)  # available geometry: a top panel left out
+    size = initial_size(laptop)
+    assert size.width() <= 1200 and size.height() + TITLE_BAR <= laptop.height(), size.toTuple()
+    assert initial_size(QRect(0, 0, 2560, 1440)).toTuple() == (1200, 780)  # big screens: unchanged
+
+    window = opened_window  # on the test screen (offscreen: 800×800; narrower than the panes need)
+    free = window.screen().availableGeometry()
+    frame = window.frameGeometry()
+    assert frame.height() + TITLE_BAR <= free.height(), (frame.getRect(), free.getRect())
+    status = window.statusBar()
+    assert status.isVisible() and status.geometry().bottom() < window.height()
+    # And the panes can be that small: the minimum fits the laptop's free area too.
+    ws = open_demo(qtbot, window)
+    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=30000)
+    for tab in (CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB):
+        window.show_tab(tab)
+        qtbot.wait(50)
+        hint = window.minimumSizeHint().expandedTo(window.minimumSize())
+        assert hint.height() <= size.height() and hint.width() <= size.width(), (tab, hint.toTuple())
+    assert FRAME_ALLOWANCE.height() >= TITLE_BAR
