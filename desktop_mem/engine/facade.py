@@ -576,16 +576,19 @@ class MemoryEngine:
         cancel: threading.Event | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         retrieval: RetrievalOverrides | None = None,
+        retry: bool = False,
     ) -> ChatReply:
         """One chat turn; returns when the reply is complete. The write path runs afterwards.
 
         `retrieval` overrides the read path's knobs for this turn (agent-cli's `memory_top_k`,
-        `memory_recency_weight`, `memory_score_threshold`).
+        `memory_recency_weight`, `memory_score_threshold`). `retry`: the message is sent again
+        after its reply failed; its stored user turn is reused, not written twice.
         """
         validate_conversation_id(conversation_id)
         return self.chat_service.chat(
             conversation_id, message, strategy=strategy, on_token=on_token, on_used=on_used, cancel=cancel,
             history=[dict(m) for m in history] if history is not None else None, retrieval=retrieval,
+            retry=retry,
         )
 
     def subscribe_outcomes(self, listener: Callable[[WriteOutcome], None]) -> Callable[[], None]:

@@ -114,6 +114,7 @@ class ChatPane(QWidget):
         self._conversation: str | None = None
         self._creating = False  # a conversation for the first message is being created
         self._turn: _Turn | None = None
+        self._failed: _Turn | None = None  # the shown conversation's last turn, if its reply failed
         self.last_token_count = 0  # tokens the last reply streamed in (0: it came in one piece)
         # (conversation, user text, reply widget) of replies whose write path has not reported yet
         self._awaiting_outcome: list[_Awaiting] = []
@@ -219,6 +220,7 @@ class ChatPane(QWidget):
         self._conversation = conversation_id
         if self._turn is not None:
             self._turn.message = None  # the reply keeps running; its conversation is no longer shown
+        self._failed = None
         self._clear()
         if conversation_id is not None:
             self._runner.submit(load_history, self._engine, conversation_id, key="chat-history",
@@ -226,7 +228,12 @@ class ChatPane(QWidget):
 
     @Slot()
     def send(self) -> None:
-        """Send the typed message; the reply streams in below it."""
+        """Send the typed message; the reply streams in below it.
+
+        The message whose reply just failed, sent again as it was (Retry, or Send on the text put
+        back in the box), is a retry: the engine reuses its stored turn, and the transcript shows
+        it once, with the new reply under it.
+        """
         text = self.input.toPlainText().strip()
         if not text or self._turn is not None or self._creating:
             return
@@ -237,9 +244,14 @@ class ChatPane(QWidget):
         if self._conversation is None:
             self._start_conversation(text)
             return
+        failed, self._failed = self._failed, None
+        retry = failed is not None and failed.user_text == text
         self.input.clear()
         self.banner.hide()
-        self._add_message("user", text)
+        if retry and failed is not None:
+            self._set_aside(failed)
+        else:
+            self._add_message("user", text)
         reply = self._add_message("assistant", "")
         reply.set_waiting(self._waiting_text())
         turn = _Turn(self._conversation, text, reply)
@@ -248,7 +260,7 @@ class ChatPane(QWidget):
         self._set_busy(True)
         self._repaint.start()
         self._runner.submit_chat(
-            self._engine.chat, turn.conversation_id, text,
+            self._engine.chat, turn.conversation_id, text, retry=retry,
             on_token=turn.buffer.push, on_used=self._used_received.emit, cancel=turn.cancel,
             on_result=lambda r, t=turn: self._on_reply(t, r),
             on_error=lambda e, t=turn: self._on_chat_error(t, e))
@@ -276,6 +288,19 @@ class ChatPane(QWidget):
             return
         self.input.setPlainText(text)
         self.send()
+
+    def _set_aside(self, failed: _Turn) -> None:
+        """A retry replaces the failed reply: gone if nothing of it arrived (nothing was stored),
+        else kept as it is stored (marked interrupted) without its Retry button."""
+        message = failed.message
+        if message is None or not isValid(message):
+            return
+        if message.text:
+            message.retry_button.hide()
+            return
+        self._messages.removeWidget(message)
+        message.setParent(None)
+        message.deleteLater()
 
     def _waiting_text(self) -> str:
         """What a new reply waits for, before its first words."""
@@ -405,6 +430,8 @@ class ChatPane(QWidget):
                 message.set_interrupted(retry=True)
                 message.set_status(failure_text(reply))
         if reply.error and not turn.released:
+            if turn.conversation_id == self._conversation:
+                self._failed = turn
             self._keep_typed_text(turn, reply.text)
             if is_config_problem(reply) or message is None:
                 # The banner is for what Settings can fix (or a reply no longer on screen); a
@@ -422,6 +449,8 @@ class ChatPane(QWidget):
         if turn.message is not None and isValid(turn.message):
             turn.message.set_interrupted(retry=True)
             turn.message.set_status(text)
+        if turn.conversation_id == self._conversation:
+            self._failed = turn
         self._keep_typed_text(turn, "")
         self.show_problem(text, settings=False)
 

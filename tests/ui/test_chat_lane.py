@@ -108,9 +108,57 @@ def test_a_cut_reply_is_kept_marked_and_offers_retry_without_settings(
     assert "interrupted" in again_shown.messages()[-1].who.text()
     with qtbot.waitSignal(pane.reply_finished, timeout=30000) as again:
         message.retry_button.click()
-    assert again.args[0].ok and pane.messages()[-1].text == "A whole answer"
-    assert pane.messages()[-2].text == "Count for me"
+    assert again.args[0].ok
+    # The cut reply stays as stored (marked, no Retry any more); the question is not repeated.
+    assert [m.text for m in pane.messages()] == ["Count for me", "one two three", "A whole answer"]
+    assert message.retry_button.isHidden()
     settle(runner)
+    assert _user_turns(indexed_engine, "trip", "Count for me") == 1
+    # The model is asked once, without its own cut attempt.
+    last = [r.body for r in scripted_llm.chat_requests if is_chat(r.body or {})][-1]
+    said = [(m["role"], m["content"]) for m in last["messages"] if m["role"] != "system"]
+    assert said == [("user", "Count for me")]
+
+
+def _user_turns(engine: Any, conversation: str, text: str) -> int:
+    """User turn files holding `text` on disk (not the catalog: what a reload would read)."""
+    folder = engine.root / "entries" / conversation / "turns" / "user"
+    return sum(1 for path in folder.glob("*.md") if text in path.read_text(encoding="utf-8"))
+
+
+def test_retry_after_a_failed_reply_stores_and_sends_the_message_once(
+        qtbot: Any, indexed_engine: Any, bridge: Any, runner: Any, scripted_llm: Any, settle: Any) -> None:
+    scripted_llm.script(is_chat, Fault.status(500, "the model crashed"), times=2)
+    scripted_llm.script(is_chat, "Try the grilled sardines")
+    pane = _pane(qtbot, indexed_engine, runner, bridge)
+    pane.input.setPlainText("Where should I eat tonight?")
+    with qtbot.waitSignal(pane.reply_finished, timeout=30000):
+        pane.send_button.click()
+    with qtbot.waitSignal(pane.reply_finished, timeout=30000) as second:
+        pane.messages()[-1].retry_button.click()
+    assert second.args[0].error_kind == "server_error"
+    # Send on the message put back in the box is a retry too.
+    assert pane.input.toPlainText() == "Where should I eat tonight?"
+    with qtbot.waitSignal(pane.reply_finished, timeout=30000) as third:
+        pane.send_button.click()
+    assert third.args[0].ok
+    assert [m.text for m in pane.messages()] == ["Where should I eat tonight?", "Try the grilled sardines"]
+    settle(runner)
+    indexed_engine.wait_idle(30)
+    assert _user_turns(indexed_engine, "trip", "Where should I eat tonight?") == 1
+    turns = [(m["role"], m["content"]) for m in indexed_engine.messages("trip")]
+    assert turns == [("user", "Where should I eat tonight?"), ("assistant", "Try the grilled sardines")]
+    asked = [r.body for r in scripted_llm.chat_requests if is_chat(r.body or {})]
+    assert len(asked) == 3
+    for body in asked:
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        assert users == ["Where should I eat tonight?"], users
+    # Answered: the same words sent again are a new question, stored as such.
+    pane.input.setPlainText("Where should I eat tonight?")
+    with qtbot.waitSignal(pane.reply_finished, timeout=30000):
+        pane.send_button.click()
+    settle(runner)
+    assert _user_turns(indexed_engine, "trip", "Where should I eat tonight?") == 2
 
 
 def test_a_reply_that_fails_before_any_text_gives_the_typed_message_back(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -86,8 +86,14 @@ class ChatService:
         cancel: threading.Event | None = None,
         history: Sequence[dict[str, Any]] | None = None,
         retrieval: RetrievalOverrides | None = None,
+        retry: bool = False,
     ) -> ChatReply:
-        """One turn. `history` replaces the stored transcript (e.g. an API client's messages)."""
+        """One turn. `history` replaces the stored transcript (e.g. an API client's messages).
+
+        `retry`: the message is sent again after its reply failed. When it is still the
+        conversation's last user turn (followed by nothing but its own failed replies) that turn
+        is reused, not stored twice, and the failed replies are left out of what the model sees.
+        """
         engine = self.engine
         engine.writer.require_writer()
         if not message.strip():
@@ -96,9 +102,14 @@ class ChatService:
         saved = engine.conversation_strategy(conversation_id)
         resolve_strategy(strategy, saved, engine.config["context.strategy"])
         notes: list[str] = []
-        user_turn = self._persist_turn(conversation_id, "user", message, notes)
+        failed = self._failed_turn(conversation_id, message) if retry else None
+        if failed is not None:
+            user_turn, skipped = failed[0], {m.id for m in failed}
+        else:
+            user_turn = self._persist_turn(conversation_id, "user", message, notes)
+            skipped = {user_turn.id}
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
-                                     exclude_id=user_turn.id, retrieval=retrieval)
+                                     exclude=skipped, retrieval=retrieval)
         if on_used is not None:
             on_used(used)
         text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
@@ -127,17 +138,18 @@ class ChatService:
         *,
         strategy: str | None = None,
         history: Sequence[dict[str, Any]] | None = None,
-        exclude_id: str | None = None,
+        exclude: Collection[str] = (),
         retrieval: RetrievalOverrides | None = None,
     ) -> tuple[MemoryUsed, ContextResult]:
-        """The read path and the context for `message` (without calling the chat model)."""
+        """The read path and the context for `message` (without calling the chat model); the
+        stored turns `exclude` (ids: this message's own turn) are neither recalled nor replayed."""
         engine = self.engine
         cfg = engine.config
         summary = engine.summary(conversation_id)
-        results, notes = self._retrieve(conversation_id, message, exclude_id, retrieval)
+        results, notes = self._retrieve(conversation_id, message, exclude, retrieval)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
-            past = [_as_message(m) for m in history_messages(engine, conversation_id) if m.id != exclude_id]
+            past = [_as_message(m) for m in history_messages(engine, conversation_id) if m.id not in exclude]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
         past.append({"role": "user", "content": message})
@@ -182,8 +194,20 @@ class ChatService:
 
     # ------------------------------------------------------------- internals
 
+    def _failed_turn(self, conv: str, message: str) -> list[Memory] | None:
+        """For a retry: the conversation's last user turn, if it holds `message` and nothing but
+        replies that did not complete came after it; then those replies. Else None."""
+        turns = history_messages(self.engine, conv)
+        last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "user"), None)
+        if last is None or turns[last].text != self.engine.writer.redact(message)[0]:
+            return None
+        after = turns[last + 1:]
+        if any(not m.extra.get("interrupted") for m in after):
+            return None  # it was answered: sending it again is a new question
+        return turns[last:]
+
     def _retrieve(
-        self, conv: str, message: str, exclude_id: str | None, retrieval: RetrievalOverrides | None = None
+        self, conv: str, message: str, exclude: Collection[str], retrieval: RetrievalOverrides | None = None
     ) -> tuple[list[SearchResult], dict[str, str]]:
         """The read path, then current beats stale (currency.py): labels by memory id."""
         try:
@@ -192,7 +216,7 @@ class ChatService:
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
             return [], {}
-        results = [r for r in results if r.memory.id != exclude_id]
+        results = [r for r in results if r.memory.id not in exclude]
         stale = superseded_by_turn(self.engine, {r.memory.conversation_id for r in results} | {conv})
         if not stale:
             return results, {}
