@@ -155,25 +155,27 @@ def run_scenario(engine: MemoryEngine, sc: Scenario) -> dict[str, Any]:
 
 
 def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="write-path-bench-") as tmp:
-        config = load_config(flags={
-            "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
-            "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
-            "llm.system_prompt": SHORT_ANSWERS,
-        })
-        engine = MemoryEngine(config)
-        try:
-            engine.open_index()
-            results = []
-            for sc in scenarios:
+    """Each scenario is one user's story: it runs in a store of its own (scenarios share names,
+    jobs and cities, which in one store would contradict each other)."""
+    results = []
+    for sc in scenarios:
+        with tempfile.TemporaryDirectory(prefix="write-path-bench-") as tmp:
+            config = load_config(flags={
+                "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
+                "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
+                "llm.system_prompt": SHORT_ANSWERS,
+            })
+            engine = MemoryEngine(config)
+            try:
+                engine.open_index()
                 outcome = run_scenario(engine, sc)
-                results.append(outcome)
-                mark = "PASS" if outcome["passed"] else "FAIL"
-                log(f"  {mark} {sc.category}/{sc.name} ({outcome['seconds']} s) live={outcome['live']} "
-                    f"missing={outcome['missing']} forbidden={outcome['forbidden']} "
-                    f"reply={outcome['reply']!r}")
-        finally:
-            engine.close()
+            finally:
+                engine.close()
+        results.append(outcome)
+        mark = "PASS" if outcome["passed"] else "FAIL"
+        log(f"  {mark} {sc.category}/{sc.name} ({outcome['seconds']} s) live={outcome['live']} "
+            f"missing={outcome['missing']} forbidden={outcome['forbidden']} "
+            f"reply={outcome['reply']!r}")
     by_category: dict[str, list[bool]] = defaultdict(list)
     for r in results:
         by_category[r["category"]].append(r["passed"])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.chat.context import (
+    MESSAGE_ID,
     ContextResult,
     SessionState,
     StrategySettings,
@@ -368,6 +369,31 @@ def test_build_context_none_keeps_stored_summary_in_prompt() -> None:
     assert result.messages[1:] == history
     assert "earlier: tea" in result.messages[0]["content"]
     assert result.tokens_before == result.tokens_after and not result.summary_changed
+
+
+def test_recalled_turns_already_in_the_transcript_are_not_repeated_and_ids_are_never_sent() -> None:
+    history: list[Message] = [
+        {"role": "user", "content": f"u{i}", MESSAGE_ID: f"id-u{i}"} for i in range(4)
+    ]
+    seen: list[frozenset[str]] = []
+
+    def recalled(sent: frozenset[str]) -> list[str]:
+        seen.append(sent)
+        return [f"[user] u{i}" for i in range(4) if f"id-u{i}" not in sent]
+
+    result = build_context(
+        [*history, user("now")],
+        strategy="trimming",
+        settings=StrategySettings(max_turns=3, keep_last_turns=2),
+        state=SessionState(),
+        counter=COUNTER,
+        base_prompt="Base.",
+        injected_memories=recalled,
+    )
+    assert seen == [frozenset({"id-u3"})] and result.sent_ids == frozenset({"id-u3"})
+    assert result.messages[1:] == [{"role": "user", "content": "u3"}, user("now")]
+    system = result.messages[0]["content"]
+    assert '"[user] u0"' in system and '"[user] u2"' in system and "u3" not in system
 
 
 # --- token counting ---------------------------------------------------------------------------

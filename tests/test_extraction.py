@@ -375,6 +375,31 @@ def test_update_summary_strips_wrapping(scripted_llm: ScriptedLLM, llm: LLMClien
     assert update_summary(llm, None, ["The user lives in Oslo"]).text == "The user lives in Oslo."
 
 
+def test_a_summary_copied_from_its_material_keeps_only_the_facts(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    # What the 1.5B model answered: its material, labels and all.
+    scripted_llm.script(SUMMARY_CALL, "- user: I work at Acme Corp.\n- assistant: At Acme Corp., you can "
+                                      "find employment opportunities.\n- fact: The user works at Acme Corp")
+    result = update_summary(llm, None, ["user: I work at Acme Corp.", "fact: The user works at Acme Corp"])
+    assert result.text == "- The user works at Acme Corp"
+
+
+def test_a_summary_line_copied_from_a_reply_is_dropped(scripted_llm: ScriptedLLM, llm: LLMClient) -> None:
+    scripted_llm.script(SUMMARY_CALL, "- Jon: Hello, John! How can I assist you today?\n- The user is John.")
+    result = update_summary(llm, None, ["user: my name is John.",
+                                        "assistant: Hello, John! How can I assist you today?"])
+    assert result.text == "- The user is John."
+
+
+def test_a_summary_that_is_only_the_transcript_is_no_summary(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    scripted_llm.script(SUMMARY_CALL, "user: Hello!\nassistant: Hi, how can I help?")
+    result = update_summary(llm, "The user plays chess.", ["user: Hello!"])
+    assert result.text is None and result.error is not None and "empty answer" in result.error
+
+
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [

@@ -81,3 +81,12 @@ def test_drop_superseded_removes_only_sentences_still_stating_the_old_fact() -> 
     out = drop_superseded(summary, [("The user lives in Ghent", "The user lives in Leuven")])
     assert out == "- Her name is Mara.\n- She moved to Leuven."
     assert drop_superseded(summary, []) == summary
+
+
+def test_drop_superseded_removes_a_sentence_that_only_restates_a_fact_without_names() -> None:
+    summary = "The user likes jazz. The user plays chess.\n- The user has two cats.\n- The user has cats."
+    assert drop_superseded(summary, [("The user likes jazz", None)]) == (
+        "The user plays chess.\n- The user has two cats.\n- The user has cats.")
+    # A replacement: the old count goes; what is still true of the new fact stays.
+    out = drop_superseded(summary, [("The user has two cats", "The user has three cats")])
+    assert out == "The user likes jazz. The user plays chess.\n- The user has cats."

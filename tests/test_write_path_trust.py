@@ -80,6 +80,26 @@ def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_sup
 
     reply = chat_engine.chat("mara", "Where do I live? Ghent?")
     assert chat_engine.wait_idle(30)
+    # In the conversation itself, the old message is in the transcript: it is not repeated as a
+    # memory, and the transcript sent says what in it is out of date (the stored turn is unchanged).
+    assert [r.memory.text for r in reply.used.memories] == ["The user lives in Leuven"]
+    prompt = _chat_prompt(scripted_llm)
+    assert "[memory; current; replaces: The user lives in Ghent] The user lives in Leuven" in prompt
+    assert "I live in Ghent" not in prompt
+    sent = [r.body for r in scripted_llm.chat_requests if is_chat(r.body) and r.body.get("stream")][-1]
+    assert sent["messages"][1] == {"role": "user", "content": (
+        "Hi! I'm Mara, I live in Ghent\n\n[Memory note: earlier message, out of date: "
+        "The user lives in Ghent -> now: The user lives in Leuven]")}
+    assert sent["messages"][2]["content"].startswith("Nice to meet you, Mara! Ghent is lovely.\n\n"
+                                                     "[Memory note: earlier reply, out of date:")
+    assert all(set(m) == {"role", "content"} for m in sent["messages"]), "no private keys are sent"
+    assert first_turn.text == "Hi! I'm Mara, I live in Ghent"
+    assert chat_engine.get(first_turn.id).text == "Hi! I'm Mara, I live in Ghent"
+
+    # A client that sends its own transcript (`serve`): the old message is recalled by its
+    # words, after the current fact, and marked.
+    reply = chat_engine.chat("mara", "Where do I live? Ghent?", history=[])
+    assert chat_engine.wait_idle(30)
     order = [r.memory.text for r in reply.used.memories]
     assert "The user lives in Leuven" in order
     assert "Hi! I'm Mara, I live in Ghent" in order  # found by its words, but ...
@@ -170,3 +190,57 @@ def test_forget_that_deletes_what_the_previous_message_stored(
     assert _live_facts(chat_engine, "fg") == []
     deleted = chat_engine.list_memories(conversation_id="fg", role="memory", only_deleted=True)
     assert sorted(m.text for m in deleted) == ["The user has a dog named Rex", "The user works at Acme"]
+
+
+def test_a_forgotten_fact_does_not_reach_other_conversations_through_the_summary(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    # Seen with the 1.5B model: "I work at Acme Corp." then "Please forget where I work."; in
+    # another conversation "What do I do for work?" was answered "You work at Acme Corp.": the
+    # first conversation's summary still said so and was shown as a recent summary.
+    scripted_llm.script(FACTS, '["The user works at Acme Corp"]', times=1)
+    scripted_llm.script(FACTS, '["The user is a baker"]', times=1)
+    scripted_llm.script(SUMMARY, "- user: I work at Acme Corp.\n- fact: The user works at Acme Corp", times=1)
+    scripted_llm.script(SUMMARY, "")  # the model has nothing left to say
+    scripted_llm.script(is_chat, "Okay.")
+    chat_engine.chat("job", "I work at Acme Corp.")
+    assert chat_engine.wait_idle(30)
+    summary = chat_engine.summary("job")
+    assert summary is not None and summary.text == "- The user works at Acme Corp"  # no copied transcript
+    chat_engine.chat("job", "Please forget where I work.")
+    assert chat_engine.wait_idle(30)
+    assert _live_facts(chat_engine, "job") == []
+    chat_engine.chat("bake", "I'm a baker.")
+    assert chat_engine.wait_idle(30)
+
+    chat_engine.chat("bake", "What do I do for work?")
+    assert chat_engine.wait_idle(30)
+    prompt = _chat_prompt(scripted_llm)
+    assert "Recent summaries of other conversations" in prompt and "Acme" not in prompt
+
+
+@pytest.mark.parametrize("summary_reply", ["", Fault.status(500, "busy")])
+def test_forgetting_leaves_the_summary_even_when_the_model_cannot_rewrite_it(
+    chat_engine: MemoryEngine, scripted_llm: Any, summary_reply: Any
+) -> None:
+    # Seen with the 1.5B model: after "Please forget where I work." the summary still said
+    # "The user works at Acme Corp." and other conversations were given it as a summary.
+    scripted_llm.script(FACTS, '["The user works at Acme Corp"]', times=1)
+    scripted_llm.script(FACTS, '["The user likes jazz"]', times=1)
+    scripted_llm.script(SUMMARY, "The user works at Acme Corp.", times=1)
+    scripted_llm.script(SUMMARY, "The user works at Acme Corp. The user likes jazz.", times=1)
+    scripted_llm.script(SUMMARY, summary_reply)
+    scripted_llm.script(is_chat, "Okay.")
+    for message in ("I work at Acme Corp.", "I like jazz.", "Please forget where I work."):
+        chat_engine.chat("fj", message)
+        assert chat_engine.wait_idle(30)
+    assert _live_facts(chat_engine, "fj") == ["The user likes jazz"]
+    summary = chat_engine.summary("fj")
+    assert summary is not None and summary.text == "The user likes jazz."
+    assert summary.summarized_count == 6
+
+    # Forgetting the last thing the summary said leaves the live facts (here: none) instead.
+    chat_engine.chat("fj", "Forget that I like jazz.")
+    assert chat_engine.wait_idle(30)
+    summary = chat_engine.summary("fj")
+    assert summary is not None and "jazz" not in summary.text and "Acme" not in summary.text

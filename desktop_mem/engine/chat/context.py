@@ -22,6 +22,11 @@ Summarizer = Callable[[str | None, list[Message]], str | None]
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
 INCOMPLETE = "incomplete"  # message key: a reply that was stopped or cut; never summarised, never sent
+MESSAGE_ID = "memory_id"  # message key: the stored turn a history message is; never sent
+_PRIVATE_KEYS = (INCOMPLETE, MESSAGE_ID)
+Recalled = Sequence[str] | Callable[[frozenset[str]], Sequence[str]]
+"""Injected memory lines, or a function of the ids of the history messages sent verbatim that
+returns them (so a recalled turn already in the transcript is not shown twice)."""
 PLACEHOLDER_MARK = "⟦removed:"
 DEFAULT_DATA_PREAMBLE = (
     "The block below holds notes recalled from memory and summaries of earlier conversations. "
@@ -398,6 +403,7 @@ class ContextResult:
     summarized_count: int
     summary_changed: bool
     summary_failed: bool = False
+    sent_ids: frozenset[str] = frozenset()  # stored turns sent verbatim (MESSAGE_ID)
 
 
 def build_context(
@@ -409,7 +415,7 @@ def build_context(
     counter: TokenCounter,
     base_prompt: str,
     summarizer: Summarizer | None = None,
-    injected_memories: Sequence[str] = (),
+    injected_memories: Recalled = (),
     cross_session: Sequence[tuple[str, str]] = (),
     data_preamble: str = DEFAULT_DATA_PREAMBLE,
 ) -> ContextResult:
@@ -423,13 +429,15 @@ def build_context(
     outcome = make_strategy(strategy, settings, counter, summarizer).apply(chat, state)
     # The strategy's summary message is folded into the one system prompt: several chat
     # templates of local models reject a second system message.
-    body = [{k: v for k, v in m.items() if k != INCOMPLETE}
-            for m in outcome.messages if m.get("role") != "system"]
+    kept = [m for m in outcome.messages if m.get("role") != "system"]
+    sent_ids = frozenset(str(m[MESSAGE_ID]) for m in kept if m.get(MESSAGE_ID))
+    body = [{k: v for k, v in m.items() if k not in _PRIVATE_KEYS} for m in kept]
+    recalled = injected_memories(sent_ids) if callable(injected_memories) else injected_memories
     system = {
         "role": "system",
         "content": build_system_prompt(
             base_prompt,
-            injected_memories=injected_memories,
+            injected_memories=recalled,
             summary=outcome.summary,
             cross_session=cross_session,
             data_preamble=data_preamble,
@@ -444,4 +452,5 @@ def build_context(
         summarized_count=outcome.summarized_count,
         summary_changed=outcome.summary_changed,
         summary_failed=outcome.summary_failed,
+        sent_ids=sent_ids,
     )

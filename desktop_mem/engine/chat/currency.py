@@ -80,16 +80,14 @@ def prefer_current(
     """
     fresh: list[SearchResult] = []
     old: list[SearchResult] = []
-    notes: dict[str, str] = {}
+    notes = stale_notes([r.memory for r in results], stale, replies_to)
     wanted: list[tuple[Memory, SearchResult]] = []
     for result in results:
-        memory = result.memory
-        entries = stale.get(memory.id) or stale.get(replies_to.get(memory.id, ""), [])
-        if memory.role not in ("user", "assistant") or not entries:
+        if result.memory.id not in notes:
             fresh.append(result)
             continue
         old.append(result)
-        notes[memory.id] = _stale_note(memory.role, entries)
+        entries = _entries(result.memory, stale, replies_to)
         wanted += [(e.current, result) for e in entries if e.current is not None]
     shown = {r.memory.id for r in results}
     for current, because in wanted:
@@ -101,6 +99,26 @@ def prefer_current(
             if entry.current is not None and entry.current.id in shown:
                 notes.setdefault(entry.current.id, f"current; replaces: {entry.old}")
     return CurrentView(fresh + old, notes)
+
+
+def stale_notes(
+    memories: Iterable[Memory], stale: dict[str, list[Superseded]], replies_to: dict[str, str]
+) -> dict[str, str]:
+    """A note per user turn (or reply to one) that a replaced or deleted fact came from."""
+    notes: dict[str, str] = {}
+    for memory in memories:
+        entries = _entries(memory, stale, replies_to)
+        if entries:
+            notes[memory.id] = _stale_note(memory.role, entries)
+    return notes
+
+
+def _entries(
+    memory: Memory, stale: dict[str, list[Superseded]], replies_to: dict[str, str]
+) -> list[Superseded]:
+    if memory.role not in ("user", "assistant"):
+        return []
+    return stale.get(memory.id) or stale.get(replies_to.get(memory.id, ""), [])
 
 
 def _stale_note(role: str, entries: Sequence[Superseded]) -> str:

@@ -449,7 +449,7 @@ def update_summary(
     if fenced:
         text = fenced.group(1).strip()
     text = _HEADING.sub("", text, count=1).strip()
-    text = drop_superseded(text, superseded)
+    text = drop_superseded(drop_transcript_lines(text, material), superseded)
     if not text:
         return SummaryResult(None, "The summary was not updated: the model gave an empty answer.")
     if len(text) > MAX_SUMMARY_CHARS:
@@ -462,36 +462,75 @@ def update_summary(
 
 
 _SUMMARY_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
+_MATERIAL_LABEL = re.compile(r"^(\s*(?:[-*]\s+)?)(user|assistant|fact)\s*:\s*", re.I)
+_SPEAKER_LABEL = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\W\d_][\w'. -]{0,30}:\s*)?")
+
+
+def drop_transcript_lines(summary: str, material: Sequence[str] = ()) -> str:
+    """``summary`` without the lines a small model copied from its material instead of summarising.
+
+    Seen with a 1.5B model: the "summary" was the material itself, "- user: I work at Acme Corp."
+    and "- assistant: At Acme Corp., you can find ...", or an assistant line under the user's
+    name ("- Jon: Hello, John! How can I assist you today?"). The assistant's words are not facts
+    about the user and a quoted message is not a summary, so such lines go; a copied
+    "fact: ..." line keeps the fact without its label.
+    """
+    replies = [_norm(m.split(":", 1)[1]) for m in material if m.casefold().startswith("assistant:")]
+    kept: list[str] = []
+    for line in summary.splitlines():
+        label = _MATERIAL_LABEL.match(line)
+        if label is not None:
+            if label.group(2).casefold() == "fact":
+                kept.append(label.group(1) + line[label.end():])
+            continue
+        body = _norm(_SPEAKER_LABEL.sub("", line, count=1))
+        if len(body) >= 12 and any(body in reply for reply in replies):
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", text.casefold()))
 
 
 def drop_superseded(summary: str, superseded: Sequence[tuple[str, str | None]]) -> str:
     """``summary`` without the sentences that still state a superseded fact.
 
     A sentence goes when it names something only the old fact named (Ghent, in "lives in Ghent"
-    replaced by "lives in Leuven") and not the replacement's own names; sentences about other
-    things stay. Facts without names or numbers are left to the model's instructions.
+    replaced by "lives in Leuven") and not the replacement's own names, or when it says nothing
+    but the old fact ("The user likes jazz." for a forgotten "The user likes jazz"); sentences
+    about other things stay. Other rewordings are left to the model's instructions.
     """
-    stale: list[tuple[set[str], set[str]]] = []
-    for old, new in superseded:
-        new_names = fact_guards.specifics(new) if new else set()
-        gone = fact_guards.specifics(old) - new_names
-        if gone:
-            stale.append((gone, new_names))
+    stale = [_Stale(fact_guards.specifics(old) - (fact_guards.specifics(new) if new else set()),
+                    fact_guards.specifics(new) if new else set(), fact_guards.stems(old))
+             for old, new in superseded]
     if not stale:
         return summary
     kept: list[str] = []
     for line in summary.splitlines():
         parts = [p for p in _SUMMARY_SENTENCE.split(line) if p is not None]
-        good = [p for p in parts if not _states_stale(p, stale)]
+        good = [p for p in parts if not any(s.stated_by(p) for s in stale)]
         if parts and not any(p.strip() for p in good):
             continue  # the whole line was stale
         kept.append(" ".join(p for p in good if p.strip()) if len(good) != len(parts) else line)
     return "\n".join(kept).strip()
 
 
-def _states_stale(sentence: str, stale: list[tuple[set[str], set[str]]]) -> bool:
-    words = {w.casefold() for w in re.findall(r"[^\W_]+", sentence)}
-    return any(gone & words and not (new & words) for gone, new in stale)
+@dataclass(frozen=True)
+class _Stale:
+    gone: set[str]  # names and numbers only the old fact had
+    new_names: set[str]  # the replacement's names and numbers
+    old_words: set[str]  # the old fact's content words
+
+    def stated_by(self, sentence: str) -> bool:
+        words = {w.casefold() for w in re.findall(r"[^\W_]+", sentence)}
+        if self.gone & words and not self.new_names & words:
+            return True
+        # Nothing but (most of) the old fact: "The user has cats." does not restate "two cats".
+        content = fact_guards.stems(sentence)
+        return (bool(content) and content <= self.old_words and 3 * len(content) >= 2 * len(self.old_words)
+                and not self.new_names & words)
 
 
 # -- small helpers -----------------------------------------------------------------------------

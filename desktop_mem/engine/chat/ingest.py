@@ -21,6 +21,7 @@ from desktop_mem.engine.chat.extraction import (
     Decision,
     ExtractedFact,
     ReconcileResult,
+    drop_superseded,
     extract_facts,
     pattern_facts,
     reconcile,
@@ -269,13 +270,36 @@ def _summary_update(
     material = [_summary_line(m) for m in pending if _complete(m)]
     material += [f"fact: {t}" for t in new_facts]
     result = update_summary(llm, current.text if current else None, material, superseded)
-    if result.text is None:
-        note = None
+    text, note = result.text, None
+    if text is None and superseded and current is not None:
+        # The model failed or had nothing left to say, yet what was replaced or forgotten must
+        # leave the summary: the previous one without its stale sentences.
+        text = drop_superseded(current.text, superseded)
+        if text == current.text.strip():
+            text = None
+        elif result.error:
+            note = f"Summary: {result.error}; only what is no longer true was removed from it."
+    if text is None:
         if result.error:
             note = f"Summary not updated ({result.error}); the previous summary was kept."
         return None, covered, note
-    text, _found = engine.writer.redact(result.text)
-    return text, len(turns), None
+    if not text.strip():
+        text = _facts_summary(engine, conv, new_facts, superseded)
+    text, _found = engine.writer.redact(text)
+    return text, len(turns), note
+
+
+NOTHING_TO_SUMMARISE = "Nothing about the user is remembered from this conversation."
+
+
+def _facts_summary(
+    engine: ChatSource, conv: str, new_facts: list[str], superseded: list[tuple[str, str | None]]
+) -> str:
+    """A summary made of the conversation's live facts: for when all the old summary said is gone."""
+    gone = {old for old, _new in superseded}
+    live = [m.text for m in unheld(engine, engine.list_memories(conversation_id=conv, role="memory"))]
+    facts = [t for t in dict.fromkeys([*live, *new_facts]) if t not in gone]
+    return "\n".join(f"- {t}" for t in facts) or NOTHING_TO_SUMMARISE
 
 
 def _complete(turn: Memory) -> bool:

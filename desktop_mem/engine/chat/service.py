@@ -14,13 +14,14 @@ from desktop_mem.engine.chat import prompts
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.chat.context import (
     INCOMPLETE,
+    MESSAGE_ID,
     ContextResult,
     SessionState,
     StrategySettings,
     build_context,
     resolve_strategy,
 )
-from desktop_mem.engine.chat.currency import prefer_current, superseded_by_turn
+from desktop_mem.engine.chat.currency import prefer_current, stale_notes, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path, unheld
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
@@ -146,15 +147,23 @@ class ChatService:
         engine = self.engine
         cfg = engine.config
         summary = engine.summary(conversation_id)
-        results, notes = self._retrieve(conversation_id, message, exclude, retrieval)
+        results, notes, session_notes = self._retrieve(conversation_id, message, exclude, retrieval)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
-            past = [_as_message(m) for m in history_messages(engine, conversation_id) if m.id not in exclude]
+            past = [_as_message(m, session_notes.get(m.id))
+                    for m in history_messages(engine, conversation_id) if m.id not in exclude]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
         past.append({"role": "user", "content": message})
         saved = engine.conversation_strategy(conversation_id)
         name = resolve_strategy(strategy, saved, cfg["context.strategy"])
+        shown: list[SearchResult] = list(results)
+
+        def recalled(sent: frozenset[str]) -> list[str]:
+            # A turn the model reads in the transcript itself is not repeated as a memory.
+            shown[:] = [r for r in results if r.memory.id not in sent]
+            return injection_lines(shown, notes)
+
         context = build_context(
             past,
             strategy=name,
@@ -164,12 +173,12 @@ class ChatService:
             counter=self.counter,
             base_prompt=cfg["llm.system_prompt"],
             summarizer=self._summarize_messages,
-            injected_memories=injection_lines(results, notes),
+            injected_memories=recalled,
             cross_session=cross,
             data_preamble=prompts.MEMORY_DATA_PREAMBLE,
         )
         used = MemoryUsed(
-            conversation_id=conversation_id, summary=summary, memories=tuple(results),
+            conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
             tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
         )
@@ -208,28 +217,35 @@ class ChatService:
 
     def _retrieve(
         self, conv: str, message: str, exclude: Collection[str], retrieval: RetrievalOverrides | None = None
-    ) -> tuple[list[SearchResult], dict[str, str]]:
-        """The read path, then current beats stale (currency.py): labels by memory id."""
+    ) -> tuple[list[SearchResult], dict[str, str], dict[str, str]]:
+        """The read path, then current beats stale (currency.py).
+
+        Returns the results, a note per result id, and a note per turn of ``conv`` itself that
+        a replaced or deleted fact came from (the transcript repeats it too).
+        """
         try:
             results = self.engine.search(message, conversation_id=conv, filters=SearchFilters(),
                                          overrides=retrieval, rerank=True)
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
-            return [], {}
+            return [], {}, {}
         results = [r for r in results if r.memory.id not in exclude]
         stale = superseded_by_turn(self.engine, {r.memory.conversation_id for r in results} | {conv})
         if not stale:
-            return results, {}
+            return results, {}, {}
         replies_to: dict[str, str] = {}
-        for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"}:
+        session: list[Memory] = []
+        for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"} | {conv}:
             previous_user = ""
             for turn in history_messages(self.engine, c):
+                if c == conv:
+                    session.append(turn)
                 if turn.role == "user":
                     previous_user = turn.id
                 else:
                     replies_to[turn.id] = previous_user
         view = prefer_current(results, stale, replies_to)
-        return view.results, view.notes
+        return view.results, view.notes, stale_notes(session, stale, replies_to)
 
     def _cross_session(self, conv: str) -> list[tuple[str, str]]:
         summaries = [m for m in unheld(self.engine, self.engine.list_memories(role="summary"))
@@ -336,8 +352,10 @@ def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:
     return raw[:room].decode("utf-8", "ignore"), True
 
 
-def _as_message(m: Memory) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": m.role, "content": m.text}
+def _as_message(m: Memory, note: str | None = None) -> dict[str, Any]:
+    """A stored turn as a chat message; ``note`` says what in it is out of date (not stored)."""
+    text = f"{m.text}\n\n[Memory note: {note}]" if note else m.text
+    message: dict[str, Any] = {"role": m.role, "content": text, MESSAGE_ID: m.id}
     if m.extra.get("interrupted") or m.extra.get("truncated"):
         message[INCOMPLETE] = True  # never summarised; build_context drops the key before sending
     return message
