@@ -258,17 +258,22 @@ def test_a_held_back_file_is_not_committed_by_a_delete_or_update_before_the_user
         assert KEY.encode() not in _history(eng.root)
 
 
+def _chatting(make_config: Callable[..., Any], scripted_llm: Any, **settings: Any) -> Any:
+    """A config for the scripted LLM, scripted to extract nothing, summarise and reply."""
+    from tests.llm_roles import FACTS, SUMMARY, is_chat
+
+    scripted_llm.reset()
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(SUMMARY, "Planned a trip to Porto.")
+    scripted_llm.script(is_chat, "Sounds good.")
+    return make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test",
+                       llm__timeout=5, **settings)
+
+
 def test_a_held_back_memory_never_reaches_the_llm_and_never_breaks_a_chat_turn(
     make_config: Callable[..., Any], scripted_llm: Any,
 ) -> None:
-    from tests.llm_roles import FACTS, SUMMARY, is_chat
-
-    scripted_llm.script(FACTS, "[]")
-    scripted_llm.script(SUMMARY, "Talked about billing.")
-    scripted_llm.script(is_chat, "I do not know your key.")
-    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test",
-                         llm__timeout=5, memory__max_entries=2)
-    with MemoryEngine(config) as eng:
+    with MemoryEngine(_chatting(make_config, scripted_llm, memory__max_entries=2)) as eng:
         eng.open_index()
         portal = eng.add("The billing portal is at billing.example.com")  # global: cross-session too
         trip = eng.add("The trip budget is 900 euros", conversation_id="trip")
@@ -287,4 +292,32 @@ def test_a_held_back_memory_never_reaches_the_llm_and_never_breaks_a_chat_turn(
         assert outcome.commit is not None, "the turn is recorded although the oldest memory is held back"
         assert not eng.get(trip.id).deleted, "eviction passes over a held-back memory"
         assert sorted(eng.git.dirty_paths()) == sorted([portal.path, trip.path])
+        assert KEY.encode() not in _history(eng.root) and AWS_KEY.encode() not in _history(eng.root)
+
+
+def test_a_held_back_turn_or_summary_is_sent_redacted_and_the_summary_is_not_rewritten(
+    make_config: Callable[..., Any], scripted_llm: Any,
+) -> None:
+    from tests.llm_roles import SUMMARY
+
+    config = _chatting(make_config, scripted_llm, memory__summary_threshold=2)
+    with MemoryEngine(config) as eng:
+        assert eng.chat("trip", "Book the Porto hotel").ok and eng.wait_idle(30)
+        with eng.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
+            summary = tx.write_summary("trip", "The user plans a trip.", 0)
+        [user_turn] = [m for m in eng.list_memories(conversation_id="trip", role="user")]
+        _hand_edit(eng, user_turn.path, f"Book the Porto hotel with card key {AWS_KEY}")
+        _hand_edit(eng, summary.path, f"The user plans a trip; portal key {KEY}")
+        eng.apply_external_changes([user_turn.path, summary.path])
+        assert len(eng.held_back_files()) == 2
+        _chatting(make_config, scripted_llm)  # forget the first turn's requests
+        outcomes: list[Any] = []
+        eng.subscribe_outcomes(outcomes.append)
+        assert eng.chat("trip", "And the flights?").ok and eng.wait_idle(30)
+        sent = json.dumps([r.body for r in scripted_llm.requests])
+        assert KEY not in sent and AWS_KEY not in sent
+        assert "card key [redacted:aws_access_key]" in sent, "the turn stays in the history, redacted"
+        assert not any(SUMMARY in json.dumps(r.body) for r in scripted_llm.requests), "no summary rewrite"
+        assert KEY in (eng.root / summary.path).read_text(encoding="utf-8"), "the user's file is untouched"
+        assert "waits for your Redact / Keep answer" in " ".join(outcomes[0].notes)
         assert KEY.encode() not in _history(eng.root) and AWS_KEY.encode() not in _history(eng.root)

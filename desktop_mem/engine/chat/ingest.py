@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.chat_types import WriteOutcome
@@ -30,7 +30,7 @@ from desktop_mem.engine.chat.extraction import (
 from desktop_mem.engine.chat.ports import ChatSource
 from desktop_mem.engine.index.retrieval import SearchFilters
 from desktop_mem.engine.models import Memory, NotFoundError, Operation, ValidationError, utc_now
-from desktop_mem.engine.store.secrets_scan import describe
+from desktop_mem.engine.store.secrets_scan import describe, redact
 from desktop_mem.engine.store.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -238,6 +238,14 @@ def unheld(engine: ChatSource, memories: list[Memory]) -> list[Memory]:
     return [m for m in memories if m.id not in held] if held else memories
 
 
+def for_prompt(engine: ChatSource, memory: Memory) -> Memory:
+    """The memory as a prompt may show it: a held-back one (its own turn or summary, kept in place
+    so turn positions stay right) with its likely secrets redacted."""
+    if memory.id not in engine.held_back_ids():
+        return memory
+    return replace(memory, text=redact(memory.text))
+
+
 def history_messages(engine: ChatSource, conv: str) -> list[Memory]:
     """The conversation's live turns, oldest first (the order the model saw them)."""
     turns = [m for m in engine.list_memories(conversation_id=conv) if m.role in ("user", "assistant")]
@@ -262,7 +270,9 @@ def _summary_update(
     current = engine.summary(conv)
     if not engine.config["memory.enable_summarization"] or llm is None:
         return None, 0, None
-    turns = history_messages(engine, conv)
+    if current is not None and current.id in engine.held_back_ids():
+        return None, 0, "The summary was not updated: its hand edit waits for your Redact / Keep answer."
+    turns = [for_prompt(engine, m) for m in history_messages(engine, conv)]
     covered = min(current.summarized_count or 0, len(turns)) if current else 0
     pending = turns[covered:]
     if not new_facts and not superseded and len(pending) <= engine.config["memory.summary_threshold"]:
@@ -332,7 +342,8 @@ def _evict(engine: ChatSource, tx: Transaction, conv: str) -> list[Memory]:
     evicted = [tx.soft_delete(m) for m in live[:excess]]
     turns_gone = sum(1 for m in evicted if m.role in ("user", "assistant"))
     summary = engine.summary(conv)
-    if summary is not None and turns_gone and summary.summarized_count:
+    if summary is not None and turns_gone and summary.summarized_count and (
+            summary.id not in engine.held_back_ids()):  # a held-back summary is not committed as it is
         # the summary counts positions in the turn history; evicted turns shift them
         count = max(summary.summarized_count - turns_gone, 0)
         tx.write_summary(conv, summary.text, count)

@@ -23,7 +23,7 @@ from desktop_mem.engine.chat.context import (
 )
 from desktop_mem.engine.chat.currency import prefer_current, stale_notes, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
-from desktop_mem.engine.chat.ingest import TurnRecord, history_messages, run_write_path, unheld
+from desktop_mem.engine.chat.ingest import TurnRecord, for_prompt, history_messages, run_write_path, unheld
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
 from desktop_mem.engine.chat.ports import ChatSource
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
@@ -147,10 +147,11 @@ class ChatService:
         engine = self.engine
         cfg = engine.config
         summary = engine.summary(conversation_id)
+        summary = for_prompt(engine, summary) if summary is not None else None
         results, notes, session_notes = self._retrieve(conversation_id, message, exclude, retrieval)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
-            past = [_as_message(m, session_notes.get(m.id))
+            past = [_as_message(for_prompt(engine, m), session_notes.get(m.id))
                     for m in history_messages(engine, conversation_id) if m.id not in exclude]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
