@@ -210,6 +210,8 @@ def test_resolving_refuses_paths_outside_the_store_stale_paths_and_files_changed
         with pytest.raises(ConflictError, match="changed since you were asked"):
             eng.resolve_held_back(tea.path, "keep", expected_hash=asked.content_hash)
         assert eng.git.head() == head and KEY.encode() not in _history(eng.root)
+        eng.apply_external_changes([tea.path])  # the watcher still sees the change: asked again
+        assert heard[-1].kinds == ("openai_key", "aws_access_key") and heard[-1] != asked
 
         _hand_edit(eng, tea.path, "User likes green tea")  # the user took the key out meanwhile
         with pytest.raises(ValidationError, match="holds no likely secret now"):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from desktop_mem.engine.models import (
     ConflictError,
+    EngineError,
     HeldBackChoice,
     Memory,
     Operation,
@@ -181,11 +182,13 @@ class HeldBackFiles:
         choice = HeldBackChoice(choice)
         rel = self.relative(path)
         with self._writer.transaction(Operation.EXTERNAL_EDIT, publish=False) as tx:
-            self._catalog.reload([rel])  # the file as it is now, not as it was announced
-            memory = self._catalog.at_path(rel)
-            if memory is None:
+            # The file as it is now, not as it was announced. Read, not re-cataloged: a refused
+            # answer must leave the change for the watcher to see (and ask about again).
+            try:
+                memory = self._store.read(rel)
+            except (OSError, ValueError, EngineError) as exc:
                 raise ValidationError(f"{rel} is not held back: there is no readable memory file there now "
-                                      f"(moved, deleted or broken){_NOT_HELD}")
+                                      f"(moved, deleted or broken){_NOT_HELD}") from exc
             if expected_hash is not None and memory.content_hash != expected_hash:
                 raise ConflictError(f"{rel} changed since you were asked about it; nothing was done. "
                                     "Answer again for the file as it is now.")
@@ -194,6 +197,7 @@ class HeldBackFiles:
                 raise ValidationError(f"{rel} is not held back: it holds no likely secret now{_NOT_HELD}")
             if rel not in self._dirty_paths():
                 raise ValidationError(f"{rel} is not held back: it is committed as it is{_NOT_HELD}")
+            self._catalog.reload([rel])
             if choice is HeldBackChoice.REDACT:
                 memory = tx.rewrite(memory, {}, secrets_scan.redact(memory.text, findings))
                 done = "likely secret redacted"
