@@ -291,23 +291,28 @@ def cmd_list(args: argparse.Namespace, config: Config) -> int:
     if args.conversation is not None:
         validate_conversation_id(args.conversation)  # "../x" is an error, not an empty list
     with open_engine(config, "list") as engine:
-        items = engine.list_memories(
+        items = engine.without_held_back(engine.list_memories(
             conversation_id=args.conversation, role=args.role, kind=args.kind, include_deleted=args.deleted
-        )
+        ))
         problems = engine.problems()
+        held = engine.held_back_files()
     if args.json:
-        emit_json({"memories": items, "problems": problems})
+        emit_json({"memories": items, "problems": problems, "held_back": held})
         return 0
     for m in items:
         print(_memory_line(m))
     for p in problems:
         print(terminal_safe(f"problem: {p.path}: {p.reason}"), file=sys.stderr)
+    for h in held:
+        line = (f"held back: {h.path}: a hand edit with a likely {', '.join(h.kinds)}, not listed until "
+                f"you answer (`desktop-mem secrets redact|keep {h.path}`)")
+        print(terminal_safe(line), file=sys.stderr)
     return 0
 
 
 def cmd_show(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "show") as engine:
-        m = engine.get(args.id)
+        m = engine.get_shared(args.id)
     if args.json:
         emit_json(m)
         return 0

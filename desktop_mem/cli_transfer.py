@@ -87,6 +87,9 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
         result = write(engine, args.output, args.conversation, overwrite=args.force)
     print(f"exported {result.memories} memories ({result.deleted} deleted) in {result.conversations} "
           f"conversations to {result.path}")
+    for path in result.held_back:
+        print(f"left out: {path}: a hand edit with a likely secret, held back until you answer "
+              f"(`desktop-mem secrets redact|keep {path}`)", file=sys.stderr)
     return 0
 
 

@@ -191,7 +191,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.get("/api/memories/{memory_id}")
     def get_memory(memory_id: str) -> dict[str, Any]:
-        return memory_json(engine.get(memory_id))
+        return memory_json(engine.get_shared(memory_id))
 
     @app.delete("/api/memories/{memory_id}")
     def delete_memory(memory_id: str) -> dict[str, Any]:
@@ -344,10 +344,10 @@ def _filtered(engine: MemoryEngine, type_: str | None, conversation: str | None,
         raise ValidationError(f"type {type_!r} is not one of {', '.join(KINDS + ROLES)}")
     if conversation is not None:
         validate_conversation_id(conversation)
-    items = engine.list_memories(
+    items = engine.without_held_back(engine.list_memories(
         conversation_id=conversation, include_deleted=deleted,
         kind=type_ if type_ in KINDS else None, role=type_ if type_ in ROLES else None,
-    )
+    ))
     now = datetime.now(UTC)
     items = [m for m in items if (type_ is not None or m.role in ("memory", "summary"))
              and (deleted or not m.expired(now))]

@@ -269,6 +269,21 @@ def test_memory_rest_api(served: Served) -> None:
     assert httpx.get(api, params={"limit": 0}).status_code == 400
 
 
+def test_rest_api_never_gives_out_a_held_back_hand_edit(served: Served) -> None:
+    from tests.test_hand_edit_secrets import KEY, _hand_edit
+
+    api = f"{served.url}/api/memories"
+    tea = served.engine.add("User likes tea")
+    coffee = served.engine.add("User likes coffee")
+    _hand_edit(served.engine, tea.path, f"Tea shop key {KEY}")
+    served.engine.apply_external_changes([tea.path])
+    listed = httpx.get(api)
+    assert [m["id"] for m in listed.json()["data"]] == [coffee.id] and KEY not in listed.text
+    refused = httpx.get(f"{api}/{tea.id}")
+    assert refused.status_code == 400 and KEY not in refused.text
+    assert tea.path in refused.json()["error"]["message"] and "desktop-mem secrets" in refused.text
+
+
 def test_bearer_token_is_required_when_set(make_served: Callable[..., Served]) -> None:
     served = make_served(token="s3cret-token")
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"}):

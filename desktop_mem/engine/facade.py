@@ -74,7 +74,8 @@ class MemoryEngine:
         )
         self._held_listeners: list[HeldBackListener] = []
         self._held = HeldBackFiles(self.writer, self.catalog, KeptSecrets(self.root / KEPT_SECRETS_NAME),
-                                   dirty_paths=self.git.dirty_paths, announce=self._announce_held_back)
+                                   dirty_paths=self._uncommitted, announce=self._announce_held_back,
+                                   read_only=read_only)
         self.writer.hold_reason = self._held.hold_reason
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
@@ -183,6 +184,10 @@ class MemoryEngine:
         self.catalog.load()
         if not self.read_only:
             self.manifest.flush()  # only when files were parsed or went away
+        elif self.config["store.git_versioning"] and self.git.exists():
+            # A reader cannot commit nor redact, but must not give out what its writer holds back:
+            # it decides which files those are as the writer does, from git and kept_secrets.json.
+            self._held_back()
 
     def _known_paths(self) -> set[str]:
         return {m.path for m in self.list_memories(include_deleted=True)} | {p.path for p in self.problems()}
@@ -257,16 +262,29 @@ class MemoryEngine:
                 kept.append(memory)
         return kept
 
+    def _uncommitted(self) -> list[str]:
+        """Files git has not committed. A reader whose git cannot tell (a broken repository, which
+        `doctor` must still report) takes every file as uncommitted: unkept secrets stay hidden."""
+        try:
+            return self.git.dirty_paths()
+        except GitHistoryError as exc:
+            if not self.read_only:
+                raise
+            log.warning("%s; every memory with a likely secret is treated as held back", exc)
+            return [m.path for m in self.list_memories(include_deleted=True)]
+
     def _held_back(self) -> set[str]:
-        """Uncommitted memory files with a likely secret, after the policy ran on them."""
-        suspects = [m for p in self.git.dirty_paths() if (m := self.catalog.at_path(p)) is not None
-                    and secrets_scan.scan(m.text)]
+        """Uncommitted memory files with a likely secret, after the policy ran on them (on a
+        read-only engine: as the writer would run it, in memory only)."""
+        suspects = self._held.suspects()
         if self.config["security.secrets"] == "ask":
-            held = [self._held.hold(m, unasked) for m in suspects if (unasked := self._held.unasked(m))]
-            self._held.keep_only(h.path for h in held)
-            return {h.path for h in held}
+            return self._held.hold_unasked(suspects)
         self._held.keep_only(())
         if not suspects or self.config["security.secrets"] == "keep":
+            return set()
+        if self.read_only:  # the writer redacts these files as soon as it sees them: show them so
+            for memory in suspects:
+                self.catalog.show_as(replace(memory, text=secrets_scan.redact(memory.text)))
             return set()
         subject = "Redact likely secrets in hand-edited memories"
         with self.writer.transaction(Operation.EXTERNAL_EDIT, subject) as tx:
@@ -703,11 +721,21 @@ class MemoryEngine:
         """Ids of the held-back memories: the read path, prompts and the write path leave them out."""
         return self._held.ids
 
+    def get_shared(self, memory_id: str) -> Memory:
+        """`get` for a reader outside the app (MCP, the CLI, an export): a held-back hand edit is
+        refused with HeldBackError, which names its file and how to answer for it."""
+        memory = self.get(memory_id)
+        self._held.refuse_if_held(memory)
+        return memory
+
+    def without_held_back(self, memories: Iterable[Memory]) -> list[Memory]:
+        """`memories` less the held-back hand edits (what readers outside the app may see)."""
+        held = self._held.ids
+        return [m for m in memories if m.id not in held]
+
     def _indexable(self) -> list[Memory]:
         """Every memory the index should hold: all but the held-back ones."""
-        held = self._held.ids
-        every = self.list_memories(include_deleted=True, include_summaries=True)
-        return [m for m in every if m.id not in held]
+        return self.without_held_back(self.list_memories(include_deleted=True, include_summaries=True))
 
     def _readable(self, memory_id: str) -> Memory | None:
         """The read path's lookup: a held-back memory is never injected into a prompt."""

@@ -249,8 +249,12 @@ class GitHistory:
         """Files under entries/ that differ from the last commit (e.g. edits made while closed)."""
         # A plain `git status` refreshes the index under .git/index.lock, which makes a commit
         # running at the same moment (the writer thread) fail; readers must take no locks.
-        with self.repo.git.custom_environment(GIT_OPTIONAL_LOCKS="0"):
-            out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", "entries")
+        try:
+            with self.repo.git.custom_environment(GIT_OPTIONAL_LOCKS="0"):
+                out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", "entries")
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git cannot list the uncommitted files in {self.root}: "
+                                  f"{(exc.stderr or str(exc)).strip()}") from exc
         paths = []
         for token in out.split("\0"):
             if len(token) > 3 and token[2] == " ":

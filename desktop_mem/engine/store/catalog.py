@@ -111,6 +111,13 @@ class Catalog:
             with contextlib.suppress(OSError):
                 self.manifest.remember_file(memory, (self.store.root / memory.path).stat())
 
+    def show_as(self, memory: Memory) -> None:
+        """Give out `memory` for its file from now on, in this process only (the manifest is not
+        told): a read-only engine's redacted view of a file its writer will redact."""
+        with self.lock:
+            if self._by_path.get(memory.path) is not None:
+                self._by_path[memory.path] = memory
+
     def forget(self, memory: Memory) -> None:
         """Drop a memory whose file moved or went away."""
         with self.lock:

@@ -40,6 +40,10 @@ KEPT_SECRETS_NAME = "kept_secrets.json"
 _NOT_HELD = "; `desktop-mem doctor` lists the files that are held back"
 
 
+class HeldBackError(ValidationError):
+    """A held-back hand edit was asked for by a reader outside the app (MCP, the CLI, an export)."""
+
+
 def _fingerprint(text: str, finding: Finding) -> str:
     value = text[finding.start:finding.end]
     return hashlib.sha256(f"{finding.kind}\0{value}".encode()).hexdigest()
@@ -98,6 +102,7 @@ class HeldBackFiles:
         *,
         dirty_paths: Callable[[], list[str]],
         announce: Callable[[SecretHeldBack], None],
+        read_only: bool = False,
     ) -> None:
         self._writer = writer
         self._store = writer.store
@@ -107,6 +112,21 @@ class HeldBackFiles:
         self._announce = announce
         self._held: dict[str, SecretHeldBack] = {}
         self._lock = threading.Lock()
+        # A read-only engine (a CLI read, each MCP call) finds the writer's held files again each
+        # time it opens: the writer has said so already, the reader only notes it.
+        self._log_level = logging.INFO if read_only else logging.WARNING
+
+    def suspects(self) -> list[Memory]:
+        """Uncommitted memory files (hand edits, per git) with a likely secret, as cataloged."""
+        return [m for p in self._dirty_paths() if (m := self._catalog.at_path(p)) is not None
+                and secrets_scan.scan(m.text)]
+
+    def hold_unasked(self, suspects: Iterable[Memory]) -> set[str]:
+        """Hold every suspect with a secret the user has not kept and forget every other held
+        file (a fresh look at the whole store); the paths held."""
+        held = [self.hold(m, unasked) for m in suspects if (unasked := self.unasked(m))]
+        self.keep_only(h.path for h in held)
+        return {h.path for h in held}
 
     def unasked(self, memory: Memory) -> tuple[Finding, ...]:
         """Likely secrets in the memory's text that the user has not chosen to keep."""
@@ -122,7 +142,7 @@ class HeldBackFiles:
             known = self._held.get(memory.path)
             self._held[memory.path] = held
         if known != held:
-            log.warning("%s holds a likely secret (%s); not committed: %s", memory.path,
+            log.log(self._log_level, "%s holds a likely secret (%s); not committed: %s", memory.path,
                         ", ".join(held.kinds), secrets_scan.HELD_BACK_HINT)
             self._announce(held)
         return held
@@ -135,15 +155,29 @@ class HeldBackFiles:
         with self._lock:
             self._held = {p: h for p, h in self._held.items() if p not in done and h.memory_id not in done}
 
-    def hold_reason(self, memory: Memory) -> str | None:
-        """Why this memory's file must not be committed as it is now (see StoreWriter.hold_reason)."""
+    def _holding(self, memory: Memory) -> SecretHeldBack | None:
         with self._lock:
             held = self._held.get(memory.path)
-        if held is None or held.memory_id != memory.id:
+        return held if held is not None and held.memory_id == memory.id else None
+
+    def hold_reason(self, memory: Memory) -> str | None:
+        """Why this memory's file must not be committed as it is now (see StoreWriter.hold_reason)."""
+        held = self._holding(memory)
+        if held is None:
             return None
         return (f"{memory.path} was edited outside the app and holds a likely {', '.join(held.kinds)} that "
                 "is not saved to history yet: choose Redact or Keep as written first (the bar at the top "
                 "of the window, or `desktop-mem secrets redact|keep <file>`), or edit the text")
+
+    def refuse_if_held(self, memory: Memory) -> None:
+        """HeldBackError if `memory` is held back: its text must not leave the app (MCP, CLI, export)."""
+        held = self._holding(memory)
+        if held is not None:
+            raise HeldBackError(
+                f"memory {memory.id} ({memory.path}) is held back: it was edited outside the app and holds "
+                f"a likely {', '.join(held.kinds)}, so it is not shown until you answer. Choose Redact or "
+                "Keep as written in the desktop-mem window, or run "
+                f"`desktop-mem secrets redact {memory.path}` (or `keep`)")
 
     def keep_only(self, paths: Iterable[str]) -> None:
         """Forget every held file not among `paths` (a fresh look at the whole store)."""

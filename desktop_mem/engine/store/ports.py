@@ -3,12 +3,13 @@ the whole MemoryEngine (which satisfies these structurally), so no part imports 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.models import Memory
+from desktop_mem.engine.models import Memory, SecretHeldBack
 from desktop_mem.engine.store.markdown_store import MarkdownStore
 from desktop_mem.engine.store.transaction import StoreWriter
 
@@ -47,3 +48,9 @@ class MemorySource(Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[Memory]: ...
+
+    def without_held_back(self, memories: Iterable[Memory]) -> list[Memory]:
+        """`memories` less the hand edits held back for a likely secret (not answered for yet)."""
+        ...
+
+    def held_back_files(self) -> tuple[SecretHeldBack, ...]: ...

@@ -47,6 +47,7 @@ class ExportResult:
     memories: int
     deleted: int
     conversations: int
+    held_back: tuple[str, ...] = ()  # hand edits left out: a likely secret not answered for yet
 
 
 def export_data(engine: MemorySource, conversation_id: str | None = None) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def export_json(
     _write_new(Path(output), overwrite, lambda handle: handle.write(raw))
     memories = data["memories"]
     return ExportResult(Path(output), len(memories), sum(1 for m in memories if m["deleted"]),
-                        len(data["conversations"]))
+                        len(data["conversations"]), _held_paths(engine, conversation_id))
 
 
 def export_zip(
@@ -102,7 +103,9 @@ def export_zip(
 ) -> ExportResult:
     """Write a zip of the Markdown tree (entries/ only, or one conversation's folder) + README.txt."""
     memories = _memories(engine, conversation_id)
-    files = _plain_files(engine, conversation_id)
+    held = _held_paths(engine, conversation_id)
+    files = [f for f in _plain_files(engine, conversation_id)
+             if f.relative_to(engine.root).as_posix() not in held]
     scope = f"conversation {conversation_id}" if conversation_id else "the whole store"
 
     def write(handle: Any) -> None:
@@ -113,7 +116,7 @@ def export_zip(
 
     _write_new(Path(output), overwrite, write)
     convs = {m.conversation_id for m in memories} | ({conversation_id} if conversation_id else set())
-    return ExportResult(Path(output), len(memories), sum(1 for m in memories if m.deleted), len(convs))
+    return ExportResult(Path(output), len(memories), sum(1 for m in memories if m.deleted), len(convs), held)
 
 
 def _plain_files(engine: MemorySource, conversation_id: str | None) -> list[Path]:
@@ -139,7 +142,14 @@ def _memories(engine: MemorySource, conversation_id: str | None) -> list[Memory]
             raise ValidationError(
                 f"there is no conversation {conversation_id!r}; `desktop-mem list` shows the conversations"
             )
-    return engine.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True)
+    return engine.without_held_back(
+        engine.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True))
+
+
+def _held_paths(engine: MemorySource, conversation_id: str | None) -> tuple[str, ...]:
+    """Files left out of an export: hand edits held back for a likely secret (not answered for)."""
+    return tuple(h.path for h in engine.held_back_files()
+                 if conversation_id is None or h.conversation_id == conversation_id)
 
 
 def _write_new(output: Path, overwrite: bool, write: Any) -> None:
