@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from desktop_mem import __version__
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
 from desktop_mem.engine.chat.context import STRATEGY_NAMES
+from desktop_mem.engine.chat.ingest import for_prompt
 from desktop_mem.engine.chat.llm_client import LLMError
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.facade import MemoryEngine
@@ -330,7 +331,7 @@ def _session(engine: MemoryEngine, conv: str) -> dict[str, Any]:
     updated = max((m.updated_at or m.created_at for m in items), default=None)
     return {
         "id": conv, "title": engine.conversation_title(conv),
-        "summary": summary.text if summary else None,
+        "summary": for_prompt(engine, summary).text if summary else None,
         "summarizedCount": (summary.summarized_count or 0) if summary else 0,
         "messageCount": sum(1 for m in items if m.role in ("user", "assistant")),
         "updatedAt": updated.isoformat() if updated else None,

@@ -284,6 +284,27 @@ def test_rest_api_never_gives_out_a_held_back_hand_edit(served: Served) -> None:
     assert tea.path in refused.json()["error"]["message"] and "desktop-mem secrets" in refused.text
 
 
+def test_rest_sessions_show_a_held_back_turn_and_summary_redacted(served: Served) -> None:
+    from desktop_mem.engine.models import Operation
+    from tests.test_hand_edit_secrets import KEY, _hand_edit
+
+    engine = served.engine
+    conv = engine.new_conversation("Trip")
+    with engine.writer.transaction(Operation.SUMMARY, "Summary", conv) as tx:
+        summary = tx.write_summary(conv, "The user plans a trip.", 0)
+    turn = engine.add("Book the Porto hotel", conversation_id=conv, role="user")
+    _hand_edit(engine, turn.path, f"Book the Porto hotel with key {KEY}")
+    _hand_edit(engine, summary.path, f"The user plans a trip; portal key {KEY}")
+    engine.apply_external_changes([turn.path, summary.path])
+    assert engine.held_back_ids() == {turn.id, summary.id}
+    shown = httpx.get(f"{served.url}/api/chat/sessions/{conv}")
+    listed = httpx.get(f"{served.url}/api/chat/sessions")
+    assert KEY not in shown.text and KEY not in listed.text
+    body = shown.json()
+    assert body["messages"][0]["content"] == "Book the Porto hotel with key [redacted:openai_key]"
+    assert body["summary"] == "The user plans a trip; portal key [redacted:openai_key]"
+
+
 def test_bearer_token_is_required_when_set(make_served: Callable[..., Served]) -> None:
     served = make_served(token="s3cret-token")
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"}):

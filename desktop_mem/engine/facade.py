@@ -623,12 +623,13 @@ class MemoryEngine:
         return self._chat.wait_idle(timeout) if self._chat is not None else True
 
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
-        """The conversation's stored turns as chat messages, oldest first."""
-        from desktop_mem.engine.chat.ingest import history_messages
+        """The conversation's stored turns as chat messages, oldest first; a held-back hand-edited
+        turn with its likely secrets redacted (as the model is shown it)."""
+        from desktop_mem.engine.chat.ingest import for_prompt, history_messages
 
         validate_conversation_id(conversation_id)
-        return [{"role": m.role, "content": m.text, "id": m.id, "created_at": m.created_at.isoformat()}
-                for m in history_messages(self, conversation_id)]
+        return [{"role": m.role, "content": for_prompt(self, m).text, "id": m.id,
+                 "created_at": m.created_at.isoformat()} for m in history_messages(self, conversation_id)]
 
     def llm_check(self) -> str:
         """Probe the chat endpoint; raises LLMError with a message a user can act on."""
