@@ -103,3 +103,24 @@ def test_sigkill_mid_write_leaves_no_partial_file_and_clean_git(
         eng.git.fsck()
         assert eng.git.dirty_paths() == [], "start-up recovery commits what the crash left"
     assert len(acked) > 0
+
+
+def test_start_up_removes_temp_files_and_commits_only_what_changed_while_closed(
+        make_config: Any, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with MemoryEngine(make_config(store)) as eng:
+        memory = eng.add("User lives in Berlin", conversation_id="trip")
+        head = eng.git.head()
+    path = store / memory.path
+    temp = path.parent / f".{path.name}.1234abcd.tmp"  # a write killed before its rename
+    temp.write_text("partial", encoding="utf-8")
+    with MemoryEngine(make_config(store)) as eng:
+        assert not temp.exists() and eng.problems() == []
+        assert eng.git.head() == head, "nothing changed while closed: no commit"
+    path.write_text(path.read_text(encoding="utf-8").replace("Berlin", "Munich"), encoding="utf-8")
+    with MemoryEngine(make_config(store)) as eng:
+        newest = eng.git.newest()
+        assert newest is not None and newest.sha != head and newest.changes == ()  # no file list read
+        assert newest.subject == "Record changes made while desktop-mem was closed"
+        assert [c.new_path for c in eng.git.log(limit=1)[0].changes] == [memory.path]
+        assert eng.git.dirty_paths() == [] and eng.get(memory.id).text == "User lives in Munich"

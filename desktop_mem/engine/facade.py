@@ -6,7 +6,9 @@ atomic file write -> catalog + index update -> one git commit. Reads never take 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -88,15 +90,20 @@ class MemoryEngine:
             try:
                 if self.config["store.git_versioning"]:
                     self.git.init()
-                self._recover_after_crash()
+                self._remove_stale_git_lock()
             except Exception:
                 self.lock.release()
                 raise
         elif not self.root.exists():
             raise ValidationError(f"the store {self.root} does not exist yet")
-        self.refresh()
-        if not read_only and self.config["store.git_versioning"]:
-            self.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC)
+        # `git status` (lock-free) runs while the catalog loads: two cores, not one after the other.
+        versioned = not read_only and self.config["store.git_versioning"]
+        dirty = self.git.dirty_paths_later(".gitignore") if versioned else None
+        temp_files: list[str] = []
+        self.refresh(temp_files=None if read_only else temp_files)
+        self._remove_temp_files(temp_files)
+        if dirty is not None:
+            self.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC, dirty=dirty())
 
     # ------------------------------------------------------------ lifecycle
 
@@ -161,14 +168,20 @@ class MemoryEngine:
     def _announce_held_back(self, held: SecretHeldBack) -> None:
         _notify(self._held_listeners, held)
 
-    def _recover_after_crash(self) -> None:
-        """Remove what a killed writer can leave: our own temp files and a stale git index lock.
+    @staticmethod
+    def _remove_temp_files(paths: Iterable[str]) -> None:
+        """Remove what a killed writer can leave: our own temp files (found by the catalog's walk).
 
-        Safe because we hold the store lock: no other desktop-mem is writing here. Temp files
-        are never the truth (the rename that would publish them did not happen).
+        Safe at start-up because we hold the store lock and write nothing yet: no other
+        desktop-mem is writing here. Temp files are never the truth (the rename that would
+        publish them did not happen).
         """
-        for tmp in self.store.orphan_temp_files():
-            tmp.unlink(missing_ok=True)
+        for tmp in paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def _remove_stale_git_lock(self) -> None:
+        """A killed git command's index lock (we hold the store lock: no git of ours runs)."""
         index_lock = self.root / ".git" / "index.lock"
         if index_lock.exists():
             log.warning("removing a stale %s left by an interrupted git command", index_lock)
@@ -176,12 +189,13 @@ class MemoryEngine:
 
     # -------------------------------------------------------------- catalog
 
-    def refresh(self) -> None:
+    def refresh(self, temp_files: list[str] | None = None) -> None:
         """Re-read the store (start-up, or after a burst of outside changes).
 
-        Files whose size and mtime match memory_index.json are not parsed again.
+        Files whose size and mtime match memory_index.json are not parsed again. Temp files of
+        interrupted writes seen on the way are added to `temp_files`, if given.
         """
-        self.catalog.load()
+        self.catalog.load(temp_files)
         if not self.read_only:
             self.manifest.flush()  # only when files were parsed or went away
         elif self.config["store.git_versioning"] and self.git.exists():
@@ -273,10 +287,10 @@ class MemoryEngine:
             log.warning("%s; every memory with a likely secret is treated as held back", exc)
             return [m.path for m in self.list_memories(include_deleted=True)]
 
-    def _held_back(self) -> set[str]:
-        """Uncommitted memory files with a likely secret, after the policy ran on them (on a
-        read-only engine: as the writer would run it, in memory only)."""
-        suspects = self._held.suspects()
+    def _held_back(self, dirty: Sequence[str] | None = None) -> set[str]:
+        """Uncommitted memory files (`dirty`, else as git tells) with a likely secret, after the
+        policy ran on them (on a read-only engine: as the writer would run it, in memory only)."""
+        suspects = self._held.suspects(dirty)
         if self.config["security.secrets"] == "ask":
             return self._held.hold_unasked(suspects)
         self._held.keep_only(())
@@ -315,6 +329,10 @@ class MemoryEngine:
             conversation_id=conversation_id, role=role, kind=kind, include_deleted=include_deleted,
             only_deleted=only_deleted, include_summaries=include_summaries, since=since, until=until,
         )
+
+    def is_empty(self) -> bool:
+        """True for a new store: no memory (live or deleted) and no conversation."""
+        return not len(self.catalog) and not self.store.conversations()
 
     def problems(self) -> list[Problem]:
         """Files that could not be read, with their reasons."""
@@ -545,16 +563,24 @@ class MemoryEngine:
         return self.catalog.lookup(memory_id)
 
     def commit_all(
-        self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None
+        self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None, *,
+        dirty: Sequence[str] | None = None,
     ) -> str | None:
         """Commit everything under entries/ that differs from HEAD: what changed while the app was
-        closed, or before a sync. Every other commit holds exactly its operation's files."""
+        closed, or before a sync. Every other commit holds exactly its operation's files.
+        `dirty`: start-up's `git status` of entries/ and .gitignore, read while the catalog loaded."""
         if self.read_only or not self.config["store.git_versioning"]:
             return None
         with self.writer.lock:
-            held = self._held_back()
-            dirty = self.git.dirty_paths() if held else []
-            paths = None if not held else [*(p for p in dirty if p not in held), ".gitignore"]
+            # One lock-free `git status` first: when nothing differs (every start-up but one after
+            # edits made while closed) no `git add` refreshes the index over every file of the store.
+            if dirty is None:
+                dirty = self.git.dirty_paths(".gitignore")
+            held = self._held_back(dirty)
+            if not dirty:
+                return None
+            paths = None if not held else [*(p for p in dirty if p not in held and p != ".gitignore"),
+                                           ".gitignore"]
             try:
                 trailers = {"Operation": str(operation), **(trailers or {})}
                 return self.git.commit(subject, trailers, paths=paths)

@@ -106,8 +106,7 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
     from desktop_mem.engine.facade import MemoryEngine
 
     engine = MemoryEngine(config, read_only=read_only)
-    empty = not engine.list_memories(include_deleted=True) and not engine.store.conversations()
-    return OpenedStore(engine, empty, last_commit_line(engine), engine.held_back_files())
+    return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
 
 
 def import_index_modules() -> None:

@@ -45,8 +45,8 @@ def last_commit_line(engine: MemoryEngine) -> str:
     The raw log, not the classified history: classifying an import of 10,000 files reads every
     blob (seconds at start-up, measured with py-spy) to show one subject.
     """
-    commits = engine.git.log(limit=1) if engine.git.exists() else []
-    return f"{commits[0].subject} ({when(commits[0].committed_at)})" if commits else "no commits yet"
+    newest = engine.git.newest() if engine.git.exists() else None
+    return f"{newest.subject} ({when(newest.committed_at)})" if newest is not None else "no commits yet"
 
 
 class StatusBar(QStatusBar):

@@ -11,7 +11,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -245,21 +245,41 @@ class GitHistory:
             return bool(self.repo.git.ls_files("--cached").strip())
         return False
 
-    def dirty_paths(self) -> list[str]:
-        """Files under entries/ that differ from the last commit (e.g. edits made while closed)."""
+    def dirty_paths(self, *also: str) -> list[str]:
+        """Files under entries/ (and the store-relative paths `also`) that differ from the last
+        commit, staged or not, tracked or not (e.g. edits made while closed)."""
         # A plain `git status` refreshes the index under .git/index.lock, which makes a commit
         # running at the same moment (the writer thread) fail; readers must take no locks.
         try:
             with self.repo.git.custom_environment(GIT_OPTIONAL_LOCKS="0"):
-                out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", "entries")
+                out = self.repo.git.status(*_STATUS_ARGS, *also)
         except GitCommandError as exc:
-            raise GitHistoryError(f"git cannot list the uncommitted files in {self.root}: "
-                                  f"{(exc.stderr or str(exc)).strip()}") from exc
-        paths = []
-        for token in out.split("\0"):
-            if len(token) > 3 and token[2] == " ":
-                paths.append(token[3:])
-        return paths
+            raise self._status_failed(exc) from exc
+        return _status_paths(out)
+
+    def dirty_paths_later(self, *also: str) -> Callable[[], list[str]]:
+        """Start `dirty_paths` now; the function returned waits for its answer (start-up reads the
+        catalog meanwhile) and raises GitHistoryError as dirty_paths does."""
+        try:
+            with self.repo.git.custom_environment(GIT_OPTIONAL_LOCKS="0"):
+                process = self.repo.git.status(*_STATUS_ARGS, *also, as_process=True)
+        except GitCommandError as exc:
+            raise self._status_failed(exc) from exc
+
+        def answer() -> list[str]:
+            out = process.stdout.read() if process.stdout is not None else b""
+            try:
+                process.wait()
+            except GitCommandError as exc:
+                raise self._status_failed(exc) from exc
+            return _status_paths(out.decode("utf-8", errors="surrogateescape"))
+
+        return answer
+
+    def _status_failed(self, exc: GitCommandError) -> GitHistoryError:
+        stderr = exc.stderr.decode("utf-8", "replace") if isinstance(exc.stderr, bytes) else exc.stderr
+        return GitHistoryError(f"git cannot list the uncommitted files in {self.root}: "
+                               f"{(stderr or str(exc)).strip()}")
 
     # ---------------------------------------------------------------- reading
 
@@ -289,10 +309,18 @@ class GitHistory:
             args += ["--follow", "--", *paths] if len(paths) == 1 else ["--", *paths]
         return self._log(args)
 
-    def _log(self, args: Sequence[str]) -> list[RawCommit]:
+    def newest(self) -> RawCommit | None:
+        """The newest commit without its changed files, or None for an empty history. Cheap
+        whatever it touched: `log(limit=1)` lists an import's 10,000 files (start-up's status line)."""
+        if self.head() is None:
+            return None
+        commits = self._log(["--max-count=1", "HEAD"], files=False)
+        return commits[0] if commits else None
+
+    def _log(self, args: Sequence[str], *, files: bool = True) -> list[RawCommit]:
         try:
             raw: bytes = self.repo.git.log(
-                "-z", "--raw", "-M", "--no-abbrev", f"--format={_LOG_FORMAT}", *args,
+                "-z", *(("--raw", "-M", "--no-abbrev") if files else ()), f"--format={_LOG_FORMAT}", *args,
                 stdout_as_string=False, strip_newline_in_stdout=False,
             )
         except GitCommandError as exc:
@@ -353,6 +381,14 @@ class GitHistory:
             return str(self.repo.git.fsck("--full", "--no-progress"))
         except GitCommandError as exc:
             raise GitHistoryError(f"git fsck found problems: {_reason(exc)}") from None
+
+
+_STATUS_ARGS = ("--porcelain", "-z", "--untracked-files=all", "--", "entries")
+
+
+def _status_paths(out: str) -> list[str]:
+    """The paths of `git status --porcelain -z` output."""
+    return [token[3:] for token in out.split("\0") if len(token) > 3 and token[2] == " "]
 
 
 def _write_spec(spec: Path, paths: Sequence[str]) -> None:

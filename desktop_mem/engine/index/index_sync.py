@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from desktop_mem.engine.index.index_text import TurnContext
 from desktop_mem.engine.index.keyword_index import KeywordDoc, KeywordIndex
 from desktop_mem.engine.models import Memory
@@ -175,6 +173,8 @@ class IndexSync:
             missing = [m for m in meta_only if m.id not in stored]
             ready = [m for m in meta_only if m.id in stored]
             if ready:
+                import numpy as np  # not at import: the app's start-up path imports this module
+
                 self._write(ready, np.stack([stored[m.id] for m in ready]))
             if missing:
                 self._write(missing, self.embedder.embed([m.text for m in missing]))

@@ -16,18 +16,19 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
 
-if TYPE_CHECKING:  # heavy (chromadb, onnxruntime): loaded when an index is built
+if TYPE_CHECKING:  # heavy (chromadb, onnxruntime, numpy): loaded when an index is built or searched
+    import numpy as np
+    import numpy.typing as npt
+
     from desktop_mem.engine.index.embedder import Embedder
     from desktop_mem.engine.index.keyword_index import KeywordIndex
     from desktop_mem.engine.index.reranker import Reranker
     from desktop_mem.engine.index.vector_index import VectorIndex
 
-Vector = npt.NDArray[np.float32]
+    Vector = npt.NDArray[np.float32]
+
 OVERSAMPLE = 3.0  # unfiltered hits fetched per wanted in-scope hit (divided by the scope's share)
 MAX_OVERSAMPLED = 1500  # beyond this a filtered query is cheaper
 
@@ -294,6 +295,8 @@ class Retriever:
 
     def _mmr(self, ranked: list[SearchResult], k: int) -> list[SearchResult]:
         """Maximal Marginal Relevance: λ·relevance − (1−λ)·max cosine to what is already chosen."""
+        import numpy as np  # not at import: the app's start-up path imports this module
+
         if not ranked:  # the reranker's threshold can prune every candidate
             return []
         missing = [r.memory.id for r in ranked if r.embedding is None]
@@ -344,6 +347,8 @@ def _minmax(scores: dict[str, float]) -> dict[str, float]:
 
 def _zscore(scores: dict[str, float]) -> dict[str, float]:
     """(score - mean) / standard deviation; all 0 when the scores do not spread."""
+    import numpy as np
+
     if not scores:
         return {}
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))

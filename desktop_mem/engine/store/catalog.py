@@ -31,12 +31,13 @@ class Catalog:
         self._problems: dict[str, Problem] = {}
         self._per_conversation: Counter[str] = Counter()
 
-    def load(self) -> None:
-        """Re-read the store; unchanged files come from the manifest's cache."""
+    def load(self, temp_files: list[str] | None = None) -> None:
+        """Re-read the store; unchanged files come from the manifest's cache. Temp files of
+        interrupted writes seen on the way are added to `temp_files`, if given."""
         memories: list[Memory] = []
         problems: list[Problem] = []
         seen: set[str] = set()
-        for rel, entry in self.store.iter_entries():
+        for rel, entry in self.store.iter_entries(temp_files):
             seen.add(rel)
             if entry.is_symlink():
                 problems.append(Problem(rel, f"{rel} {SYMLINK_REASON}"))  # never read through
@@ -179,6 +180,11 @@ class Catalog:
         ]
         result.sort(key=lambda m: (m.created_at, m.path))
         return result
+
+    def __len__(self) -> int:
+        """How many memories (live or deleted) the catalog holds."""
+        with self.lock:
+            return len(self._by_path)
 
     def problems(self) -> list[Problem]:
         """Files that could not be read, with their reasons."""

@@ -116,10 +116,11 @@ class HeldBackFiles:
         # time it opens: the writer has said so already, the reader only notes it.
         self._log_level = logging.INFO if read_only else logging.WARNING
 
-    def suspects(self) -> list[Memory]:
-        """Uncommitted memory files (hand edits, per git) with a likely secret, as cataloged."""
-        return [m for p in self._dirty_paths() if (m := self._catalog.at_path(p)) is not None
-                and secrets_scan.scan(m.text)]
+    def suspects(self, dirty: Iterable[str] | None = None) -> list[Memory]:
+        """Uncommitted memory files (hand edits: `dirty`, else per git) with a likely secret, as
+        cataloged."""
+        paths = self._dirty_paths() if dirty is None else dirty
+        return [m for p in paths if (m := self._catalog.at_path(p)) is not None and secrets_scan.scan(m.text)]
 
     def hold_unasked(self, suspects: Iterable[Memory]) -> set[str]:
         """Hold every suspect with a secret the user has not kept and forget every other held

@@ -163,8 +163,10 @@ class MarkdownStore:
         for rel, _entry in self.iter_entries():
             yield rel
 
-    def iter_entries(self) -> Iterator[tuple[str, os.DirEntry[str]]]:
-        """Like iter_paths, with each file's DirEntry (its stat needs no path parsing).
+    def iter_entries(self, temp_files: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """Like iter_paths, with each file's DirEntry (its stat needs no path parsing). Temp files
+        of interrupted atomic writes (".<name>.<hex>.tmp") found on the way are added to
+        `temp_files` (absolute paths), if given: start-up walks the folders once, not twice.
 
         Plain string paths, not pathlib: at 100k files pathlib's parsing alone took seconds.
         """
@@ -178,6 +180,9 @@ class MarkdownStore:
                 with os.scandir(folder) as it:
                     for entry in it:
                         if entry.name.startswith("."):
+                            if (temp_files is not None and entry.name.endswith(".tmp")
+                                    and entry.is_file(follow_symlinks=False)):
+                                temp_files.append(entry.path)
                             continue
                         if entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
@@ -224,12 +229,6 @@ class MarkdownStore:
                     rel = self.relpath(path)
                     found.append(Problem(rel, f"{rel} {SYMLINK_REASON}"))
         return found
-
-    def orphan_temp_files(self) -> list[Path]:
-        """Temp files of interrupted atomic writes (".<name>.<hex>.tmp")."""
-        if not self.entries.is_dir():
-            return []
-        return [p for p in self.entries.rglob(".*.tmp") if p.is_file()]
 
     def scan(self) -> Listing:
         """Read every file; unreadable ones become Problems with their path and reason."""
