@@ -162,6 +162,26 @@ def test_extract_facts_small_talk_gives_nothing(scripted_llm: ScriptedLLM, llm: 
     assert result == ExtractionResult((), None)
 
 
+@pytest.mark.parametrize(
+    ("message", "answer", "facts"),
+    [
+        # Seen with the 1.5B model: "They are ..." for the user; the guard refused it as not
+        # about the user, and the correction was lost.
+        ("I was wrong, I'm allergic to almonds, not peanuts.", '["They are allergic to almonds not peanuts"]',
+         ["The user is allergic to almonds not peanuts"]),
+        ("I'm a baker.", '["I am a baker"]', ["The user is a baker"]),
+        ("My sister lives in Paris.", '["My sister lives in Paris"]', ["The user's sister lives in Paris"]),
+        # ... but "they" that is someone else stays refused.
+        ("My parents are allergic to almonds.", '["They are allergic to almonds"]', []),
+    ],
+)
+def test_extract_facts_puts_a_fact_in_the_users_voice_into_the_third_person(
+    scripted_llm: ScriptedLLM, llm: LLMClient, message: str, answer: str, facts: list[str]
+) -> None:
+    scripted_llm.script(FACTS_CALL, answer)
+    assert [f.text for f in extract_facts(llm, message).facts] == facts
+
+
 def test_extract_facts_drops_copied_prompt_example(scripted_llm: ScriptedLLM, llm: LLMClient) -> None:
     scripted_llm.script(FACTS_CALL, '["The user\'s wife is named Anne", "The user is tired"]')
     result = extract_facts(llm, "I am so tired")

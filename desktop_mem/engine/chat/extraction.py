@@ -127,7 +127,7 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
     seen: set[str] = set()
     lowered = text.casefold()
     for raw in texts:
-        clean = raw.strip().strip("\"'")
+        clean = fact_guards.as_user_subject(raw.strip().strip("\"'"))
         if not clean or len(clean) > MAX_FACT_CHARS or _fold(clean) in seen:
             continue
         keyword = prompts.EXAMPLE_FACTS.get(clean)

@@ -171,6 +171,29 @@ def forget_request(message: str) -> str | None:
 # -- is an extracted fact grounded in the user's own words --------------------------------------
 
 
+_SUBJECTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.I), subject) for pattern, subject in (
+        (r"^(?:i am|i'm|they are|they're)\b", "The user is"),
+        (r"^(?:i was|they were)\b", "The user was"),
+        (r"^(?:i have|i've|they have|they've)\b", "The user has"),
+        (r"^(?:i don't|i do not|they don't|they do not)\b", "The user does not"),
+        (r"^(?:my|their)\b", "The user's"),
+    )
+)
+
+
+def as_user_subject(fact: str) -> str:
+    """A fact a small model wrote in the user's own voice or as "they" ("They are allergic to
+    almonds", "My sister lives in Paris"), in the third person the store uses. Whether it is
+    really about the user is still for grounding_problem to decide."""
+    clean = fact.strip().replace("’", "'")
+    for pattern, subject in _SUBJECTS:
+        match = pattern.match(clean)
+        if match is not None:
+            return subject + clean[match.end():]
+    return fact
+
+
 def grounding_problem(fact: str, statement_text: str) -> str | None:
     """Why ``fact`` is not grounded in ``statement_text`` (None when it is)."""
     clean = fact.strip()
