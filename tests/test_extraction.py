@@ -156,6 +156,17 @@ def test_extract_facts_keeps_at_most_three_and_drops_overlong(
     assert _texts(result.facts) == ["The user is 30", "The user has a sister", "The user cooks"]
 
 
+def test_extract_facts_fills_in_a_plain_statement_the_model_missed(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    # Seen with the 1.5B model: "I live in Berlin." gave [] and the user's city was never stored.
+    scripted_llm.script(FACTS_CALL, "[]", times=1)
+    assert _texts(extract_facts(llm, "I live in Berlin.").facts) == ["The user lives in Berlin"]
+    scripted_llm.script(FACTS_CALL, '["The user lives in Paris"]')  # refused: the user did not say Paris
+    result = extract_facts(llm, "I live in Berlin.")
+    assert _texts(result.facts) == ["The user lives in Berlin"] and result.rejected
+
+
 def test_extract_facts_small_talk_gives_nothing(scripted_llm: ScriptedLLM, llm: LLMClient) -> None:
     scripted_llm.script(FACTS_CALL, "[]")
     result = extract_facts(llm, "Hi! How are you?")
