@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -55,6 +55,10 @@ if TYPE_CHECKING:
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
+# The loopback endpoint starts once nobody typed for this long and no reply streams: loading its
+# server (mcp, FastAPI, openai) holds the GIL up to ~90 ms at a time, which froze search-as-you-
+# type for 150-200 ms when it started with the index (benchmarks/gui_start.py, py-spy).
+ENDPOINT_IDLE_MS = 1500
 DEFAULT_SIZE = QSize(1200, 780)
 # Room for a desktop's title bar and borders, which are not known before the window is shown.
 FRAME_ALLOWANCE = QSize(16, 48)
@@ -118,11 +122,16 @@ def import_index_modules() -> None:
 
 def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], None] | None = None) -> str:
     """Run on the writer after the panes show: sync the index, then watch for outside edits."""
+    engine.open_index(progress)
+    return "on" if engine.start_watcher() else "off"
+
+
+def start_endpoint(engine: MemoryEngine) -> None:
+    """Run on the writer: serve the app's loopback endpoint, which AI tools' `desktop-mem mcp`
+    processes write through (its server loads in its own thread)."""
     from desktop_mem.loopback_endpoint import start_app_endpoint
 
-    engine.open_index(progress)
-    start_app_endpoint(engine)  # AI tools' `desktop-mem mcp` processes write through it
-    return "on" if engine.start_watcher() else "off"
+    start_app_endpoint(engine)
 
 
 def close_engine(engine: MemoryEngine) -> None:
@@ -364,7 +373,35 @@ class MainWindow(QMainWindow):
                                 "the store is read-only")
         if self.workspace is not None:
             self.workspace.browser.refresh()
+            self._start_endpoint_when_idle(self.workspace)
         self.index_ready.emit()
+
+    def _start_endpoint_when_idle(self, workspace: Workspace) -> None:
+        """Start the loopback endpoint once the user pauses (see ENDPOINT_IDLE_MS)."""
+        engine = self.engine
+        timer = QTimer(workspace)
+        timer.setSingleShot(True)
+        timer.setInterval(ENDPOINT_IDLE_MS)
+        typing = (workspace.browser.search_edit.textChanged, workspace.chat.input.textChanged)
+
+        def restart(*_: object) -> None:
+            timer.start()
+
+        for typed in typing:
+            typed.connect(restart)
+
+        def start() -> None:
+            if engine is None or engine is not self.engine:
+                return  # closed or reopened meanwhile: the new engine has its own timer
+            if workspace.chat.busy:
+                timer.start()
+                return
+            for typed in typing:
+                typed.disconnect(restart)
+            self.runner.submit_write(start_endpoint, engine, quiet=True)
+
+        timer.timeout.connect(start)
+        timer.start()
 
     def _on_index_failed(self, error: BaseException) -> None:
         if isinstance(error, Cancelled):

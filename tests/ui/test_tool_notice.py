@@ -5,13 +5,14 @@ with Undo and the timeline a source chip and filter."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import anyio
 import pytest
 
 from desktop_mem.engine.store.store_lock import read_holder
-from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.main_window import ENDPOINT_IDLE_MS, MainWindow
 from desktop_mem.ui.timeline_model import SOURCE_ROLE
 from desktop_mem.ui.tool_notice import notice_text
 from tests.mcp_clients import CLAUDE, call, stdio_session
@@ -88,3 +89,21 @@ def test_notice_text_counts_by_operation() -> None:
     assert notice_text(changes) == "Cursor added 3 memories and deleted 1 memory"
     assert notice_text([StoreChange(Operation.UPDATE, ("n", "o"), None, None, source="mcp")]) == \
         "An AI tool updated 1 memory"
+
+
+def test_the_loopback_endpoint_starts_once_the_user_pauses_typing(qtbot: Any,
+                                                                  opened_window: MainWindow) -> None:
+    """Loading the endpoint's server holds the GIL up to ~90 ms at a time: it waits until nobody
+    types (search-as-you-type froze 150-200 ms when it started with the index)."""
+    window = opened_window
+    engine = window.engine
+    assert engine is not None and window.workspace is not None
+    search = window.workspace.browser.search_edit
+    qtbot.waitUntil(lambda: window.status.index_label.text() == "Index ready", timeout=60000)
+    typed_until = time.monotonic() + 2 * ENDPOINT_IDLE_MS / 1000
+    while time.monotonic() < typed_until:
+        search.setText(search.text() + "t")
+        qtbot.wait(ENDPOINT_IDLE_MS // 5)
+        assert "endpoint" not in read_holder(engine.root), "the endpoint started while the user typed"
+    qtbot.waitUntil(lambda: "endpoint" in read_holder(engine.root), timeout=30000)
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=30000)  # the searches typed above answered
