@@ -327,6 +327,18 @@ def test_reconcile_deletes_alone_still_add_the_new_facts(scripted_llm: ScriptedL
     )
 
 
+def test_reconcile_never_replaces_the_users_fact_with_someone_elses(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    # Seen with the 1.5B model: "I live in Berlin." then "My sister lives in Paris." left only
+    # "The user's sister lives in Paris": an UPDATE of the user's city by the sister's.
+    answer = [{"event": "UPDATE", "id": "1", "text": "The user's sister lives in Paris"},
+              {"event": "DELETE", "id": "1"}]
+    scripted_llm.script(RECONCILE_CALL, json.dumps(answer))
+    result = reconcile(llm, ["The user's sister lives in Paris"], EXISTING)
+    assert result.decisions == (Decision("ADD", "The user's sister lives in Paris", None),)
+
+
 @pytest.mark.parametrize("answer", ["[]", '[{"event": "DELETE", "id": "42"}]'])
 def test_reconcile_no_usable_decision_adds_the_new_facts(
     scripted_llm: ScriptedLLM, llm: LLMClient, answer: str

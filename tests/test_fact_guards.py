@@ -90,3 +90,11 @@ def test_drop_superseded_removes_a_sentence_that_only_restates_a_fact_without_na
     # A replacement: the old count goes; what is still true of the new fact stays.
     out = drop_superseded(summary, [("The user has two cats", "The user has three cats")])
     assert out == "The user likes jazz. The user plays chess.\n- The user has cats."
+
+
+def test_facts_about_different_people_are_never_the_same_topic() -> None:
+    assert fact_guards.subject("The user's older sister lives in Paris") == "sister"
+    assert fact_guards.subject("The user's name is Jon") == "user"
+    assert fact_guards.same_topic("The user lives in Berlin", "The user moved to Leuven")
+    assert not fact_guards.same_topic("The user lives in Berlin", "The user's sister lives in Paris")
+    assert fact_guards.same_topic("The user's sister lives in Rome", "The user's sister lives in Paris")

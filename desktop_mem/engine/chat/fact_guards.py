@@ -256,8 +256,28 @@ def _with_topics(words: set[str]) -> set[str]:
     return out
 
 
+_PEOPLE_WORDS = """sister sisters brother brothers mother mom mum father dad parent parents friend friends
+wife husband partner son sons daughter daughters child children kid kids boss colleague colleagues
+coworker manager neighbour neighbor cousin aunt uncle niece nephew grandmother grandfather grandma
+grandpa girlfriend boyfriend fiance fiancee roommate flatmate family"""
+_PEOPLE = frozenset(_PEOPLE_WORDS.split())
+_RELATIVE = re.compile(
+    r"^the user'?s\s+(?:(?:younger|older|elder|little|big|baby|best|new|ex-?|late)\s+)?(\w+)", re.I
+)
+
+
+def subject(fact: str) -> str:
+    """Whom a stored fact is about: "user", or the person it names ("The user's sister ...")."""
+    match = _RELATIVE.match(fact.strip())
+    person = match.group(1).casefold() if match else ""
+    return person if person in _PEOPLE else "user"
+
+
 def same_topic(old: str, new: str) -> bool:
-    """Whether two facts talk about the same thing (shared content word or topic group)."""
+    """Whether two facts talk about the same thing (shared content word or topic group) about
+    the same person: "The user's sister lives in Paris" never replaces "The user lives in Berlin"."""
+    if subject(old) != subject(new):
+        return False
     a, b = stems(old), stems(new)
     return bool(a & b) or bool(_topics(a) & _topics(b))
 
