@@ -22,6 +22,8 @@ from chromadb.errors import ChromaError
 
 FloatVector = npt.NDArray[np.float32]
 MetadataValue = str | int | float | bool
+_NO_VECTOR: FloatVector = np.zeros(0, dtype=np.float32)  # shared, read-only: a hit asked without its vector
+_NO_VECTOR.setflags(write=False)
 
 
 class VectorIndexError(RuntimeError):
@@ -204,7 +206,7 @@ class VectorIndex:
                 similarity=1.0 - float(distances[i]),
                 document=documents[i] or "",
                 metadata=dict(metadatas[i] or {}),
-                embedding=vectors[i] if vectors is not None else np.zeros(0, dtype=np.float32),
+                embedding=vectors[i] if vectors is not None else _NO_VECTOR,
             )
             for i, entry_id in enumerate(ids)
         ]

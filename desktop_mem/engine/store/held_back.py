@@ -111,6 +111,7 @@ class HeldBackFiles:
         self._dirty_paths = dirty_paths
         self._announce = announce
         self._held: dict[str, SecretHeldBack] = {}
+        self._ids: frozenset[str] | None = None  # cache of `ids` (asked per search hit)
         self._lock = threading.Lock()
         # A read-only engine (a CLI read, each MCP call) finds the writer's held files again each
         # time it opens: the writer has said so already, the reader only notes it.
@@ -142,6 +143,7 @@ class HeldBackFiles:
         with self._lock:
             known = self._held.get(memory.path)
             self._held[memory.path] = held
+            self._ids = None
         if known != held:
             log.log(self._log_level, "%s holds a likely secret (%s); not committed: %s", memory.path,
                         ", ".join(held.kinds), secrets_scan.HELD_BACK_HINT)
@@ -155,6 +157,7 @@ class HeldBackFiles:
         done = set(change.paths) | set(change.memory_ids)
         with self._lock:
             self._held = {p: h for p, h in self._held.items() if p not in done and h.memory_id not in done}
+            self._ids = None
 
     def _holding(self, memory: Memory) -> SecretHeldBack | None:
         with self._lock:
@@ -185,6 +188,7 @@ class HeldBackFiles:
         wanted = set(paths)
         with self._lock:
             self._held = {p: h for p, h in self._held.items() if p in wanted}
+            self._ids = None
 
     @property
     def files(self) -> tuple[SecretHeldBack, ...]:
@@ -195,8 +199,11 @@ class HeldBackFiles:
     @property
     def ids(self) -> frozenset[str]:
         """Ids of the held-back memories: the read path and the index leave them out."""
-        with self._lock:
-            return frozenset(h.memory_id for h in self._held.values() if h.memory_id)
+        ids = self._ids
+        if ids is None:
+            with self._lock:
+                ids = self._ids = frozenset(h.memory_id for h in self._held.values() if h.memory_id)
+        return ids
 
     def relative(self, path: str) -> str:
         """A store-relative path from a store-relative or absolute one; refuses anything outside."""
