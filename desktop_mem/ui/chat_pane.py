@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -262,8 +263,7 @@ class ChatPane(QWidget):
         self._runner.submit_chat(
             self._engine.chat, turn.conversation_id, text, retry=retry,
             on_token=turn.buffer.push, on_used=self._used_received.emit, cancel=turn.cancel,
-            on_result=lambda r, t=turn: self._on_reply(t, r),
-            on_error=lambda e, t=turn: self._on_chat_error(t, e))
+            on_result=partial(self._on_reply, turn), on_error=partial(self._on_chat_error, turn))
 
     @Slot()
     def stop(self) -> None:

@@ -15,8 +15,8 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.chat_types import WriteOutcome
-    from desktop_mem.engine.facade import MemoryEngine, StoreChange
-    from desktop_mem.engine.models import SecretHeldBack
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.models import SecretHeldBack, StoreChange
 
 
 class EngineBridge(QObject):

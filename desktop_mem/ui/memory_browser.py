@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.index.retrieval import ScoreBreakdown, SearchFilters
-from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem
+from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, StoreChange
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.flow_layout import FlowLayout, group
 from desktop_mem.ui.memory_model import SCORE_COLUMN, MemoryTableModel, ProblemsModel

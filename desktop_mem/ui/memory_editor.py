@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine, StoreChange
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory, StoreChange
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout

@@ -20,7 +20,8 @@ from desktop_mem.ui.progress import ProgressPanel
 from desktop_mem.ui.task_runner import TaskRunner
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine, StoreChange
+    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.models import StoreChange
 
 LLM_RECHECK_MS = 60_000
 LLM_FIRST_CHECK_MS = 5_000

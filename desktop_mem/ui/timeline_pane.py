@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
@@ -31,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine, StoreChange
+from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history.timeline_actions import (
     memory_at,
     restore_deleted,
@@ -39,7 +40,7 @@ from desktop_mem.engine.history.timeline_actions import (
     revert_replacement,
 )
 from desktop_mem.engine.history.timeline_query import TimelinePage, TimelineQuery, timeline_page
-from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, TimelineEvent
+from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, StoreChange, TimelineEvent
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.diff_view import DiffView
@@ -320,7 +321,7 @@ class TimelinePane(QWidget):
         if event is not None and event.memory_id and self.restore_button.isEnabled():
             # Restore only what is still deleted: a memory restored since is live again.
             self._runner.submit(self._engine.get, event.memory_id, key=f"{self._key}-live",
-                                on_result=lambda memory, e=event: self._on_event_memory_read(e, memory),
+                                on_result=partial(self._on_event_memory_read, event),
                                 on_error=lambda _exc: None)
         if commit is None or event is None:
             self.diff_view.clear()
