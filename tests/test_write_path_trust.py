@@ -82,7 +82,8 @@ def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_sup
     assert chat_engine.wait_idle(30)
     # In the conversation itself, the old message is in the transcript: it is not repeated as a
     # memory, and the transcript sent says what in it is out of date (the stored turn is unchanged).
-    assert [r.memory.text for r in reply.used.memories] == ["The user lives in Leuven"]
+    used = [r.memory.text for r in reply.used.memories]
+    assert used == ["The user lives in Leuven", "The user's name is Mara"]
     prompt = _chat_prompt(scripted_llm)
     assert "[memory; current; replaces: The user lives in Ghent] The user lives in Leuven" in prompt
     assert "I live in Ghent" not in prompt

@@ -36,6 +36,7 @@ class CurrentView:
 
     results: list[SearchResult]
     notes: dict[str, str]
+    brought_in: frozenset[str] = frozenset()  # current facts added because a stale turn was found
 
 
 def from_turns(memory: Memory) -> list[str]:
@@ -90,15 +91,17 @@ def prefer_current(
         entries = _entries(result.memory, stale, replies_to)
         wanted += [(e.current, result) for e in entries if e.current is not None]
     shown = {r.memory.id for r in results}
+    brought_in: set[str] = set()
     for current, because in wanted:
         if current.id not in shown:
             shown.add(current.id)
+            brought_in.add(current.id)
             fresh.append(SearchResult(current, replace(because.scores, mmr_rank=None)))
     for entries in stale.values():
         for entry in entries:
             if entry.current is not None and entry.current.id in shown:
                 notes.setdefault(entry.current.id, f"current; replaces: {entry.old}")
-    return CurrentView(fresh + old, notes)
+    return CurrentView(fresh + old, notes, frozenset(brought_in))
 
 
 def stale_notes(

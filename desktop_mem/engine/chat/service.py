@@ -21,7 +21,7 @@ from desktop_mem.engine.chat.context import (
     build_context,
     resolve_strategy,
 )
-from desktop_mem.engine.chat.currency import prefer_current, stale_notes, superseded_by_turn
+from desktop_mem.engine.chat.currency import CurrentView, prefer_current, stale_notes, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import TurnRecord, for_prompt, history_messages, run_write_path, unheld
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
@@ -148,22 +148,36 @@ class ChatService:
         cfg = engine.config
         summary = engine.summary(conversation_id)
         summary = for_prompt(engine, summary) if summary is not None else None
-        results, notes, session_notes = self._retrieve(conversation_id, message, exclude, retrieval)
+        own = [m for m in history_messages(engine, conversation_id) if m.id not in exclude]
+        k = int((retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
+        # Turns the transcript will show are not injected again: ask for that many more (within
+        # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
+        spare = min(len(own), max(cfg["retrieval.rerank_pool"] - k, 0)) if history is None else 0
+        view, session_notes = self._retrieve(conversation_id, message, exclude, retrieval, k + spare)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
-            past = [_as_message(for_prompt(engine, m), session_notes.get(m.id))
-                    for m in history_messages(engine, conversation_id) if m.id not in exclude]
+            past = [_as_message(for_prompt(engine, m), session_notes.get(m.id)) for m in own]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
         past.append({"role": "user", "content": message})
         saved = engine.conversation_strategy(conversation_id)
         name = resolve_strategy(strategy, saved, cfg["context.strategy"])
-        shown: list[SearchResult] = list(results)
+        shown: list[SearchResult] = view.results[:k]
 
         def recalled(sent: frozenset[str]) -> list[str]:
-            # A turn the model reads in the transcript itself is not repeated as a memory.
-            shown[:] = [r for r in results if r.memory.id not in sent]
-            return injection_lines(shown, notes)
+            # A turn the model reads in the transcript itself is not repeated as a memory; the
+            # best `k` others are, with the current facts brought in for a stale turn.
+            left = k
+            shown.clear()
+            for r in view.results:
+                if r.memory.id in sent:
+                    continue
+                if r.memory.id not in view.brought_in:
+                    if left == 0:
+                        continue
+                    left -= 1
+                shown.append(r)
+            return injection_lines(shown, view.notes)
 
         context = build_context(
             past,
@@ -217,23 +231,24 @@ class ChatService:
         return turns[last:]
 
     def _retrieve(
-        self, conv: str, message: str, exclude: Collection[str], retrieval: RetrievalOverrides | None = None
-    ) -> tuple[list[SearchResult], dict[str, str], dict[str, str]]:
+        self, conv: str, message: str, exclude: Collection[str], retrieval: RetrievalOverrides | None,
+        top_k: int,
+    ) -> tuple[CurrentView, dict[str, str]]:
         """The read path, then current beats stale (currency.py).
 
-        Returns the results, a note per result id, and a note per turn of ``conv`` itself that
-        a replaced or deleted fact came from (the transcript repeats it too).
+        Returns the results with a note per result id, and a note per turn of ``conv`` itself
+        that a replaced or deleted fact came from (the transcript repeats it too).
         """
         try:
             results = self.engine.search(message, conversation_id=conv, filters=SearchFilters(),
-                                         overrides=retrieval, rerank=True)
+                                         overrides=retrieval, rerank=True, top_k=top_k)
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
-            return [], {}, {}
+            return CurrentView([], {}), {}
         results = [r for r in results if r.memory.id not in exclude]
         stale = superseded_by_turn(self.engine, {r.memory.conversation_id for r in results} | {conv})
         if not stale:
-            return results, {}, {}
+            return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
         session: list[Memory] = []
         for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"} | {conv}:
@@ -245,8 +260,7 @@ class ChatService:
                     previous_user = turn.id
                 else:
                     replies_to[turn.id] = previous_user
-        view = prefer_current(results, stale, replies_to)
-        return view.results, view.notes, stale_notes(session, stale, replies_to)
+        return prefer_current(results, stale, replies_to), stale_notes(session, stale, replies_to)
 
     def _cross_session(self, conv: str) -> list[tuple[str, str]]:
         summaries = [m for m in unheld(self.engine, self.engine.list_memories(role="summary"))
