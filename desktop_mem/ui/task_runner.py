@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,10 @@ class TaskRunner(QObject):
             if self._latest.get(ticket.key) != task_id:
                 return  # superseded: a newer request with this key owns the view
             del self._latest[ticket.key]
+        if not (_alive(ticket.on_result) and _alive(ticket.on_error)):
+            # Its pane was deleted (a store switch, the window closing) before the result came.
+            ticket.on_result = ticket.on_error = None
+            ticket.dropped = True
         try:
             if error is not None:
                 if ticket.on_error is not None:
@@ -213,3 +218,10 @@ class SyncTaskRunner(TaskRunner):
 
     def _run(self, pool: QThreadPool, job: _Job) -> None:
         job.run()
+
+
+def _alive(callback: Callable[..., Any] | None) -> bool:
+    """False when ``callback`` is a method (or a partial of one) of a Qt object already deleted."""
+    target = getattr(callback, "func", callback)
+    owner = getattr(target, "__self__", None)
+    return not isinstance(owner, QObject) or shiboken6.isValid(owner)

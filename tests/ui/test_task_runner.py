@@ -67,3 +67,30 @@ def test_errors_go_to_the_error_callback_not_the_result(qtbot: Any) -> None:
     assert errors == []  # never delivered inside submit
     qtbot.waitUntil(lambda: not runner.busy)
     assert results == [] and isinstance(errors[0], ValueError)
+
+
+def test_a_result_for_a_deleted_pane_is_not_delivered(qtbot: Any) -> None:
+    # Seen in the suite: a page of memories arrived after its browser was deleted, and the
+    # callback raised "Internal C++ object (QTableView) already deleted" in the event loop.
+    from functools import partial
+
+    import shiboken6
+    from PySide6.QtWidgets import QTableView
+
+    runner = TaskRunner()
+    gate = threading.Event()
+    delivered: list[object] = []
+
+    class Pane(QTableView):
+        def shown(self, page: object) -> None:
+            delivered.append(page)
+            self.horizontalHeader()
+
+    pane = Pane()
+    runner.submit(gate.wait, 5, on_result=pane.shown)
+    runner.submit(gate.wait, 5, on_result=partial(pane.shown), on_error=lambda e: None)
+    runner.submit(gate.wait, 5, on_result=lambda r: delivered.append("alive"))
+    shiboken6.delete(pane)
+    gate.set()
+    qtbot.waitUntil(lambda: not runner.busy)
+    assert delivered == ["alive"]
