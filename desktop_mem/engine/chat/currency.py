@@ -81,14 +81,15 @@ def prefer_current(
     """
     fresh: list[SearchResult] = []
     old: list[SearchResult] = []
-    notes = stale_notes([r.memory for r in results], stale, replies_to)
+    notes: dict[str, str] = {}
     wanted: list[tuple[Memory, SearchResult]] = []
     for result in results:
-        if result.memory.id not in notes:
+        entries = _entries(result.memory, stale, replies_to)
+        if not entries:
             fresh.append(result)
             continue
         old.append(result)
-        entries = _entries(result.memory, stale, replies_to)
+        notes[result.memory.id] = _stale_note(result.memory.role, entries)
         wanted += [(e.current, result) for e in entries if e.current is not None]
     shown = {r.memory.id for r in results}
     brought_in: set[str] = set()

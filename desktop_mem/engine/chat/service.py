@@ -153,7 +153,7 @@ class ChatService:
         # Turns the transcript will show are not injected again: ask for that many more (within
         # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
         spare = min(len(own), max(cfg["retrieval.rerank_pool"] - k, 0)) if history is None else 0
-        view, session_notes = self._retrieve(conversation_id, message, exclude, retrieval, k + spare)
+        view, session_notes = self._retrieve(conversation_id, message, exclude, retrieval, k + spare, own)
         cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
         if history is None:
             past = [_as_message(for_prompt(engine, m), session_notes.get(m.id)) for m in own]
@@ -232,12 +232,13 @@ class ChatService:
 
     def _retrieve(
         self, conv: str, message: str, exclude: Collection[str], retrieval: RetrievalOverrides | None,
-        top_k: int,
+        top_k: int, own: list[Memory],
     ) -> tuple[CurrentView, dict[str, str]]:
         """The read path, then current beats stale (currency.py).
 
         Returns the results with a note per result id, and a note per turn of ``conv`` itself
-        that a replaced or deleted fact came from (the transcript repeats it too).
+        (``own``: its stored turns, oldest first) that a replaced or deleted fact came from (the
+        transcript repeats it too).
         """
         try:
             results = self.engine.search(message, conversation_id=conv, filters=SearchFilters(),
@@ -250,17 +251,14 @@ class ChatService:
         if not stale:
             return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
-        session: list[Memory] = []
         for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"} | {conv}:
             previous_user = ""
-            for turn in history_messages(self.engine, c):
-                if c == conv:
-                    session.append(turn)
+            for turn in own if c == conv else history_messages(self.engine, c):
                 if turn.role == "user":
                     previous_user = turn.id
                 else:
                     replies_to[turn.id] = previous_user
-        return prefer_current(results, stale, replies_to), stale_notes(session, stale, replies_to)
+        return prefer_current(results, stale, replies_to), stale_notes(own, stale, replies_to)
 
     def _cross_session(self, conv: str) -> list[tuple[str, str]]:
         summaries = [m for m in unheld(self.engine, self.engine.list_memories(role="summary"))
