@@ -232,7 +232,8 @@ def main() -> int:
     parser.add_argument("--child", choices=("cold", "stalls"))
     parser.add_argument("--store", type=Path)
     parser.add_argument("--workdir", type=Path,
-                        help="keep the built stores here and reuse them on the next run (default: a new temp dir)")
+                        help="keep the built stores here and reuse them on the next run "
+                        "(default: a new temp dir)")
     args = parser.parse_args()
     if args.child:
         result = cold_start(args.store, args.memories) if args.child == "cold" else stalls(args.store)

@@ -138,6 +138,25 @@ def test_onnx_threads_setting_is_honoured() -> None:
     assert embedder.name == "all-MiniLM-L6-v2-int8-onnx"
 
 
+def test_queries_get_their_own_session_built_in_the_background() -> None:
+    embedder = OnnxEmbedder(threads=1, query_threads=2)
+    first = embedder.embed_query("Where do I live now?")  # answered by the indexing session ...
+    assert embedder.wait_for_query_session(timeout=30)  # ... while the query session loads beside it
+    assert embedder._query_session is not None
+    assert embedder._query_session.get_session_options().intra_op_num_threads == 2
+    assert embedder.session.get_session_options().intra_op_num_threads == 1  # indexing unchanged
+    # Same model, same vector whichever session answers.
+    np.testing.assert_allclose(embedder.embed_query("Where do I live now?"), first, atol=1e-4)
+    single = OnnxEmbedder(threads=1, query_threads=1)
+    single.embed_query("x")
+    assert single._query_session is None  # nothing extra is loaded when the counts are equal
+
+
+def test_query_threads_below_one_is_a_clear_error() -> None:
+    with pytest.raises(EmbeddingError, match="query_threads >= 1"):
+        OnnxEmbedder(query_threads=0, model="all-MiniLM-L6-v2")
+
+
 def test_onnx_missing_tokenizer_is_a_clear_error(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "tokenizer.json"
     with pytest.raises(EmbeddingError, match="tokenizer file not found"):

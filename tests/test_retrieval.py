@@ -187,3 +187,36 @@ def test_empty_and_stopword_only_queries_return_nothing_or_dense_only(indexed: M
     assert indexed.search("   ") == []
     results = indexed.search("what is it")  # no keyword terms: the dense side still answers
     assert results and all(r.scores.keyword is None for r in results)
+
+
+def test_mmr_fetches_vectors_for_the_best_few_per_pick_only(
+    make_config: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MMR looks at the best 3·k candidates (at least 20): the vectors of the rest are not fetched,
+    and the picks are the same as over the whole pool."""
+    from desktop_mem.engine.index import retrieval
+
+    eng = MemoryEngine(make_config())
+    for i in range(60):
+        eng.add(f"Trip {i}: we hiked the lake trail with the dog and a picnic number {i}",
+                conversation_id="trips", role="user")
+    eng.open_index()
+    try:
+        asked: list[int] = []
+        real = eng.retriever.vectors.get_embeddings
+
+        def spy(wanted: list[str]) -> Any:
+            asked.append(len(wanted))
+            return real(wanted)
+
+        monkeypatch.setattr(eng.retriever.vectors, "get_embeddings", spy)
+        capped = ids(eng.search("hiking at the lake with the dog", conversation_id="trips", top_k=3))
+        assert len(capped) == 3
+        assert asked and max(asked) <= max(retrieval.MMR_POOL_PER_PICK * 3, retrieval.MMR_MIN_POOL)
+        monkeypatch.setattr(retrieval, "MMR_POOL_PER_PICK", 1000)
+        asked.clear()
+        whole = ids(eng.search("hiking at the lake with the dog", conversation_id="trips", top_k=3))
+        assert max(asked) > retrieval.MMR_MIN_POOL  # the whole pool, for comparison
+        assert whole == capped
+    finally:
+        eng.close()

@@ -77,6 +77,8 @@ SETTINGS: tuple[Setting, ...] = (
       "(changing it re-embeds every memory).", choices=("e5-small-v2", "all-MiniLM-L6-v2")),
     S("embedding.threads", int, 1, "CPU threads for the local embedder (keep low beside a local LLM).",
       minimum=1, maximum=64),
+    S("embedding.query_threads", int, 2, "CPU threads for embedding a search query (one short text "
+      "while you wait: 2 threads take about a third off, see docs/benchmarks.md).", minimum=1, maximum=64),
     S("embedding.batch_size", int, 32, "Texts embedded per batch.", minimum=1, maximum=1024),
     S("chroma.url", str, "", "Chroma server URL (empty: embedded index inside the store)."),
     S("chroma.ef_search", int, 200, "HNSW ef_search of the vector index.", minimum=10, maximum=2000),
@@ -164,6 +166,7 @@ StrSetting = Literal[
 IntSetting = Literal[
     "store.max_file_bytes",
     "embedding.threads",
+    "embedding.query_threads",
     "embedding.batch_size",
     "chroma.ef_search",
     "retrieval.top_k",

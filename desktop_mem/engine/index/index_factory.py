@@ -14,7 +14,7 @@ from desktop_mem.engine.index.vector_index import VectorIndex
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.manifest import Manifest
 
-_SHARED_EMBEDDERS: dict[tuple[str, int, int], Embedder] = {}
+_SHARED_EMBEDDERS: dict[tuple[str, int, int, int], Embedder] = {}
 _SHARED_RERANKERS: dict[tuple[str, int], Reranker] = {}
 
 
@@ -24,9 +24,11 @@ def make_embedder(config: Config) -> Embedder:
         return OpenAIEmbedder(
             base_url=config["llm.base_url"], api_key=config["llm.api_key"], model=config["embedding.model"]
         )
-    key = (config["embedding.local_model"], config["embedding.threads"], config["embedding.batch_size"])
+    key = (config["embedding.local_model"], config["embedding.threads"], config["embedding.batch_size"],
+           config["embedding.query_threads"])
     if key not in _SHARED_EMBEDDERS:
-        _SHARED_EMBEDDERS[key] = OnnxEmbedder(model=key[0], threads=key[1], batch_size=key[2])
+        _SHARED_EMBEDDERS[key] = OnnxEmbedder(model=key[0], threads=key[1], batch_size=key[2],
+                                              query_threads=key[3])
     return _SHARED_EMBEDDERS[key]
 
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # heavy (chromadb, onnxruntime, numpy): loaded when an index 
 
 OVERSAMPLE = 3.0  # unfiltered hits fetched per wanted in-scope hit (divided by the scope's share)
 MAX_OVERSAMPLED = 1500  # beyond this a filtered query is cheaper
+MMR_POOL_PER_PICK = 3  # MMR considers the best 3·k candidates (k = results wanted) ...
+MMR_MIN_POOL = 20  # ... and at least 20
 
 
 # Per-request read-path knobs: top_k, recency_weight, score_threshold (None: the setting).
@@ -192,8 +194,13 @@ class Retriever:
             fetch = min(MAX_OVERSAMPLED, int(n * OVERSAMPLE / max(share, 1e-6)))
             hits = (self.vectors.query(query_vec, fetch, None, with_payload=False, with_embeddings=False)
                     if fetch > n else [])
-            kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)
-                    and (scopes is None or m.conversation_id in scopes)][:n]
+            kept = []
+            for h in hits:  # nearest first: stop at n (at LoCoMo size ~80 of 240 hits are looked at)
+                m = self.lookup(h.id)
+                if m is not None and (scopes is None or m.conversation_id in scopes) and _passes(m, f):
+                    kept.append(h)
+                    if len(kept) == n:
+                        break
             if len(kept) >= max(n // 4, min(n, 10)):  # enough to fuse with the keyword candidates
                 # No vectors yet: MMR fetches them in one call with the keyword-only candidates'.
                 return {h.id: (h.similarity, None) for h in kept}
@@ -299,9 +306,6 @@ class Retriever:
 
         if not ranked:  # the reranker's threshold can prune every candidate
             return []
-        missing = [r.memory.id for r in ranked if r.embedding is None]
-        stored = self.vectors.get_embeddings(missing) if missing else {}
-        vectors = [r.embedding if r.embedding is not None else stored.get(r.memory.id) for r in ranked]
         lam = self.settings.mmr_lambda
         # MMR weighs relevance against a cosine similarity in [0, 1], so relevance must span
         # [0, 1] too: rescale the final scores over the candidate pool (best = 1). Otherwise the
@@ -309,6 +313,15 @@ class Retriever:
         # a few months (recency ~ 0), which let redundancy win too often (LoCoMo recall@5 0.590
         # -> 0.605 with the rescale; 0.612 with no MMR at all).
         rel = list(_minmax({str(i): r.scores.final for i, r in enumerate(ranked)}).values())
+        # Only the best few per pick can be picked: at λ = 0.7 a candidate far down the list needs
+        # every one above it to be a near-duplicate of what is chosen. On LoCoMo the picks are the
+        # same at 3·k as over the whole pool, and fetching the vectors of the rest was half of
+        # MMR's time (cProfile).
+        size = max(MMR_POOL_PER_PICK * k, MMR_MIN_POOL)
+        ranked, rel = ranked[:size], rel[:size]
+        missing = [r.memory.id for r in ranked if r.embedding is None]
+        stored = self.vectors.get_embeddings(missing) if missing else {}
+        vectors = [r.embedding if r.embedding is not None else stored.get(r.memory.id) for r in ranked]
         # Cosines of unit vectors; a memory without a vector has none.
         has = np.array([v is not None for v in vectors])
         dim = next((v.shape[0] for v in vectors if v is not None), 1)
