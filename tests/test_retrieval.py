@@ -220,3 +220,45 @@ def test_mmr_fetches_vectors_for_the_best_few_per_pick_only(
         assert whole == capped
     finally:
         eng.close()
+
+
+def test_the_scope_post_filter_asks_chroma_again_when_the_first_margin_falls_short(tmp_path: Path) -> None:
+    """The oversampled unfiltered query first asks for half the margin; when the nearest hits lie
+    mostly outside the conversation it asks for the full margin, and still returns n in scope."""
+    import numpy as np
+
+    from desktop_mem.engine.index import retrieval
+    from desktop_mem.engine.index.vector_index import VectorIndex
+    from desktop_mem.engine.models import Memory
+
+    rng = np.random.default_rng(7)
+    topic = rng.normal(size=32)
+    near = topic + 0.3 * rng.normal(size=(150, 32))  # "other" holds everything close to the query
+    far = rng.normal(size=(150, 32))  # "mine" holds unrelated memories
+    rows = np.vstack([near, far]).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    ids = [f"o{i}" for i in range(150)] + [f"m{i}" for i in range(150)]
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    memories = {i: Memory(i, "user", "other" if i[0] == "o" else "mine", i, when, f"{i}.md") for i in ids}
+    vectors = VectorIndex(path=tmp_path / "chroma")
+    vectors.upsert(ids, rows, [{"conversation_id": memories[i].conversation_id} for i in ids], ids)
+    asked: list[int] = []
+    real_query = vectors.query
+
+    def spy(vec: Any, n: int, where: Any = None, **kw: Any) -> Any:
+        asked.append(n if where is None else -n)
+        return real_query(vec, n, where, **kw)
+
+    vectors.query = spy  # type: ignore[method-assign]
+    retriever = retrieval.Retriever(None, vectors, None, memories.get,  # type: ignore[arg-type]
+                                    scope_share=lambda scopes: 0.5)
+    try:
+        dense = retriever._dense(topic.astype(np.float32), SearchFilters(conversation_id="mine"), 40)
+        assert asked == [int(40 * retrieval.OVERSAMPLE / 2 / 0.5), int(40 * retrieval.OVERSAMPLE / 0.5)]
+        assert len(dense) == 40 and all(i.startswith("m") for i in dense)
+        asked.clear()
+        dense = retriever._dense(topic.astype(np.float32), SearchFilters(conversation_id="other"), 40)
+        assert asked == [int(40 * retrieval.OVERSAMPLE / 2 / 0.5)]  # the first margin was enough
+        assert len(dense) == 40 and all(i.startswith("o") for i in dense)
+    finally:
+        vectors.close()

@@ -113,6 +113,54 @@ def test_upsert_replaces_and_dedupes(index: VectorIndex, embedder: OnnxEmbedder)
     assert hits[0].id == "m1" and hits[0].document == new_text
 
 
+def test_vectors_served_from_memory_follow_every_write(index: VectorIndex, embedder: OnnxEmbedder) -> None:
+    """get_embeddings keeps recent vectors in memory: an upsert, a delete or a reset through the
+    index is seen at once, and a cached vector cannot be changed by a caller."""
+    before = index.get_embeddings(["m1", "m2"])
+    calls: list[object] = []
+    real_call = index._call
+
+    def counting(method: str, **kwargs: object) -> object:
+        calls.append(method)
+        return real_call(method, **kwargs)
+
+    index._call = counting  # type: ignore[method-assign]
+    again = index.get_embeddings(["m2", "m1"])
+    assert calls == []  # from memory
+    np.testing.assert_array_equal(again["m1"], before["m1"])
+    with pytest.raises(ValueError):
+        again["m1"][0] = 1.0  # shared with the cache: read-only
+    cat = embedder.embed(["The user adopted a tabby cat named Miso."])
+    index.upsert(["m1"], cat, [{"conversation_id": "c1"}], ["The user adopted a tabby cat named Miso."])
+    np.testing.assert_allclose(index.get_embeddings(["m1"])["m1"], cat[0], atol=1e-6)
+    assert not np.allclose(cat[0], before["m1"], atol=1e-3)
+    index.delete(["m2"])
+    assert index.get_embeddings(["m2"]) == {}
+    index.reset()
+    assert index.get_embeddings(["m1"]) == {}
+
+
+def test_a_fetch_that_overlaps_a_write_is_not_kept(index: VectorIndex, embedder: OnnxEmbedder) -> None:
+    """A search thread reads m1's old vector while an upsert replaces it: the old one is returned to
+    that search but not remembered, so the next search sees the new vector."""
+    real_call = index._call
+    new = embedder.embed(["The user adopted a tabby cat named Miso."])
+    old = index.get_embeddings(["m1"])["m1"]
+    index._forget(None)  # start cold
+
+    def racing(method: str, **kwargs: object) -> object:
+        result = real_call(method, **kwargs)
+        if method == "get":  # the write lands between the read and the caching
+            index._call = real_call  # type: ignore[method-assign]
+            index.upsert(["m1"], new, [{"conversation_id": "c1"}], ["cat"])
+        return result
+
+    index._call = racing  # type: ignore[method-assign]
+    seen = index.get_embeddings(["m1"])["m1"]
+    np.testing.assert_allclose(seen, old, atol=1e-6)
+    np.testing.assert_allclose(index.get_embeddings(["m1"])["m1"], new[0], atol=1e-6)
+
+
 def test_persistence_across_reopen_and_reset(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     path = tmp_path / "chroma"
     first = VectorIndex(path=path)
