@@ -246,8 +246,11 @@ class OnnxEmbedder:
         with self._query_lock:
             if not self._query_session_started:
                 self._query_session_started = True
+                # Not a daemon: interpreter exit waits for it (<= ~0.4 s). A daemon thread still
+                # inside onnxruntime when the interpreter finalizes aborts the process
+                # ("terminate called without an active exception"), e.g. a one-shot CLI search.
                 threading.Thread(target=self._build_query_session, name="embedder-query-session",
-                                 daemon=True).start()
+                                 daemon=False).start()
         return self.session
 
     def _build_query_session(self) -> None:
