@@ -147,6 +147,9 @@ def test_queries_get_their_own_session_built_in_the_background() -> None:
     assert embedder.session.get_session_options().intra_op_num_threads == 1  # indexing unchanged
     # Same model, same vector whichever session answers.
     np.testing.assert_allclose(embedder.embed_query("Where do I live now?"), first, atol=1e-4)
+    # Its worker threads stop spinning when a run ends: no CPU is taken from a local LLM after it.
+    assert embedder._query_session.get_session_options().get_session_config_entry(
+        "session.force_spinning_stop") == "1"
     single = OnnxEmbedder(threads=1, query_threads=1)
     single.embed_query("x")
     assert single._query_session is None  # nothing extra is loaded when the counts are equal

@@ -191,18 +191,10 @@ class Retriever:
             # oversampled unfiltered HNSW query filtered on the catalog usually finds enough hits
             # in the scope. Only a small scope falls back to the filtered query.
             share = self.scope_share(scopes) if scopes is not None and self.scope_share else 1.0
-            kept: list[VectorHit] = []
-            # A query's nearest neighbours crowd into its own conversation, so half the margin
-            # usually finds all n (LoCoMo: always, same results); the full margin is asked only
-            # when it did not. Each hit fetched costs chroma ~4 µs (docs/benchmarks.md).
-            for factor in (OVERSAMPLE / 2, OVERSAMPLE):
-                fetch = min(MAX_OVERSAMPLED, int(n * factor / max(share, 1e-6)))
-                if fetch <= n:
-                    break
-                hits = self.vectors.query(query_vec, fetch, None, with_payload=False, with_embeddings=False)
-                kept = self._in_scope(hits, f, scopes, n)
-                if len(kept) >= n or len(hits) < fetch or fetch >= MAX_OVERSAMPLED:
-                    break  # enough, or there is nothing more to fetch
+            fetch = min(MAX_OVERSAMPLED, int(n * OVERSAMPLE / max(share, 1e-6)))
+            hits = (self.vectors.query(query_vec, fetch, None, with_payload=False, with_embeddings=False)
+                    if fetch > n else [])
+            kept = self._in_scope(hits, f, scopes, n)
             if len(kept) >= max(n // 4, min(n, 10)):  # enough to fuse with the keyword candidates
                 # No vectors yet: MMR fetches them in one call with the keyword-only candidates'.
                 return {h.id: (h.similarity, None) for h in kept}
