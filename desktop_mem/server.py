@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -441,7 +442,31 @@ def serve(
         engine.lock.publish(endpoint=loopback_endpoint(host, port))  # `desktop-mem mcp` forwards here
         print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
               f"{' (bearer token required)' if token else ''}", flush=True)
-        uvicorn.run(create_app(engine, token), host=host, port=port, workers=1, log_level="info",
-                    lifespan="on")
+        with _sigterm_exits():
+            uvicorn.run(create_app(engine, token), host=host, port=port, workers=1, log_level="info",
+                        lifespan="on")
     finally:
-        engine.close()
+        engine.close()  # finishes the queued write paths, releases the store lock
+
+
+@contextlib.contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """SIGTERM (systemd, `kill`, docker stop) ends `serve` like Ctrl-C does.
+
+    uvicorn stops gracefully on SIGTERM and then raises the signal again. With the default action,
+    that kills the process before `engine.close()`: the facts of the last turns were never
+    extracted, and the store lock stayed behind. Here the signal becomes SystemExit, so the
+    `finally` runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

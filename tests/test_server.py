@@ -395,3 +395,39 @@ def test_client_disconnect_stops_the_reply(served: Served) -> None:
     assert served.user_turns("default") == ["hello?"]
     # The reply was cancelled when the client left, so no assistant turn was stored.
     assert served.engine.list_memories(conversation_id="default", role="assistant") == []
+
+
+def test_sigterm_finishes_the_queued_write_path_and_releases_the_store(
+    tmp_path: Any, make_config: Callable[..., Any], scripted_llm: ScriptedLLM
+) -> None:
+    """`kill` (SIGTERM) on `serve` while a turn's facts are still being extracted: the process
+    exits only after the write path stored them, and leaves no lock behind. (uvicorn raises the
+    signal again after its graceful stop; with the default action the process died at once.)"""
+    import signal as signals
+
+    from desktop_mem.engine.store.store_lock import read_holder
+    from tests.mcp_clients import ServeProcess
+    from tests.scripted_llm import Fault
+
+    scripted_llm.script(FACTS, Fault.delay(2.0, then='["The user lives in Leuven"]'))
+    scripted_llm.script(RECONCILE, '[{"event": "ADD", "text": "The user lives in Leuven"}]')
+    scripted_llm.script(SUMMARY, "The user lives in Leuven.")
+    scripted_llm.script(is_chat, "Nice!")
+    store = tmp_path / "store"
+    serve = ServeProcess(store, extra_args=(
+        "--set", f"llm.base_url={scripted_llm.base_url}", "--set", "llm.api_key=test",
+        "--set", "llm.model=test-model", "--set", "watcher.enabled=false")).wait_ready()
+    try:
+        client = openai.OpenAI(base_url=f"{serve.url}/v1", api_key="unused")
+        reply = client.chat.completions.create(model="test-model", extra_body={"memory_id": "home"},
+                                               messages=[{"role": "user", "content": "I moved to Leuven."}])
+        assert reply.choices[0].message.content == "Nice!"
+        serve.proc.send_signal(signals.SIGTERM)  # the extraction is still waiting on the LLM
+        assert serve.proc.wait(60) == 128 + signals.SIGTERM
+    finally:
+        serve.stop()
+    assert read_holder(store) == {}
+    with MemoryEngine(make_config(**{"store.path": str(store)})) as engine:
+        assert not engine.read_only  # the lock was released
+        facts = [m.text for m in engine.list_memories(conversation_id="home", role="memory")]
+    assert facts == ["The user lives in Leuven"]
