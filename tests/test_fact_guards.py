@@ -98,3 +98,13 @@ def test_facts_about_different_people_are_never_the_same_topic() -> None:
     assert fact_guards.same_topic("The user lives in Berlin", "The user moved to Leuven")
     assert not fact_guards.same_topic("The user lives in Berlin", "The user's sister lives in Paris")
     assert fact_guards.same_topic("The user's sister lives in Rome", "The user's sister lives in Paris")
+
+
+def test_drop_invented_numbers_keeps_numbers_from_the_sources_only() -> None:
+    from desktop_mem.engine.chat.extraction import drop_invented_numbers
+
+    summary = "Mara is a 29-year-old woman who lives in Leuven. She has 02 cats.\n- Since 2019 a nurse."
+    sources = ["user: I have 2 cats and moved to Leuven in 2019."]
+    assert drop_invented_numbers(summary, sources) == "She has 02 cats.\n- Since 2019 a nurse."
+    assert drop_invented_numbers("Mara lives in Leuven.", []) == "Mara lives in Leuven."
+    assert drop_invented_numbers("Mara is 29.", ["Mara is 29"]) == "Mara is 29."

@@ -245,3 +245,17 @@ def test_forgetting_leaves_the_summary_even_when_the_model_cannot_rewrite_it(
     assert chat_engine.wait_idle(30)
     summary = chat_engine.summary("fj")
     assert summary is not None and "jazz" not in summary.text and "Acme" not in summary.text
+
+
+def test_a_number_nobody_said_does_not_reach_the_summary(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    # Seen twice with the 1.5B model: "Mara is a 29-year-old woman who lives in Leuven." when no
+    # age was ever given. Numbers the user did give stay.
+    scripted_llm.script(FACTS, '["The user\'s name is Mara", "The user has 2 cats"]')
+    scripted_llm.script(SUMMARY, "Mara is a 29-year-old woman. She has 2 cats.\n- Born in 1997.")
+    scripted_llm.script(is_chat, "Hi Mara!")
+    chat_engine.chat("age", "Hi! I'm Mara and I have 2 cats.")
+    assert chat_engine.wait_idle(30)
+    summary = chat_engine.summary("age")
+    assert summary is not None and summary.text == "She has 2 cats."
