@@ -48,6 +48,7 @@ class MemoryUsedPanel(QWidget):
         super().__init__(parent)
         self._used = used
         self.memory_buttons: list[QPushButton] = []
+        self.transcript_note: QLabel | None = None
         self._setup_ui()
         self._connect_signals()
 
@@ -83,6 +84,15 @@ class MemoryUsedPanel(QWidget):
             body.addWidget(button)
             body.addWidget(scores)
             self.memory_buttons.append(button)
+        if used.in_transcript and used.memories:
+            count = used.in_transcript
+            note = QLabel(f"{count} more matching {'message is' if count == 1 else 'messages are'} in "
+                          "this conversation already, so not repeated here (the MMR ranks skip "
+                          f"{'it' if count == 1 else 'them'}).", self.body)
+            note.setObjectName("mutedLabel")
+            note.setWordWrap(True)
+            body.addWidget(note)
+            self.transcript_note = note
         for conversation, text in used.cross_session:
             other = QLabel(f"From “{conversation}”: {first_line(text, 140)}", self.body)
             other.setObjectName("mutedLabel")

@@ -155,3 +155,29 @@ def qtbot_ctrl() -> Any:
     from PySide6.QtCore import Qt
 
     return Qt.KeyboardModifier.ControlModifier
+
+
+def test_memory_used_says_why_mmr_ranks_skip_numbers(
+        qtbot: Any, indexed_engine: Any, bridge: Any, scripted_llm: Any) -> None:
+    """A recalled message the model reads in the transcript is not repeated in the memory block;
+    the panel says so, instead of leaving a user to wonder about MMR ranks #2, #5 ..."""
+    indexed_engine.add("The user has a sister called Anna", conversation_id="trip")
+    indexed_engine.add("My sister Anna and I love hiking in the Alps.", conversation_id="trip", role="user")
+    indexed_engine.add("Hiking in the Alps sounds wonderful!", conversation_id="trip", role="assistant")
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(is_chat, "Try the Eiger trail.")
+    runner = TaskRunner()
+    pane = _pane(qtbot, indexed_engine, runner, bridge)
+    qtbot.waitUntil(lambda: not runner.busy)
+    qtbot.keyClicks(pane.input, "Where should Anna and I go hiking in the Alps?")
+    with qtbot.waitSignal(pane.reply_finished, timeout=30000):
+        qtbot.keyClick(pane.input, "\r", modifier=qtbot_ctrl())
+    panel = pane.messages()[-1].used_panel
+    assert panel is not None
+    used = panel.used
+    assert used.in_transcript >= 1
+    ranks = [r.scores.mmr_rank for r in used.memories if r.scores.mmr_rank is not None]
+    assert ranks != list(range(1, len(ranks) + 1))  # the ranks skip the left-out messages
+    assert panel.transcript_note is not None
+    assert panel.transcript_note.text().startswith(f"{used.in_transcript} more matching")
+    runner.wait_for_done()

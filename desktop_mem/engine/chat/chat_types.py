@@ -21,6 +21,9 @@ class MemoryUsed:
     tokens_before: int
     tokens_after: int
     system_prompt: str = field(repr=False, default="")
+    # Recalled messages left out because the model reads them in the transcript itself: why the
+    # injected memories' MMR ranks can skip numbers.
+    in_transcript: int = 0
 
     @property
     def tokens_freed(self) -> int:

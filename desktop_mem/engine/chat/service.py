@@ -163,14 +163,17 @@ class ChatService:
         saved = engine.conversation_strategy(conversation_id)
         name = resolve_strategy(strategy, saved, cfg["context.strategy"])
         shown: list[SearchResult] = view.results[:k]
+        skipped: list[str] = []
 
         def recalled(sent: frozenset[str]) -> list[str]:
             # A turn the model reads in the transcript itself is not repeated as a memory; the
             # best `k` others are, with the current facts brought in for a stale turn.
             left = k
             shown.clear()
+            skipped.clear()
             for r in view.results:
                 if r.memory.id in sent:
+                    skipped.append(r.memory.id)
                     continue
                 if r.memory.id not in view.brought_in:
                     if left == 0:
@@ -196,6 +199,7 @@ class ChatService:
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
             tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
+            in_transcript=len(skipped),
         )
         return used, context
 
