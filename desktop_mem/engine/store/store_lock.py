@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover - Windows: the lock file alone
     fcntl = None  # type: ignore[assignment]
 
 LOCK_NAME = ".desktop_mem.lock"
+GONE_HOLDER_WAIT = 2.0  # seconds to wait for the OS to release the lock of a holder that died
 INFO_NAME = ".desktop_mem.lock.json"
 
 
@@ -52,21 +54,27 @@ class StoreLock:
         return bool(self._lock.is_locked)
 
     def acquire(self) -> None:
-        """Take the writer lock now or fail with a message naming who has it."""
-        try:
-            dir_fd = _lock_folder(self.root)
+        """Take the writer lock now or fail with a message naming who has it.
+
+        When the recorded holder is a process of this machine that no longer exists, the OS is
+        still releasing its lock (a killed writer's `git` child can hold the descriptors for a few
+        ms while it starts): try again for up to GONE_HOLDER_WAIT seconds before refusing.
+        """
+        deadline = time.monotonic() + GONE_HOLDER_WAIT
+        while True:
             try:
-                self._lock.acquire(timeout=0)
+                dir_fd = self._take()
+                break
             except Timeout:
-                if dir_fd is not None:
-                    os.close(dir_fd)
-                raise
-        except Timeout:
-            who = describe_holder(read_holder(self.root))
-            raise StoreLockedError(
-                f"The store {self.root} is open for writing by {who}. Close that window or "
-                "process first; read-only commands (list, show, search, history) still work."
-            ) from None
+                holder = read_holder(self.root)
+                if _gone(holder) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raise StoreLockedError(
+                    f"The store {self.root} is open for writing by {describe_holder(holder)}. Close "
+                    "that window or process first; read-only commands (list, show, search, history) "
+                    "still work."
+                ) from None
         self._dir_fd = dir_fd
         self._info = {
             "pid": os.getpid(),
@@ -75,6 +83,17 @@ class StoreLock:
             "since": utc_now().isoformat(),
         }
         self._write_info()
+
+    def _take(self) -> int | None:
+        """Both locks, or Timeout with neither held."""
+        dir_fd = _lock_folder(self.root)
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            if dir_fd is not None:
+                os.close(dir_fd)
+            raise
+        return dir_fd
 
     def publish(self, **fields: str | int | float | bool | None) -> None:
         """Add fields to the holder's metadata (e.g. an endpoint other processes may call).
@@ -128,6 +147,20 @@ class StoreLock:
         finally:
             if dir_fd is not None:
                 os.close(dir_fd)
+
+
+def _gone(holder: dict[str, Any]) -> bool:
+    """True when ``holder`` names a process of this machine that has exited."""
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid <= 0 or holder.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists (another user's process)
+    return False
 
 
 def _lock_folder(root: Path) -> int | None:
