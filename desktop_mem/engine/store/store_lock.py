@@ -56,9 +56,10 @@ class StoreLock:
     def acquire(self) -> None:
         """Take the writer lock now or fail with a message naming who has it.
 
-        When the recorded holder is a process of this machine that no longer exists, the OS is
-        still releasing its lock (a killed writer's `git` child can hold the descriptors for a few
-        ms while it starts): try again for up to GONE_HOLDER_WAIT seconds before refusing.
+        When the recorded holder is a process of this machine that no longer exists, its lock can
+        still be held for a moment (seen under load right after a writer was killed and reaped;
+        the likely holder is a child process that had not finished starting): try again for up
+        to GONE_HOLDER_WAIT seconds before refusing.
         """
         deadline = time.monotonic() + GONE_HOLDER_WAIT
         while True:
