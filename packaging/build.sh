@@ -12,8 +12,10 @@ if [[ ! -x "$PY" ]]; then
   echo "build.sh: no Python at $PY; run ./run.sh once (or set VENV=...)" >&2
   exit 1
 fi
-# PyInstaller is a build tool only, so it is not a dependency of the app itself.
-"$PY" -m pip install --quiet "pyinstaller>=6.10,<7"
+# The build uses the same lock as run.sh and CI: every package, PyInstaller included (it is in
+# packaging/build-requirements.in, not an app dependency), at its exact locked version and hash.
+"$PY" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
+  -r "$ROOT/requirements.lock"
 
 cd "$ROOT"
 "$PY" -m PyInstaller --noconfirm --clean --log-level WARN \
