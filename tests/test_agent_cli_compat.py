@@ -138,7 +138,7 @@ def test_serve_accepts_agent_cli_proxy_requests_and_health(
     import httpx
     from agent_cli.memory.models import ChatRequest, Message
 
-    from desktop_mem.server import create_app
+    from desktop_mem.api.rest import create_app
     from tests.test_server import start_server
     from tests.tiny_cross_encoder import write_cross_encoder
 

@@ -24,8 +24,8 @@ from desktop_mem.engine.models import StoreLockedError, ValidationError
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.store_lock import INFO_NAME, LOCK_NAME, StoreLock
 from desktop_mem.engine.transfer.git_sync import SyncError, sync
-from desktop_mem.server import create_app
-from desktop_mem.server_security import is_loopback
+from desktop_mem.api.rest import create_app
+from desktop_mem.api.security import is_loopback
 
 SECRET = "sk-proj-Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa"
 

@@ -17,12 +17,12 @@ import anyio
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from desktop_mem import mcp_tools
+from desktop_mem.api import mcp_tools
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import HeldBackChoice, Operation
 from desktop_mem.engine.store.held_back import HeldBackError
 from desktop_mem.engine.transfer.exporters import export_json, export_zip
-from desktop_mem.mcp_server import StdioBackend
+from desktop_mem.api.mcp_server import StdioBackend
 from tests.test_cli import run, run_json
 from tests.test_hand_edit_secrets import KEY, _hand_edit
 

@@ -9,7 +9,7 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history.timeline import commit_source
 from desktop_mem.engine.history.timeline_query import TimelineQuery, timeline_page
 from desktop_mem.engine.models import EventType, StoreChange
-from desktop_mem.mcp_tools import add, delete, restore, update
+from desktop_mem.api.mcp_tools import add, delete, restore, update
 
 
 def test_mcp_writes_carry_source_and_client_and_filter_on_the_timeline(engine: MemoryEngine) -> None:

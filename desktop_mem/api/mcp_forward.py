@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Implementation, TextContent
 
 from desktop_mem.engine.store.store_lock import read_holder
-from desktop_mem.server_security import is_loopback
+from desktop_mem.api.security import is_loopback
 
 FORWARD_TIMEOUT_S = 60.0
 

@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TextIO
 
-from desktop_mem.cli_progress import embedding_progress
+from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.facade import MemoryEngine

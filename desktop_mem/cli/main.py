@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem import __version__
-from desktop_mem.cli_progress import embedding_progress
+from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
@@ -463,20 +463,20 @@ def cmd_config(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_chat(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.chat_cli import run_chat
+    from desktop_mem.cli.chat import run_chat
 
     return run_chat(config, args.conversation, args.strategy, args.message)
 
 
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.server import serve
+    from desktop_mem.api.rest import serve
 
     serve(config, args.host, args.port, token=args.token)
     return 0
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.mcp_server import run_stdio
+    from desktop_mem.api.mcp_server import run_stdio
 
     run_stdio(config)
     return 0
@@ -493,7 +493,7 @@ HANDLERS: dict[str, Handler] = {
 
 def extend_parser(parser: argparse.ArgumentParser) -> None:
     """Commands added by later layers (search, chat, serve ...) register here."""
-    from desktop_mem.cli_transfer import register
+    from desktop_mem.cli.transfer import register
 
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     register(sub, HANDLERS)  # import, export, sync

@@ -50,7 +50,7 @@ class LoopbackEndpoint:
         try:
             import uvicorn
 
-            from desktop_mem.server import create_app
+            from desktop_mem.api.rest import create_app
 
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind(("127.0.0.1", self.port))

@@ -23,7 +23,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Implementation, ToolAnnotations
 from pydantic import Field
 
-from desktop_mem import __version__, mcp_tools
+from desktop_mem import __version__
+from desktop_mem.api import mcp_tools
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.facade import MemoryEngine, clean_client_name
 from desktop_mem.engine.models import EngineError, StoreLockedError
@@ -96,7 +97,7 @@ class StdioBackend:
 
     async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
                         call: EngineCall) -> dict[str, Any]:
-        from desktop_mem.mcp_forward import WriterUnreachable, forward_call, writer_endpoint
+        from desktop_mem.api.mcp_forward import WriterUnreachable, forward_call, writer_endpoint
 
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:

@@ -45,7 +45,7 @@ from desktop_mem.engine.models import (
     ValidationError,
 )
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.server_security import Guard, check_bind, loopback_endpoint
+from desktop_mem.api.security import Guard, check_bind, loopback_endpoint
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -98,7 +98,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     `/mcp` serves the MCP tools (streamable HTTP); it needs the app's lifespan to run.
     """
-    from desktop_mem.mcp_server import mcp_http_app
+    from desktop_mem.api.mcp_server import mcp_http_app
 
     mcp_routes, mcp_lifespan = mcp_http_app(engine)
 
