@@ -8,9 +8,56 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-ROLES = ("memory", "user", "assistant", "summary")
-KINDS = ("fact", "preference", "context")
-SOURCES = ("llm", "pattern", "manual", "import")
+
+class Role(StrEnum):
+    """Who a memory file speaks for: a remembered fact, a turn of the transcript, or the summary."""
+
+    MEMORY = "memory"
+    USER = "user"
+    ASSISTANT = "assistant"
+    SUMMARY = "summary"
+
+
+class Kind(StrEnum):
+    """What a remembered fact is (002): a fact, a standing preference, or context."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    CONTEXT = "context"
+
+
+class Source(StrEnum):
+    """Who wrote a memory (front matter `source`)."""
+
+    LLM = "llm"
+    PATTERN = "pattern"
+    MANUAL = "manual"
+    IMPORT = "import"
+    MCP = "mcp"
+
+
+class SecretsPolicy(StrEnum):
+    """`security.secrets`: what happens to a likely secret in text to be saved."""
+
+    ASK = "ask"  # refuse (or, for a hand edit, hold back) until the user chooses
+    REDACT = "redact"  # replace each likely secret by [redacted:<kind>]
+    KEEP = "keep"  # save it as written
+
+
+class Decision(StrEnum):
+    """What reconciliation decided for an extracted fact (001 §4.3)."""
+
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    NONE = "NONE"
+
+
+# StrEnum members equal their strings: files, JSON and settings read and write the same text.
+ROLES: tuple[str, ...] = tuple(r.value for r in Role)
+TURN_ROLES: frozenset[str] = frozenset({Role.USER.value, Role.ASSISTANT.value})
+KINDS: tuple[str, ...] = tuple(k.value for k in Kind)
+SOURCES: tuple[str, ...] = tuple(s.value for s in (Source.LLM, Source.PATTERN, Source.MANUAL, Source.IMPORT))
 GLOBAL_CONVERSATION = "global"
 
 
@@ -44,6 +91,21 @@ class Memory:
     def deleted(self) -> bool:
         """Soft-deleted memories live under `deleted/` and carry `deleted_at`."""
         return "/deleted/" in f"/{self.path}"
+
+    @property
+    def is_turn(self) -> bool:
+        """A user or assistant turn of a conversation's transcript."""
+        return self.role in TURN_ROLES
+
+    @property
+    def is_fact(self) -> bool:
+        """A remembered fact, preference or context (role `memory`)."""
+        return self.role == Role.MEMORY
+
+    @property
+    def is_summary(self) -> bool:
+        """A conversation's rolling summary."""
+        return self.role == Role.SUMMARY
 
     def expired(self, now: datetime | None = None) -> bool:
         """True when a TTL (`expires_at`) has passed."""

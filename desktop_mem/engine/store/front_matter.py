@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
+from enum import StrEnum
 from typing import Any
 
 import yaml
@@ -177,6 +178,8 @@ def _dump_pair(key: str, value: Any) -> str:
         return f"{key}: {value.isoformat()}\n"
     if isinstance(value, date):
         return f"{key}: {value.isoformat()}\n"
+    if isinstance(value, StrEnum):  # Role.USER is written as `user`, as a plain string always was
+        value = value.value
     dumped: str = yaml.safe_dump({key: value}, allow_unicode=True, default_flow_style=False, width=4096)
     return dumped
 

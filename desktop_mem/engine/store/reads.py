@@ -1,0 +1,89 @@
+"""The two views of the catalog: shared (the default) and raw (asked for by name).
+
+The shared view is what any front end may show or send (MCP, REST, the CLI, an export, a prompt):
+a hand edit held back for a likely secret is left out of lists, refused by `get`, not found by
+`lookup`, and a held-back summary comes with its likely secrets redacted. The raw view is the
+files as they are, for the editor the user fixes them in and for the engine's own writes.
+Safety does not depend on a caller remembering a safe variant: the plain name is the safe one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from typing import Protocol
+
+from desktop_mem.engine.models import Memory
+from desktop_mem.engine.store import layout, secrets_scan
+from desktop_mem.engine.store.catalog import Catalog
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+
+
+class HeldBack(Protocol):
+    """Which memories are held back now (store/held_back.py's HeldBackFiles)."""
+
+    @property
+    def ids(self) -> frozenset[str]: ...
+
+    def refuse_if_held(self, memory: Memory) -> None: ...
+
+
+class MemoryReads:
+    """Reads of the catalog; with `held`, the shared view (held-back hand edits kept out)."""
+
+    def __init__(self, catalog: Catalog, held: HeldBack | None = None) -> None:
+        self._catalog = catalog
+        self._held = held
+
+    @property
+    def is_raw(self) -> bool:
+        """True for the raw view (the files as they are, held-back hand edits included)."""
+        return self._held is None
+
+    def get(self, memory_id: str) -> Memory:
+        """By id or unique prefix (live or deleted); NotFoundError if none. Shared: HeldBackError
+        for a held-back hand edit, naming its file and how to answer for it."""
+        memory = self._catalog.get(memory_id)
+        if self._held is not None:
+            self._held.refuse_if_held(memory)
+        return memory
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        """Exactly this id, or None. Shared: None for a held-back hand edit."""
+        if self._held is not None and memory_id in self._held.ids:
+            return None
+        return self._catalog.lookup(memory_id)
+
+    def list_memories(
+        self,
+        *,
+        conversation_id: str | None = None,
+        role: str | None = None,
+        kind: str | None = None,
+        include_deleted: bool = False,
+        only_deleted: bool = False,
+        include_summaries: bool = True,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Memory]:
+        """Memories matching the filters, oldest first. Shared: held-back hand edits left out."""
+        found = self._catalog.select(
+            conversation_id=conversation_id, role=role, kind=kind, include_deleted=include_deleted,
+            only_deleted=only_deleted, include_summaries=include_summaries, since=since, until=until,
+        )
+        held = self._held.ids if self._held is not None else frozenset()
+        return [m for m in found if m.id not in held] if held else found
+
+    def summary(self, conversation_id: str) -> Memory | None:
+        """The conversation's rolling summary, if any. Shared: a held-back one (kept in place, as
+        the prompt needs it) with its likely secrets redacted."""
+        validate_conversation_id(conversation_id)
+        memory = self._catalog.at_path(layout.summary_path(conversation_id))
+        return self.for_prompt(memory) if memory is not None else None
+
+    def for_prompt(self, memory: Memory) -> Memory:
+        """The memory as it may be shown or sent where it must stay in place (a turn of the
+        transcript, a summary): held back, its likely secrets are redacted. Raw: as it is."""
+        if self._held is None or memory.id not in self._held.ids:
+            return memory
+        return replace(memory, text=secrets_scan.redact(memory.text))
