@@ -253,7 +253,7 @@ def test_a_held_back_file_is_not_committed_by_a_delete_or_update_before_the_user
             with pytest.raises(ValidationError, match="choose Redact or Keep as written first"):
                 attempt()
         assert eng.git.head() == head and KEY.encode() not in _history(eng.root)
-        assert eng.list_memories() == [eng.get(tea.id)], "nothing was added or moved"
+        assert eng.raw.list_memories() == [eng.raw.get(tea.id)], "nothing was added or moved"
         eng.edit(tea.id, text="User likes tea from the corner shop")  # new text: an answer too
         assert eng.held_back_files() == () and eng.git.dirty_paths() == []
         eng.delete(tea.id)
@@ -292,7 +292,7 @@ def test_a_held_back_memory_never_reaches_the_llm_and_never_breaks_a_chat_turn(
         assert KEY not in sent and AWS_KEY not in sent
         [outcome] = outcomes
         assert outcome.commit is not None, "the turn is recorded although the oldest memory is held back"
-        assert not eng.get(trip.id).deleted, "eviction passes over a held-back memory"
+        assert not eng.raw.get(trip.id).deleted, "eviction passes over a held-back memory"
         assert sorted(eng.git.dirty_paths()) == sorted([portal.path, trip.path])
         assert KEY.encode() not in _history(eng.root) and AWS_KEY.encode() not in _history(eng.root)
 

@@ -18,11 +18,11 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from desktop_mem.api import mcp_tools
+from desktop_mem.api.mcp_server import StdioBackend
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import HeldBackChoice, Operation
 from desktop_mem.engine.store.held_back import HeldBackError
 from desktop_mem.engine.transfer.exporters import export_json, export_zip
-from desktop_mem.api.mcp_server import StdioBackend
 from tests.test_cli import run, run_json
 from tests.test_hand_edit_secrets import KEY, _hand_edit
 
@@ -61,9 +61,9 @@ def test_a_read_only_engine_and_the_mcp_process_never_give_out_a_held_back_hand_
             assert listed["total"] == 1 and "1 hand-edited" in listed["note"]
             assert mcp_tools.get(reader, coffee.id)["text"] == "User likes coffee"
             assert KEY not in json.dumps(listed)
-            assert all(m.id != tea.id for m in reader.without_held_back(reader.list_memories()))
+            assert all(m.id != tea.id for m in reader.list_memories())
         with pytest.raises(HeldBackError):  # the app's own MCP / REST readers refuse it too
-            app.get_shared(tea.id)
+            app.get(tea.id)
 
         # The `desktop-mem mcp` process: each read opens its own read-only engine.
         backend = StdioBackend(config)
@@ -125,7 +125,7 @@ def test_a_reader_decides_like_the_writer_before_the_writer_has_seen_the_edit(
         with MemoryEngine(config, read_only=True) as reader:
             assert reader.held_back_ids() == {tea.id}
             with pytest.raises(HeldBackError):
-                reader.get_shared(tea.id)
+                reader.get(tea.id)
         redacting = make_config(**{"security.secrets": "redact"})
         with MemoryEngine(redacting, read_only=True) as reader:
             assert reader.held_back_ids() == frozenset()
@@ -138,7 +138,7 @@ def test_a_reader_decides_like_the_writer_before_the_writer_has_seen_the_edit(
         _hand_edit(app, coffee.path, f"Coffee shop uses the same key {KEY}")
         with MemoryEngine(config, read_only=True) as reader:
             assert reader.held_back_ids() == frozenset(), "a kept key is not held back, as by the writer"
-            assert KEY in reader.get_shared(coffee.id).text
+            assert KEY in reader.get(coffee.id).text
         app.apply_external_changes([coffee.path])
         assert app.held_back_ids() == frozenset() and app.git.dirty_paths() == []
 
@@ -209,4 +209,4 @@ def test_a_reader_whose_git_cannot_answer_still_opens_and_hides_every_unkept_sec
     with MemoryEngine(config, read_only=True) as reader:
         assert "not a git repository" in reader.doctor().git
         assert reader.held_back_ids() == {keyed.id}, "unknown: kept back, on the safe side"
-        assert reader.get_shared(plain.id).text == "User likes tea"
+        assert reader.get(plain.id).text == "User likes tea"

@@ -132,24 +132,24 @@ def list_memories(
     """Live facts/preferences/context, newest first, one page."""
     if kind is not None and kind not in KINDS:
         raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
-    listed = engine.list_memories(conversation_id=conversation, role="memory", kind=kind,
-                                  include_summaries=False)
-    items = engine.without_held_back(listed)
+    filters: dict[str, Any] = {"conversation_id": conversation, "role": "memory", "kind": kind,
+                               "include_summaries": False}
+    items = engine.list_memories(**filters)
     items.sort(key=lambda m: (m.created_at, m.path), reverse=True)
     n = max(1, min(int(limit or 50), MAX_LIST))
     start = max(0, int(offset or 0))
     page = items[start: start + n]
     out = {"memories": [memory_json(m) for m in page], "total": len(items), "offset": start,
            "has_more": start + n < len(items)}
-    if len(listed) > len(items):
-        out["note"] = (f"{len(listed) - len(items)} hand-edited memories are not listed: they hold a likely "
+    if left_out := engine.held_back_left_out(**filters):
+        out["note"] = (f"{left_out} hand-edited memories are not listed: they hold a likely "
                        "secret and wait for the user's Redact / Keep answer in desktop-mem")
     return out
 
 
 def get(engine: MemoryEngine, memory_id: str) -> dict[str, Any]:
     """One memory, live or deleted (not a held-back hand edit)."""
-    return memory_json(engine.get_shared(memory_id))
+    return memory_json(engine.get(memory_id))
 
 
 def update(engine: MemoryEngine, memory_id: str, text: str, client: str) -> dict[str, Any]:
@@ -219,5 +219,5 @@ def summary(engine: MemoryEngine, conversation: str) -> str:
     memory = engine.summary(conversation)
     if memory is None:
         raise NotFoundError(f"conversation {conversation!r} has no summary yet")
-    return engine.get_shared(memory.id).text
+    return engine.get(memory.id).text  # a held-back summary is refused (HeldBackError), not redacted
 

@@ -27,7 +27,6 @@ from starlette.exceptions import HTTPException
 from desktop_mem import __version__
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
 from desktop_mem.engine.chat.context import STRATEGY_NAMES
-from desktop_mem.engine.chat.ingest import for_prompt
 from desktop_mem.engine.chat.llm_client import LLMError
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.facade import MemoryEngine
@@ -193,7 +192,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.get("/api/memories/{memory_id}")
     def get_memory(memory_id: str) -> dict[str, Any]:
-        return memory_json(engine.get_shared(memory_id))
+        return memory_json(engine.get(memory_id))
 
     @app.delete("/api/memories/{memory_id}")
     def delete_memory(memory_id: str) -> dict[str, Any]:
@@ -332,7 +331,7 @@ def _session(engine: MemoryEngine, conv: str) -> dict[str, Any]:
     updated = max((m.updated_at or m.created_at for m in items), default=None)
     return {
         "id": conv, "title": engine.conversation_title(conv),
-        "summary": for_prompt(engine, summary).text if summary else None,
+        "summary": summary.text if summary else None,
         "summarizedCount": (summary.summarized_count or 0) if summary else 0,
         "messageCount": sum(1 for m in items if m.role in ("user", "assistant")),
         "updatedAt": updated.isoformat() if updated else None,
@@ -346,10 +345,10 @@ def _filtered(engine: MemoryEngine, type_: str | None, conversation: str | None,
         raise ValidationError(f"type {type_!r} is not one of {', '.join(KINDS + ROLES)}")
     if conversation is not None:
         validate_conversation_id(conversation)
-    items = engine.without_held_back(engine.list_memories(
+    items = engine.list_memories(
         conversation_id=conversation, include_deleted=deleted,
         kind=type_ if type_ in KINDS else None, role=type_ if type_ in ROLES else None,
-    ))
+    )
     now = datetime.now(UTC)
     items = [m for m in items if (type_ is not None or m.role in ("memory", "summary"))
              and (deleted or not m.expired(now))]

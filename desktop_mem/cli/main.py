@@ -291,9 +291,9 @@ def cmd_list(args: argparse.Namespace, config: Config) -> int:
     if args.conversation is not None:
         validate_conversation_id(args.conversation)  # "../x" is an error, not an empty list
     with open_engine(config, "list") as engine:
-        items = engine.without_held_back(engine.list_memories(
+        items = engine.list_memories(
             conversation_id=args.conversation, role=args.role, kind=args.kind, include_deleted=args.deleted
-        ))
+        )
         problems = engine.problems()
         held = engine.held_back_files()
     if args.json:
@@ -312,7 +312,7 @@ def cmd_list(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_show(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "show") as engine:
-        m = engine.get_shared(args.id)
+        m = engine.get(args.id)
     if args.json:
         emit_json(m)
         return 0

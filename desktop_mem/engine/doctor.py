@@ -69,7 +69,7 @@ def _secret_notes(engine: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[s
 
 def examine(engine: DoctorSource) -> DoctorReport:
     """Check the store behind `engine` (read-only: changes nothing)."""
-    memories = engine.list_memories(include_deleted=True)
+    memories = engine.raw.list_memories(include_deleted=True)  # counted, never shown
     if engine.lock.held:
         lock = "held by this process"
     elif engine.lock.is_locked_elsewhere():

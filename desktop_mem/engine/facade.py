@@ -40,6 +40,7 @@ from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.held_back import KEPT_SECRETS_NAME, HeldBackFiles, KeptSecrets, safe_preview
 from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.reads import MemoryReads
 from desktop_mem.engine.store.store_lock import StoreLock
 from desktop_mem.engine.store.transaction import StoreWriter, Transaction, clip, noun
 
@@ -79,6 +80,9 @@ class MemoryEngine:
                                    dirty_paths=self._uncommitted, announce=self._announce_held_back,
                                    read_only=read_only)
         self.writer.hold_reason = self._held.hold_reason
+        # Reads are safe by default (held-back hand edits left out); the raw view is asked for by name.
+        self.raw = MemoryReads(self.catalog)
+        self._shared = MemoryReads(self.catalog, self._held)
         self._index: IndexSync | None = None
         self._retriever: Retriever | None = None
         self._index_lock = threading.Lock()
@@ -204,7 +208,8 @@ class MemoryEngine:
             self._held_back()
 
     def _known_paths(self) -> set[str]:
-        return {m.path for m in self.list_memories(include_deleted=True)} | {p.path for p in self.problems()}
+        known = {m.path for m in self.raw.list_memories(include_deleted=True)}
+        return known | {p.path for p in self.problems()}
 
     def apply_external_changes(self, paths: Iterable[str]) -> StoreChange | None:
         """Files changed outside the app (the watcher, or a sync): re-read, index, one commit of
@@ -285,7 +290,7 @@ class MemoryEngine:
             if not self.read_only:
                 raise
             log.warning("%s; every memory with a likely secret is treated as held back", exc)
-            return [m.path for m in self.list_memories(include_deleted=True)]
+            return [m.path for m in self.raw.list_memories(include_deleted=True)]
 
     def _held_back(self, dirty: Sequence[str] | None = None) -> set[str]:
         """Uncommitted memory files (`dirty`, else as git tells) with a likely secret, after the
@@ -309,8 +314,10 @@ class MemoryEngine:
     # ---------------------------------------------------------------- reads
 
     def get(self, memory_id: str) -> Memory:
-        """The memory with this id (live or deleted); NotFoundError if none."""
-        return self.catalog.get(memory_id)
+        """The memory with this id or unique prefix (live or deleted); NotFoundError if none, and
+        HeldBackError (naming its file and how to answer) for a held-back hand edit. The editor
+        asks `engine.raw.get` for the file as it is."""
+        return self._shared.get(memory_id)
 
     def list_memories(
         self,
@@ -324,8 +331,9 @@ class MemoryEngine:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[Memory]:
-        """Memories matching the filters, oldest first."""
-        return self.catalog.select(
+        """Memories matching the filters, oldest first; held-back hand edits left out
+        (`engine.raw.list_memories` lists them)."""
+        return self._shared.list_memories(
             conversation_id=conversation_id, role=role, kind=kind, include_deleted=include_deleted,
             only_deleted=only_deleted, include_summaries=include_summaries, since=since, until=until,
         )
@@ -346,9 +354,8 @@ class MemoryEngine:
         return sorted(found, key=lambda c: (c != GLOBAL_CONVERSATION, c))
 
     def summary(self, conversation_id: str) -> Memory | None:
-        """The conversation's rolling summary, if any."""
-        validate_conversation_id(conversation_id)
-        return self.catalog.at_path(layout.summary_path(conversation_id))
+        """The conversation's rolling summary, if any; held back, with its likely secrets redacted."""
+        return self._shared.summary(conversation_id)
 
     # --------------------------------------------------------------- writes
 
@@ -405,7 +412,7 @@ class MemoryEngine:
             if locked in updates:
                 raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
         with self.writer.transaction(Operation.EDIT, trailers=provenance_trailers(source, client)) as tx:
-            current = self.get(memory_id)
+            current = self.raw.get(memory_id)
             if text is not None and text.strip() == current.text and not updates:
                 return current
             updates["updated_at"] = utc_now()
@@ -420,7 +427,7 @@ class MemoryEngine:
     ) -> Memory:
         """Soft-delete: move under deleted/, stamp deleted_at, commit (`source`/`client`: trailers)."""
         with self.writer.transaction(operation, trailers=provenance_trailers(source, client)) as tx:
-            current = self.get(memory_id)
+            current = self.raw.get(memory_id)
             tomb = tx.soft_delete(current)
             verb = "Evict" if operation == Operation.EVICT else "Delete"
             tx.subject = f"{verb} {noun(current)}: {clip(current.text)}"
@@ -430,7 +437,7 @@ class MemoryEngine:
     def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
         """Move a soft-deleted memory back and commit (`source`/`client`: trailers)."""
         with self.writer.transaction(Operation.RESTORE, trailers=provenance_trailers(source, client)) as tx:
-            current = self.get(memory_id)
+            current = self.raw.get(memory_id)
             live = tx.restore(current)
             tx.subject = f"Restore {noun(live)}: {clip(live.text)}"
             tx.conversation = live.conversation_id
@@ -445,7 +452,7 @@ class MemoryEngine:
         new_text = self.writer.check_secrets(new_text, secrets)
         trailers = provenance_trailers(source, client) if client else None
         with self.writer.transaction(Operation.UPDATE, trailers=trailers) as tx:
-            current = self.get(memory_id)
+            current = self.raw.get(memory_id)
             tomb, new = tx.replace(current, new_text, source=source, extra=_client_meta(client))
             tx.subject = f"Update {noun(current)}: {clip(current.text)} -> {clip(new.text)}"
             tx.conversation = current.conversation_id
@@ -454,7 +461,7 @@ class MemoryEngine:
     def restore_version(self, memory_id: str, revision: str, *, expected_hash: str | None = None) -> Memory:
         """Put back the text a memory had at `revision` (a new commit; nothing is lost)."""
         with self.writer.transaction(Operation.REVERT) as tx:
-            current = self.get(memory_id)
+            current = self.raw.get(memory_id)
             old = self.store.memory_from_bytes(current.path, self.file_at(current, revision))
             if old.text == current.text:
                 return current
@@ -491,7 +498,7 @@ class MemoryEngine:
             if self._index is None:
                 self._index, self._retriever = build_index(
                     self.root, self.config, self.manifest, self.catalog, read_only=self.read_only,
-                    lookup=self._readable)
+                    lookup=self.lookup)
             index = self._index
         with self.writer.lock:
             return index.sync(self._indexable(), progress)
@@ -559,8 +566,9 @@ class MemoryEngine:
         return match_similarity(self.config)
 
     def lookup(self, memory_id: str) -> Memory | None:
-        """The memory with exactly this id, or None (used by the read path)."""
-        return self.catalog.lookup(memory_id)
+        """The memory with exactly this id, or None (also for a held-back one: the read path never
+        injects it into a prompt)."""
+        return self._shared.lookup(memory_id)
 
     def commit_all(
         self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None, *,
@@ -651,10 +659,10 @@ class MemoryEngine:
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """The conversation's stored turns as chat messages, oldest first; a held-back hand-edited
         turn with its likely secrets redacted (as the model is shown it)."""
-        from desktop_mem.engine.chat.ingest import for_prompt, history_messages
+        from desktop_mem.engine.chat.ingest import history_messages
 
         validate_conversation_id(conversation_id)
-        return [{"role": m.role, "content": for_prompt(self, m).text, "id": m.id,
+        return [{"role": m.role, "content": self._shared.for_prompt(m).text, "id": m.id,
                  "created_at": m.created_at.isoformat()} for m in history_messages(self, conversation_id)]
 
     def llm_check(self) -> str:
@@ -701,7 +709,7 @@ class MemoryEngine:
         """Soft-delete every memory of a conversation in one commit (restorable)."""
         validate_conversation_id(conversation_id)
         with self.writer.transaction(Operation.DELETE, conversation=conversation_id) as tx:
-            tombs = [tx.soft_delete(m) for m in self.list_memories(conversation_id=conversation_id)]
+            tombs = [tx.soft_delete(m) for m in self.raw.list_memories(conversation_id=conversation_id)]
             meta = self.store.conversation_meta(conversation_id)
             meta["deleted"] = True
             tx.write_conversation_meta(conversation_id, meta)
@@ -724,7 +732,7 @@ class MemoryEngine:
         Not `git log --follow`: its rename guess can pair a new fact with the similar one it
         replaced and walk on into that other memory's history.
         """
-        memory = self.get(memory_id)
+        memory = self.raw.get(memory_id)  # commits only: a held-back edit is never committed
         places = layout.both_places(memory.path, memory.conversation_id)
         return [classify(c, self.git.blob) for c in self.git.log(limit=limit, paths=places)]
 
@@ -748,25 +756,13 @@ class MemoryEngine:
         """Ids of the held-back memories: the read path, prompts and the write path leave them out."""
         return self._held.ids
 
-    def get_shared(self, memory_id: str) -> Memory:
-        """`get` for a reader outside the app (MCP, the CLI, an export): a held-back hand edit is
-        refused with HeldBackError, which names its file and how to answer for it."""
-        memory = self.get(memory_id)
-        self._held.refuse_if_held(memory)
-        return memory
-
-    def without_held_back(self, memories: Iterable[Memory]) -> list[Memory]:
-        """`memories` less the held-back hand edits (what readers outside the app may see)."""
-        held = self._held.ids
-        return [m for m in memories if m.id not in held]
+    def held_back_left_out(self, **filters: Any) -> int:
+        """How many held-back hand edits `list_memories(**filters)` leaves out (a count, never text)."""
+        return len(self.raw.list_memories(**filters)) - len(self.list_memories(**filters))
 
     def _indexable(self) -> list[Memory]:
         """Every memory the index should hold: all but the held-back ones."""
-        return self.without_held_back(self.list_memories(include_deleted=True, include_summaries=True))
-
-    def _readable(self, memory_id: str) -> Memory | None:
-        """The read path's lookup: a held-back memory is never injected into a prompt."""
-        return None if memory_id in self._held.ids else self.catalog.lookup(memory_id)
+        return self.list_memories(include_deleted=True, include_summaries=True)
 
     # --------------------------------------------------------------- doctor
 

@@ -262,7 +262,7 @@ class MemoryEditor(QWidget):
         """Drop the form's edits and show the file as it is on disk now."""
         if self._memory is None:
             return
-        self._runner.submit(self._engine.get, self._memory.id, key="editor-load",
+        self._runner.submit(self._engine.raw.get, self._memory.id, key="editor-load",
                             on_result=self._show, on_error=self._on_failed)
 
     @Slot()
@@ -276,7 +276,7 @@ class MemoryEditor(QWidget):
             return
         self.banner.hide()
         self._begin_write(self.save_button, "Saving…")
-        self._runner.submit(self._engine.get, self._memory.id, key="editor-load",
+        self._runner.submit(self._engine.raw.get, self._memory.id, key="editor-load",
                             on_result=self._on_keep_mine_loaded, on_error=self._on_keep_mine_failed)
 
     @Slot()

@@ -116,7 +116,8 @@ class Workspace(QWidget):
     @Slot(str)
     def open_memory(self, memory_id: str) -> None:
         """Show a memory in the editor (from "memory used", the timeline, ...)."""
-        self._runner.submit(self.engine.get, memory_id, key="open-memory", on_result=self._show_memory)
+        # raw: the editor shows the file as it is (a held-back hand edit too, to be fixed there)
+        self._runner.submit(self.engine.raw.get, memory_id, key="open-memory", on_result=self._show_memory)
 
     # ---------------------------------------------------------------- slots
 

@@ -40,7 +40,7 @@ def restore_deleted(engine: HistorySource, event: TimelineEvent, *, force: bool 
         if event.hard_delete:
             memory = _recreate(engine, event, memory_id, tx)
         else:
-            current = engine.lookup(memory_id)
+            current = engine.raw.lookup(memory_id)
             if current is None:
                 raise NotFoundError(f"memory {memory_id} is no longer in the store; nothing to restore")
             if not current.deleted:
@@ -67,8 +67,8 @@ def revert_replacement(
     if not new_id:
         raise ValidationError(f"the update in {event.commit[:10]} does not name its replacement")
     with engine.writer.transaction(Operation.REVERT_UPDATE) as tx:
-        tomb = engine.lookup(old_id)
-        new = engine.lookup(new_id)
+        tomb = engine.raw.lookup(old_id)
+        new = engine.raw.lookup(new_id)
         if tomb is None or not tomb.deleted:
             where = "gone from the store" if tomb is None else f"live again at {tomb.path}"
             raise ConflictError(f"the replaced memory {old_id} is {where}; nothing was changed")
@@ -107,7 +107,7 @@ def restore_summary_version(
         raise NotFoundError(f"conversation {conversation!r} had no summary at {sha[:10]}")
     old = engine.store.memory_from_bytes(rel, raw)
     with engine.writer.transaction(Operation.RESTORE_SUMMARY, conversation=conversation) as tx:
-        current = engine.summary(conversation)
+        current = engine.raw.summary(conversation)
         if current is None:
             memory = tx.write_summary(conversation, old.text, old.summarized_count or 0)
         else:
@@ -134,7 +134,7 @@ def memory_at(engine: HistorySource, memory_id: str, sha: str) -> Memory:
             repo.commit(sha)
     except (ValueError, GitError, ODBError):
         raise NotFoundError(f"{sha!r} is not a commit of this store") from None
-    current = engine.lookup(memory_id)
+    current = engine.raw.lookup(memory_id)
     if current is not None:
         for rel in layout.both_places(current.path, current.conversation_id):
             raw = file_bytes_at(engine, rel, sha)
@@ -186,7 +186,7 @@ def _disk_hash(engine: HistorySource, rel: str) -> str | None:
 def _recreate(engine: HistorySource, event: TimelineEvent, memory_id: str, tx: Transaction) -> Memory:
     """Bring back a file removed outright (plain `git rm`), from the commit before the event."""
     rel = event.old_path or event.path
-    existing = engine.lookup(memory_id)
+    existing = engine.raw.lookup(memory_id)
     if existing is not None:
         raise ConflictError(f"memory {memory_id} exists again (at {existing.path}); nothing was changed")
     path = engine.store.abspath(rel)

@@ -3,7 +3,6 @@ the whole MemoryEngine (which satisfies these structurally), so no part imports 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
@@ -11,6 +10,7 @@ from typing import Protocol
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import Memory, SecretHeldBack
 from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.reads import MemoryReads
 from desktop_mem.engine.store.transaction import StoreWriter
 
 
@@ -49,8 +49,9 @@ class MemorySource(Protocol):
         until: datetime | None = None,
     ) -> list[Memory]: ...
 
-    def without_held_back(self, memories: Iterable[Memory]) -> list[Memory]:
-        """`memories` less the hand edits held back for a likely secret (not answered for yet)."""
+    @property
+    def raw(self) -> MemoryReads:
+        """The files as they are, held-back hand edits included (the plain reads leave them out)."""
         ...
 
     def held_back_files(self) -> tuple[SecretHeldBack, ...]: ...

@@ -142,8 +142,7 @@ def _memories(engine: MemorySource, conversation_id: str | None) -> list[Memory]
             raise ValidationError(
                 f"there is no conversation {conversation_id!r}; `desktop-mem list` shows the conversations"
             )
-    return engine.without_held_back(
-        engine.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True))
+    return engine.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True)
 
 
 def _held_paths(engine: MemorySource, conversation_id: str | None) -> tuple[str, ...]:

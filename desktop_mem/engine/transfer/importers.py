@@ -154,11 +154,11 @@ def _finish_plan(
         problem = entry_problem(engine.store, e)
         if problem:
             skipped.append(Skipped(_where(e), problem))
-        elif e.id in seen or engine.lookup(e.id) is not None:
+        elif e.id in seen or engine.raw.lookup(e.id) is not None:  # raw: a held-back id is taken too
             present += 1
         elif e.role == "summary" and (e.conversation_id in summaries
                                       or _has_summary(engine, e.conversation_id)):
-            current = engine.summary(e.conversation_id)
+            current = engine.raw.summary(e.conversation_id)
             if current is not None and current.text == e.text:
                 present += 1
             else:  # never replaced silently: the user keeps the current one and is told
@@ -175,7 +175,7 @@ def _finish_plan(
 
 def _has_summary(engine: TransferSource, conversation_id: str) -> bool:
     """On disk, not only in the catalog: a summary written a moment ago must never be replaced."""
-    if engine.summary(conversation_id) is not None:
+    if engine.raw.summary(conversation_id) is not None:
         return True
     try:
         return os.path.lexists(engine.store.abspath(f"entries/{conversation_id}/summaries/summary.md"))
@@ -324,7 +324,7 @@ def apply_import(
         facts, note = _extract(engine, entries, llm)
         entries += facts
         notes += [note] if note else []
-    todo = [e for e in entries if engine.lookup(e.id) is None]
+    todo = [e for e in entries if engine.raw.lookup(e.id) is None]
     # One transaction: if any write fails, every file this import wrote is put back as it was.
     with engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
                                    publish=False) as tx:
