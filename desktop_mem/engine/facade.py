@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.config import Config, load_config
+from desktop_mem.engine.history import validity_migration
 from desktop_mem.engine.history.git_history import GitHistory, GitHistoryError
 from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
@@ -93,7 +94,10 @@ class MemoryEngine:
             self.lock.acquire()
             try:
                 if self.config["store.git_versioning"]:
+                    fresh = not self.git.exists() and not (self.root / layout.ENTRIES).exists()
                     self.git.init()
+                    if fresh:  # a new store's facts get their validity as they are written
+                        validity_migration.mark_done(self.root)
                 self._remove_stale_git_lock()
             except Exception:
                 self.lock.release()
@@ -108,6 +112,8 @@ class MemoryEngine:
         self._remove_temp_files(temp_files)
         if dirty is not None:
             self.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC, dirty=dirty())
+        if not read_only and validity_migration.needs_migration(self):
+            validity_migration.migrate_validity(self)  # a store made before validity: one commit
 
     # ------------------------------------------------------------ lifecycle
 
@@ -659,11 +665,14 @@ class MemoryEngine:
     def messages(self, conversation_id: str) -> list[dict[str, Any]]:
         """The conversation's stored turns as chat messages, oldest first; a held-back hand-edited
         turn with its likely secrets redacted (as the model is shown it)."""
-        from desktop_mem.engine.chat.ingest import history_messages
+        return [{"role": m.role, "content": m.text, "id": m.id, "created_at": m.created_at.isoformat()}
+                for m in self.transcript(conversation_id)]
 
+    def transcript(self, conversation_id: str) -> list[Memory]:
+        """The conversation's live turns, oldest first; a held-back hand-edited turn in its place
+        with its likely secrets redacted (as the model is shown it)."""
         validate_conversation_id(conversation_id)
-        return [{"role": m.role, "content": self._shared.for_prompt(m).text, "id": m.id,
-                 "created_at": m.created_at.isoformat()} for m in history_messages(self, conversation_id)]
+        return self._shared.transcript(conversation_id)
 
     def llm_check(self) -> str:
         """Probe the chat endpoint; raises LLMError with a message a user can act on."""

@@ -43,12 +43,7 @@ NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new con
 
 def load_history(engine: MemoryEngine, conversation_id: str) -> list[tuple[str, str, bool]]:
     """Run in a worker: (role, text, interrupted) of the stored turns, oldest first."""
-    # As engine.messages orders them, read from the catalog: engine.messages imports the chat
-    # write path and with it openai (about a second at start-up, when the chat tab opens first).
-    turns = [m for m in engine.list_memories(conversation_id=conversation_id)
-             if m.role in ("user", "assistant")]
-    turns.sort(key=lambda m: (m.created_at, 0 if m.role == "user" else 1, m.path))
-    return [(m.role, m.text, bool(m.extra.get("interrupted"))) for m in turns]
+    return [(m.role, m.text, bool(m.extra.get("interrupted"))) for m in engine.transcript(conversation_id)]
 
 
 class TokenBuffer:

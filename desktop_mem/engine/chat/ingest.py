@@ -248,10 +248,7 @@ def for_prompt(engine: ChatSource, memory: Memory) -> Memory:
 
 def history_messages(engine: ChatSource, conv: str) -> list[Memory]:
     """The conversation's live turns, oldest first (the order the model saw them)."""
-    # raw: a held-back turn keeps its place (positions count turns); `for_prompt` redacts it
-    turns = [m for m in engine.raw.list_memories(conversation_id=conv) if m.role in ("user", "assistant")]
-    turns.sort(key=lambda m: (m.created_at, 0 if m.role == "user" else 1, m.path))
-    return turns
+    return engine.raw.transcript(conv)  # raw: a held-back turn keeps its place; `for_prompt` redacts it
 
 
 def _summary_update(

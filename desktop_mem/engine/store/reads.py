@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
-from desktop_mem.engine.models import Memory
+from desktop_mem.engine.models import Memory, Role
 from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
@@ -80,6 +80,13 @@ class MemoryReads:
         validate_conversation_id(conversation_id)
         memory = self._catalog.at_path(layout.summary_path(conversation_id))
         return self.for_prompt(memory) if memory is not None else None
+
+    def transcript(self, conversation_id: str) -> list[Memory]:
+        """The conversation's live turns, oldest first (the order the model saw them). Shared: a
+        held-back turn keeps its place (positions count turns), its likely secrets redacted."""
+        turns = [m for m in self._catalog.select(conversation_id=conversation_id) if m.is_turn]
+        turns.sort(key=lambda m: (m.created_at, 0 if m.role == Role.USER else 1, m.path))
+        return [self.for_prompt(m) for m in turns]
 
     def for_prompt(self, memory: Memory) -> Memory:
         """The memory as it may be shown or sent where it must stay in place (a turn of the
