@@ -84,6 +84,9 @@ class Memory:
     replaced_by: str | None = None
     summary_kind: str | None = None
     summarized_count: int | None = None
+    # When the fact was true (store/validity.py): "2024", "2024-03", "2024-03-15" or an ISO instant.
+    valid_from: str | None = None
+    valid_to: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     content_hash: str = ""
 
@@ -161,6 +164,7 @@ class Operation(StrEnum):
     CONVERSATION = "conversation"
     SYNC = "sync"
     PROBLEM = "problem"
+    MIGRATE = "migrate"  # a one-time rewrite of old files (e.g. validity recorded)
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,9 @@ class TimelineEvent:
     new_id: str | None = None
     role: str | None = None
     hard_delete: bool = False
+    valid_from: str | None = None  # the memory's validity after the change, as written
+    valid_to: str | None = None
+    validity_changed: bool = False
 
 
 @dataclass(frozen=True)

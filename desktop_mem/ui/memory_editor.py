@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -31,7 +32,16 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, SOURCES, ConflictError, Memory, StoreChange
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    KINDS,
+    SOURCES,
+    ConflictError,
+    Memory,
+    StoreChange,
+    ValidationError,
+)
+from desktop_mem.engine.store import validity
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout
@@ -48,6 +58,8 @@ class FormValues:
     kind: str | None
     source: str | None
     expires_at: datetime | None
+    valid_from: str = ""  # as typed: "2024-03", "2024-03-15", an ISO date-time, or empty
+    valid_to: str = ""
 
 
 class MemoryEditor(QWidget):
@@ -101,6 +113,12 @@ class MemoryEditor(QWidget):
         expires = QHBoxLayout()
         expires.addWidget(self.expires_check)
         expires.addWidget(self.expires_edit, 1)
+        self.valid_from_edit = QLineEdit(self)
+        self.valid_to_edit = QLineEdit(self)
+        for edit in (self.valid_from_edit, self.valid_to_edit):
+            edit.setPlaceholderText("2024, 2024-03, 2024-03-15 or a date-time; empty: unknown")
+        self.valid_from_edit.setToolTip("When this became true (valid_from). Empty: when it was said.")
+        self.valid_to_edit.setToolTip("When this stopped being true (valid_to). Empty: still true.")
         self.info_label = QLabel(self)
         self.info_label.setObjectName("mutedLabel")
         self.info_label.setWordWrap(True)
@@ -114,6 +132,8 @@ class MemoryEditor(QWidget):
         form.addRow("Kind", self.kind_combo)
         form.addRow("Source", self.source_combo)
         form.addRow("", expires)
+        form.addRow("True from", self.valid_from_edit)
+        form.addRow("True until", self.valid_to_edit)
         form.addRow("Other keys", self.extra_view)
 
         self.body_edit = QPlainTextEdit(self)
@@ -192,7 +212,8 @@ class MemoryEditor(QWidget):
             expires = datetime.fromtimestamp(self.expires_edit.dateTime().toSecsSinceEpoch(), UTC)
         source = self.source_combo.currentText().strip() or None
         return FormValues(self.body_edit.toPlainText(), self.kind_combo.currentText() or None,
-                          source, expires)
+                          source, expires, self.valid_from_edit.text().strip(),
+                          self.valid_to_edit.text().strip())
 
     def validate(self) -> list[str]:
         """Reasons the form cannot be saved (empty when it can)."""
@@ -206,6 +227,14 @@ class MemoryEditor(QWidget):
         if values.expires_at is not None and values.expires_at <= created:
             errors.append("Expiry must be later than the creation time "
                           f"({when(created)}); untick Expires for no expiry.")
+        if self._memory is not None and self._memory.role == "memory":
+            try:
+                since = validity.normalize(values.valid_from, validity.VALID_FROM)
+                until = validity.normalize(values.valid_to, validity.VALID_TO)
+                if since and until and validity.start(until) < validity.start(since):
+                    errors.append("“True until” is before “True from”.")
+            except ValidationError as exc:
+                errors.append(f"{exc}.")
         return errors
 
     def changes(self) -> tuple[str | None, dict[str, Any]]:
@@ -222,6 +251,15 @@ class MemoryEditor(QWidget):
             meta["source"] = values.source
         if values.expires_at != memory.expires_at:
             meta["expires_at"] = values.expires_at
+        if memory.role == "memory":
+            for key, typed, held in ((validity.VALID_FROM, values.valid_from, memory.valid_from),
+                                     (validity.VALID_TO, values.valid_to, memory.valid_to)):
+                try:
+                    value = validity.normalize(typed, key)
+                except ValidationError:
+                    value = typed  # validate() reports it; it still counts as an edit
+                if value != held:
+                    meta[key] = value or None
         return text, meta
 
     def is_dirty(self) -> bool:
@@ -330,6 +368,12 @@ class MemoryEditor(QWidget):
         self.expires_edit.setDateTime(
             QDateTime.fromSecsSinceEpoch(int(memory.expires_at.timestamp())) if memory and memory.expires_at
             else QDateTime.currentDateTime().addDays(30))
+        is_fact = memory is not None and memory.role == "memory"
+        self.valid_from_edit.setText(memory.valid_from or "" if memory else "")
+        self.valid_to_edit.setText(memory.valid_to or "" if memory else "")
+        for edit in (self.valid_from_edit, self.valid_to_edit):
+            edit.setEnabled(writable and is_fact)
+            self._form.setRowVisible(edit, is_fact)
         extra = dict(memory.extra) if memory else {}
         self.extra_view.setPlainText(yaml.safe_dump(extra, allow_unicode=True, sort_keys=False,
                                                     default_flow_style=False) if extra else "")
@@ -365,6 +409,8 @@ class MemoryEditor(QWidget):
             parts.append(f"deleted {when(memory.deleted_at)}")
         if memory.replaced_by:
             parts.append(f"replaced by {memory.replaced_by[:8]}")
+        if memory.role == "memory" and (memory.valid_from or memory.valid_to):
+            parts.append(validity.span(memory))
         parts.append(memory.path)
         return " · ".join(parts)
 

@@ -241,9 +241,15 @@ def describe(event: TimelineEvent) -> str:
     old = first_line(event.old_text or "", 80)
     new = first_line(event.new_text or "", 80)
     if event.type == EventType.UPDATE:
-        return f"{old} → {new}"
+        given = event.valid_to if event.valid_to and "T" not in event.valid_to else None
+        return f"{old} → {new}" + (f" (from {given})" if given else "")
+    if event.type == EventType.EDIT and event.validity_changed and old == new:
+        since, until = event.valid_from or "?", event.valid_to or "now"
+        return f"{new} (true {since[:10]} – {until[:10]})"
     if event.type == EventType.EDIT and old != new:
         return f"{old} → {new}"
+    if event.type == EventType.ADD and event.valid_from and "T" not in event.valid_from:
+        return f"{new} (true since {event.valid_from})"
     if event.type == EventType.DELETE and event.hard_delete:
         return f"{old} (file removed)"
     return new or old

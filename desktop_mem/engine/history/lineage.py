@@ -163,7 +163,7 @@ class _StepBuilder:
         created = log[-1]
         replaced = None
         if memory.deleted:
-            replaced = next((c for c in log if _moves_into_deleted(c)), None)
+            replaced = next((c for c in log if moves_into_deleted(c)), None)
         return created, replaced
 
     def _classified(self, raw: RawCommit | None) -> CommitInfo | None:
@@ -177,7 +177,8 @@ class _StepBuilder:
             return None
 
 
-def _moves_into_deleted(raw: RawCommit) -> bool:
+def moves_into_deleted(raw: RawCommit) -> bool:
+    """True when the commit moved a file into deleted/ (a soft delete)."""
     return any(
         c.new_path is not None and layout.in_deleted(c.new_path)
         and (c.old_path is None or not layout.in_deleted(c.old_path))

@@ -39,6 +39,8 @@ class _Side:
     role: str | None
     text: str | None
     replaced_by: str | None
+    valid_from: str | None = None
+    valid_to: str | None = None
 
 
 SOURCE_APP = "app"  # the app's own changes (chat write path, editor, CLI, REST API)
@@ -174,11 +176,29 @@ def _event(
         new_id=new_id,
         role=main.role,
         hard_delete=hard_delete,
+        valid_from=main.valid_from,
+        valid_to=main.valid_to,
+        validity_changed=old is not None and new is not None
+        and (old.valid_from, old.valid_to) != (new.valid_from, new.valid_to),
     )
 
 
 def _pair_moves(changes: list[FileChange]) -> list[FileChange]:
-    """Pair a delete and an add of the same file name (a move git did not detect as a rename)."""
+    """Pair a delete and an add of the same file name (a move git did not detect as a rename).
+
+    A file keeps its name when it moves (into deleted/ and back), so a rename git guessed between
+    two names is undone when a file of the old name was added: git's similarity can pair a fact
+    with its short, similar replacement instead of with its own tombstone."""
+    added = {PurePosixPath(c.new_path).name for c in changes if c.status == "A" and c.new_path}
+    split: list[FileChange] = []
+    for c in changes:
+        old_name, new_name = PurePosixPath(c.old_path or "").name, PurePosixPath(c.new_path or "").name
+        if c.status == "R" and c.new_path and old_name in added and old_name != new_name:
+            split += [FileChange("D", c.old_path, None, c.old_blob, None),
+                      FileChange("A", None, c.new_path, None, c.new_blob)]
+        else:
+            split.append(c)
+    changes = split
     deletes = {PurePosixPath(c.old_path).name: c for c in changes if c.status == "D" and c.old_path}
     result: list[FileChange] = []
     paired: set[str] = set()
@@ -220,7 +240,16 @@ def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | 
         role=str(role) if role else None,
         text=text,
         replaced_by=str(replaced) if replaced else None,
+        valid_from=_when(meta.get("valid_from")),
+        valid_to=_when(meta.get("valid_to")),
     )
+
+
+def _when(value: object) -> str | None:
+    """A validity value as written (a YAML date or date-time as ISO text)."""
+    if value is None or value == "":
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _role_from_path(parts: tuple[str, ...]) -> str | None:

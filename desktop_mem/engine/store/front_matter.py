@@ -33,6 +33,8 @@ KNOWN_KEYS = (
     "expires_at",
     "deleted_at",
     "replaced_by",
+    "valid_from",
+    "valid_to",
     "summary_kind",
     "summarized_count",
 )

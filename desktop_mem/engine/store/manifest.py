@@ -34,6 +34,7 @@ class FileEntry:
 
 
 _FIELDS = tuple(f.name for f in fields(Memory))
+_FIELD_SET = frozenset(_FIELDS)
 
 
 def memory_to_json(memory: Memory) -> dict[str, Any]:
@@ -120,6 +121,8 @@ class Manifest:
             return None
         if isinstance(entry.memory, Memory):
             return entry.memory
+        if not entry.memory.keys() >= _FIELD_SET:
+            return None  # cached before Memory had these fields (e.g. valid_from): parse again
         try:
             memory = memory_from_json(entry.memory)
         except (TypeError, ValueError, KeyError):

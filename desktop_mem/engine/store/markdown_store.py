@@ -30,7 +30,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
-from desktop_mem.engine.store import front_matter, layout
+from desktop_mem.engine.store import front_matter, layout, validity
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.layout import DELETED, ENTRIES, ROLE_DIRS
@@ -290,6 +290,10 @@ class MarkdownStore:
         }
         # extra may add the user's own keys (or updated_at/expires_at), never who or where it is
         meta.update({k: v for k, v in (extra or {}).items() if k not in _IDENTITY_KEYS})
+        if role == "memory":  # a fact is true from when it was said, unless a date was given
+            given = validity.normalize(meta.get(validity.VALID_FROM), validity.VALID_FROM)
+            stated = given or validity.stated_start(text, created)
+            meta[validity.VALID_FROM] = validity.for_file(stated or validity.stamp(created))
         return self._write(self._unique(rel), meta, text)
 
     def write_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:
@@ -345,14 +349,19 @@ class MarkdownStore:
         return self._unique(layout.counterpart(memory.path, memory.conversation_id))
 
     def soft_delete(
-        self, memory: Memory, *, replaced_by: str | None = None, target: str | None = None
+        self, memory: Memory, *, replaced_by: str | None = None, target: str | None = None,
+        ended: str | None = None,
     ) -> Memory:
-        """Move the file under `deleted/` (same relative place, or `target`) and stamp it."""
+        """Move the file under `deleted/` (same relative place, or `target`) and stamp it.
+
+        A fact gets `valid_to`: `ended` (when its replacement says it began), else now."""
         if memory.deleted:
             raise ValidationError(f"memory {memory.id} is already deleted")
         moved = self._move(memory, target or self.moved_path(memory))
         now = utc_now()
         stamps: dict[str, Any] = {"deleted_at": now, "replaced_by": replaced_by}
+        if memory.role == "memory" and not memory.valid_to:  # replaced or forgotten: true until now
+            stamps[validity.VALID_TO] = validity.for_file(_ended(memory, ended) or validity.stamp(now))
         if memory.role == "summary":
             # The live summary's id is fixed (summary-<conversation>); a deleted version gets its
             # own, or it could not be named for restore once a newer summary holds that id.
@@ -367,6 +376,9 @@ class MarkdownStore:
         target = target or self._unique(live)
         moved = self._move(memory, target)
         updates: dict[str, Any] = {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()}
+        if memory.role == "memory" and memory.valid_to and memory.deleted_at is not None \
+                and validity.start(memory.valid_to) >= memory.deleted_at:
+            updates[validity.VALID_TO] = None  # true again (a valid_to the user gave stays)
         if memory.role == "summary" and target == live:
             updates["id"] = f"summary-{memory.conversation_id}"  # back in place: the fixed id again
         return self.rewrite(moved, updates)
@@ -434,6 +446,14 @@ class MarkdownStore:
         return f"{stem}.{n}{dot}{ext}"
 
 
+def _ended(memory: Memory, ended: str | None) -> str | None:
+    """`ended` when it is a usable end for `memory` (not before it began, not in the future)."""
+    if not ended:
+        return None
+    end = validity.start(ended)
+    return ended if validity.valid_from(memory) <= end <= utc_now() else None
+
+
 def _is_conversation_id(name: str) -> bool:
     try:
         validate_conversation_id(name)
@@ -497,6 +517,10 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
     if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
         raise ValidationError(f"summarized_count {count!r} is not a whole number")
     known = set(front_matter.KNOWN_KEYS)
+    since = validity.normalize(meta.get(validity.VALID_FROM), validity.VALID_FROM)
+    until = validity.normalize(meta.get(validity.VALID_TO), validity.VALID_TO)
+    if since and until and validity.start(until) < validity.start(since):
+        raise ValidationError(f"valid_to {until} is before valid_from {since}")
     return Memory(
         id=str(mid),
         role=role,
@@ -512,6 +536,8 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
         replaced_by=_opt_str(meta.get("replaced_by")),
         summary_kind=_opt_str(meta.get("summary_kind")),
         summarized_count=count,
+        valid_from=since,
+        valid_to=until,
         extra={k: v for k, v in meta.items() if k not in known},
         content_hash=digest,
     )

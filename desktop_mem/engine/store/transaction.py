@@ -229,13 +229,16 @@ class Transaction:
         self._undo.save(self._store, memory.path)
         return self._wrote(self._store.rewrite(memory, updates, text, expected_hash=expected_hash))
 
-    def soft_delete(self, memory: Memory, *, replaced_by: str | None = None) -> Memory:
-        """Move under deleted/ with deleted_at (and replaced_by for an UPDATE); returns the tombstone."""
+    def soft_delete(
+        self, memory: Memory, *, replaced_by: str | None = None, ended: str | None = None
+    ) -> Memory:
+        """Move under deleted/ with deleted_at (and replaced_by for an UPDATE); returns the tombstone.
+        `ended`: when it stopped being true, if the user said so (else now)."""
         self._writer.check_not_held(memory)
         self._undo.save(self._store, memory.path)
         target = self._store.moved_path(memory)
         self._undo.created(target)  # before the move: a stamp that fails after it is undone too
-        tomb = self._store.soft_delete(memory, replaced_by=replaced_by, target=target)
+        tomb = self._store.soft_delete(memory, replaced_by=replaced_by, target=target, ended=ended)
         self._left(memory)
         return self._wrote(tomb)
 
@@ -256,7 +259,8 @@ class Transaction:
         new = self.add(text, conversation_id=memory.conversation_id, role=memory.role,
                        kind=(kind or memory.kind) if memory.role == "memory" else None,
                        source=source, extra=extra)
-        return self.soft_delete(memory, replaced_by=new.id), new
+        # the old fact was true until the new one began (a date the user gave, else now)
+        return self.soft_delete(memory, replaced_by=new.id, ended=new.valid_from), new
 
     def write_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:
         """Create or rewrite the conversation's rolling summary."""

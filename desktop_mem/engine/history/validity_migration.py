@@ -1,0 +1,108 @@
+"""Give the facts of a store made before validity existed their `valid_from` / `valid_to`.
+
+Derived, never guessed beyond what the store knows: `valid_from` is a date the fact states
+("since March 2024"), else when it was said (`created_at`); a tombstone's `valid_to` is when it
+was deleted (`deleted_at`), else the commit that moved it into deleted/, else when its
+replacement (`replaced_by`) began. All of it lands in one commit; running it again finds nothing
+to do and commits nothing. A file held back for a likely secret is left for later.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from desktop_mem.engine.history.git_history import GitHistoryError
+from desktop_mem.engine.history.lineage import moves_into_deleted
+from desktop_mem.engine.history.ports import HistorySource
+from desktop_mem.engine.models import Memory, Operation, ValidationError
+from desktop_mem.engine.store import layout, validity
+
+log = logging.getLogger(__name__)
+
+SUBJECT = "Record when each fact was true (valid_from / valid_to)"
+# In .git: per clone, never synced, so a store made by this version is never migrated, and an
+# older store is migrated once (idempotent: a second run would find nothing to write anyway).
+MARKER = Path("desktop_mem") / "validity-migrated"
+
+
+def needs_migration(engine: HistorySource) -> bool:
+    """True for a versioned store made before validity whose migration has not run here."""
+    if not engine.config["store.git_versioning"] or not engine.git.exists():
+        return False
+    return not (engine.root / ".git" / MARKER).exists()
+
+
+def mark_done(root: Path) -> None:
+    """Record in .git that this clone's facts have their validity (a new store: from the start)."""
+    marker = root / ".git" / MARKER
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("valid_from / valid_to recorded\n", encoding="utf-8")
+
+
+def missing_validity(engine: HistorySource, memory: Memory) -> dict[str, Any]:
+    """The front-matter values a fact lacks, derived from its file, its chain and git."""
+    if memory.role != "memory":
+        return {}
+    updates: dict[str, Any] = {}
+    if not memory.valid_from:
+        since = validity.stated_start(memory.text, memory.created_at) or validity.stamp(memory.created_at)
+        updates[validity.VALID_FROM] = validity.for_file(since)
+    if memory.deleted and not memory.valid_to:
+        ended = _ended(engine, memory)
+        begun = validity.start(memory.valid_from) if memory.valid_from else memory.created_at
+        if ended < begun:  # a stated start after the deletion: the stated start was wrong for it
+            updates.pop(validity.VALID_FROM, None)
+            updates[validity.VALID_FROM] = validity.for_file(validity.stamp(memory.created_at))
+            ended = max(ended, memory.created_at)
+        updates[validity.VALID_TO] = validity.for_file(validity.stamp(ended))
+    return updates
+
+
+def _ended(engine: HistorySource, memory: Memory) -> datetime:
+    if memory.deleted_at is not None:
+        return memory.deleted_at
+    moved = _moved_at(engine, memory)
+    if moved is not None:
+        return moved
+    if memory.replaced_by:
+        successor = engine.lookup(memory.replaced_by)
+        if successor is not None:
+            return validity.valid_from(successor)
+    return memory.updated_at or memory.created_at
+
+
+def _moved_at(engine: HistorySource, memory: Memory) -> datetime | None:
+    try:
+        commits = engine.git.log(limit=200, paths=layout.both_places(memory.path, memory.conversation_id))
+    except GitHistoryError:
+        return None
+    return next((c.committed_at for c in commits if moves_into_deleted(c)), None)
+
+
+def migrate_validity(engine: HistorySource) -> str | None:
+    """Write the missing validity of every fact in one commit; the commit's sha, or None when
+    nothing was missing. Marks the clone as migrated either way."""
+    held = {h.memory_id for h in engine.held_back_files()}
+    pending: list[tuple[Memory, dict[str, Any]]] = []
+    for memory in engine.raw.list_memories(role="memory", include_deleted=True):
+        if memory.id in held:
+            continue
+        updates = missing_validity(engine, memory)
+        if updates:
+            pending.append((memory, updates))
+    commit = None
+    if pending:
+        with engine.writer.transaction(Operation.MIGRATE, SUBJECT,
+                                       trailers={"Migration": "validity"}) as tx:
+            for memory, updates in pending:
+                try:
+                    tx.rewrite(memory, updates)
+                except ValidationError as exc:  # e.g. a held-back file: left for later
+                    log.warning("validity not recorded for %s: %s", memory.path, exc)
+            tx.subject = f"{SUBJECT} for {len(pending)} facts"
+        commit = tx.commit
+    mark_done(engine.root)
+    return commit
