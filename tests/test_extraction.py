@@ -141,7 +141,7 @@ def test_extract_facts_reads_messy_small_model_output(
     assert _texts(result.facts) == ["The user lives in Lyon", "The user has two cats"]
 
 
-def test_extract_facts_keeps_at_most_three_and_drops_overlong(
+def test_extract_facts_keeps_at_most_five_and_drops_overlong(
     scripted_llm: ScriptedLLM, llm: LLMClient
 ) -> None:
     facts = [
@@ -150,10 +150,13 @@ def test_extract_facts_keeps_at_most_three_and_drops_overlong(
         "The user has a sister",
         "The user cooks",
         "The user runs",
+        "The user swims",
+        "The user sings",
     ]
     scripted_llm.script(FACTS_CALL, json.dumps(facts))
-    result = extract_facts(llm, "About me: I am 30, I have a sister, I cook and I run.")
-    assert _texts(result.facts) == ["The user is 30", "The user has a sister", "The user cooks"]
+    result = extract_facts(llm, "About me: I am 30, I have a sister, I cook, I swim, I sing and I run.")
+    assert _texts(result.facts) == ["The user is 30", "The user has a sister", "The user cooks",
+                                    "The user runs", "The user swims"]
 
 
 def test_extract_facts_fills_in_a_plain_statement_the_model_missed(
@@ -507,3 +510,48 @@ def test_a_pure_question_yields_no_facts_without_asking_the_llm(scripted_llm: An
     assert extract_facts(llm, "Where do I live? Do you remember?").facts == ()
     assert len(scripted_llm.requests) == before
     assert extract_facts(llm, "I live in Rome. Do you know it?").facts != ()
+
+
+# -- whose fact, and every fact of a compound sentence (issue 21) ------------------------------
+
+
+def test_a_compound_statement_keeps_both_facts_when_the_model_returns_one(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    # Seen with the 1.5B model: only the city was stored.
+    scripted_llm.script(FACTS_CALL, '{"user": ["The user lives in Ghent"], "task": []}')
+    result = extract_facts(llm, "I live in Ghent and I work as a nurse at the university hospital.")
+    assert result.error is None
+    assert _texts(result.facts) == ["The user lives in Ghent",
+                                    "The user works as a nurse at the university hospital"]
+    assert {f.scope for f in result.facts} == {"user"}
+
+
+def test_the_model_says_whose_fact_and_core_facts_are_always_the_users(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    scripted_llm.script(FACTS_CALL, json.dumps({
+        "user": ["The user is allergic to peanuts"],
+        "task": ["The user is planning a weekend in Bruges", "The user has a daughter named Lies"],
+    }))
+    result = extract_facts(llm, "I'm allergic to peanuts. I'm planning a weekend in Bruges. "
+                                "I have a daughter named Lies.")
+    scopes = {f.text: f.scope for f in result.facts}
+    assert scopes == {
+        "The user is allergic to peanuts": "user",
+        "The user is planning a weekend in Bruges": "conversation",
+        "The user has a daughter named Lies": "user",  # family is the user's, whatever the model said
+    }
+
+
+def test_a_plain_list_answer_is_scoped_by_the_pattern_rules(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    answer = '["The user works as a nurse", "The user wants a hotel near the station"]'
+    scripted_llm.script(FACTS_CALL, answer)
+    result = extract_facts(llm, "I work as a nurse. I want a hotel near the station.")
+    assert {f.text: f.scope for f in result.facts} == {
+        "The user works as a nurse": "user",
+        "The user wants a hotel near the station": "conversation",
+    }
+    assert prompts.FACTS_SCHEMA["schema"]["required"] == ["user", "task"]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from desktop_mem.engine.chat import fact_guards, prompts
+from desktop_mem.engine.chat import fact_guards, prompts, scopes
 from desktop_mem.engine.chat.llm_client import LLMError
 from desktop_mem.engine.chat.llm_json import (
     LLMJSONError,
@@ -27,7 +27,7 @@ FactKind = Literal["fact", "preference", "context"]
 FactSource = Literal["llm", "pattern"]
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
-MAX_FACTS = 3
+MAX_FACTS = 5  # a compound message ("I live in Ghent and I work as a nurse ...") holds several
 MAX_FACT_CHARS = 500
 MAX_SUMMARY_CHARS = 8000
 # Small local models have small context windows; longer inputs are cut, not sent whole.
@@ -56,6 +56,7 @@ class ExtractedFact:
     text: str
     kind: FactKind
     source: FactSource
+    scope: scopes.Scope = "user"  # whose fact: the user's (every chat) or this conversation's
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
         {"role": "user", "content": prompts.FACT_USER_TEMPLATE.format(message=text)},
     ]
     try:
-        answer = llm.complete(messages, temperature=0.0, max_tokens=300, json_schema=prompts.FACTS_SCHEMA)
-        texts = parse_string_list(answer, max_items=10)
+        answer = llm.complete(messages, temperature=0.0, max_tokens=400, json_schema=prompts.FACTS_SCHEMA)
+        said_facts = parse_scoped_facts(answer)
     except (LLMError, LLMJSONError) as err:
         problem = (
             f"Fact extraction by the LLM failed: {err.message}"
@@ -126,7 +127,7 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
     rejected: list[tuple[str, str]] = []
     seen: set[str] = set()
     lowered = text.casefold()
-    for raw in texts:
+    for raw, given in said_facts:
         clean = fact_guards.as_user_subject(raw.strip().strip("\"'"))
         if not clean or len(clean) > MAX_FACT_CHARS or _fold(clean) in seen:
             continue
@@ -138,12 +139,44 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
             rejected.append((clean, why))
             continue
         seen.add(_fold(clean))
-        facts.append(ExtractedFact(clean, kind_of(clean), "llm"))
-    if not facts:
-        # A small model sometimes answers [] to a plain "I live in Berlin."; the fixed
-        # first-person rules are precise enough to fill in.
-        facts = list(pattern_facts(text))
+        facts.append(ExtractedFact(clean, kind_of(clean), "llm", scopes.classify(clean, given)))
+    # A small model sometimes answers [] to a plain "I live in Berlin.", or keeps one fact of
+    # "I live in Ghent and I work as a nurse": the precise first-person rules fill in what no
+    # fact of the model's already says.
+    facts += [f for f in pattern_facts(text) if not _covered(f.text, facts)]
     return ExtractionResult(tuple(facts[:MAX_FACTS]), rejected=tuple(rejected))
+
+
+_SCOPE_KEYS: dict[str, scopes.Scope] = {"user": "user", "task": "conversation", "chat": "conversation",
+                                        "conversation": "conversation"}
+
+
+def parse_scoped_facts(answer: str) -> list[tuple[str, scopes.Scope | None]]:
+    """(fact, scope the model gave or None) from ``{"user": [...], "task": [...]}``; a plain
+    list of strings (older prompts, a model ignoring the shape) gives facts without a scope."""
+    body = strip_reasoning(answer)
+    start = body.find("{")
+    if start >= 0 and (body.find("[") < 0 or start < body.find("[")):
+        try:
+            value, _end = json.JSONDecoder().raw_decode(body[start:])
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and any(k in value for k in _SCOPE_KEYS):
+            out: list[tuple[str, scopes.Scope | None]] = []
+            for key, scope in _SCOPE_KEYS.items():
+                items = value.get(key)
+                for item in items if isinstance(items, list) else []:
+                    if isinstance(item, str) and item.strip() and len(out) < 10:
+                        out.append((" ".join(item.split()), scope))
+            return out
+    return [(t, None) for t in parse_string_list(answer, max_items=10)]
+
+
+def _covered(fact: str, facts: Sequence[ExtractedFact]) -> bool:
+    """True when one of ``facts`` already states ``fact`` (same names, mostly the same words)."""
+    names = fact_guards.specifics(fact)
+    return any(names <= fact_guards.specifics(f.text) and fact_guards.similarity(fact, f.text) >= 0.5
+               for f in facts)
 
 
 _PREFERENCE = re.compile(
@@ -255,7 +288,8 @@ def _match_clause(clause: str) -> ExtractedFact | None:
         for key in ("verb", "prep", "art", "what", "be"):
             if key in parts:
                 parts[key] = parts[key].lower()
-        return ExtractedFact(template.format(**parts), kind, "pattern")
+        fact = template.format(**parts)
+        return ExtractedFact(fact, kind, "pattern", scopes.classify(fact))
     return None
 
 

@@ -12,29 +12,36 @@ from typing import Final
 FACT_SYSTEM_PROMPT: Final = """\
 You extract facts about the user for a long-term memory.
 
-Read ONLY the user's latest message. Write 0 to 3 short facts about the user that are worth \
-remembering later: name, family, work, home, plans, likes and dislikes, habits, health, goals.
+Read ONLY the user's latest message. Write short facts worth remembering later, in two lists:
+- "user": facts about the user's life, true in any chat: name, family, pets, work, home, \
+health, likes and dislikes, habits, standing plans and goals.
+- "task": facts only about what the user is doing in THIS chat (a trip being planned, a text \
+being written, a problem being solved).
 
 Rules:
 - Each fact stands alone and starts with "The user" (write the person's names in full).
-- One piece of information per fact, stated by the user about themselves.
+- One piece of information per fact. "I live in X and I work as Y" holds TWO facts: write both.
 - Copy names, places and numbers exactly as written. Keep "not" and "never".
 - Facts about other people start with "The user's" (e.g. "The user's sister lives in Rome").
 - No facts about the world, no guesses, nothing from questions, requests or "what if".
 - Ignore greetings, thanks, small talk, questions to the assistant and requests for help.
-- If there is nothing worth remembering, answer [].
+- If there is nothing worth remembering, answer {"user": [], "task": []}.
 
-Output: a JSON list of strings, nothing else.
+Output: a JSON object with the lists "user" and "task", nothing else.
 
 Examples:
 Message: My wife is Anne
-Answer: ["The user's wife is named Anne"]
+Answer: {"user": ["The user's wife is named Anne"], "task": []}
 
 Message: I moved to Lyon last year and I work as a nurse. I hate mornings.
-Answer: ["The user moved to Lyon last year", "The user works as a nurse", "The user dislikes mornings"]
+Answer: {"user": ["The user moved to Lyon last year", "The user works as a nurse", \
+"The user dislikes mornings"], "task": []}
+
+Message: Help me pack for my ski trip to Zermatt in March. I am vegetarian.
+Answer: {"user": ["The user is vegetarian"], "task": ["The user is planning a ski trip to Zermatt in March"]}
 
 Message: Hi! How are you today?
-Answer: []
+Answer: {"user": [], "task": []}
 
 Answer with JSON only."""
 
@@ -43,8 +50,11 @@ FACTS_SCHEMA: Final = {
     "name": "facts",
     "schema": {
         "type": "object",
-        "properties": {"facts": {"type": "array", "items": {"type": "string"}, "maxItems": 5}},
-        "required": ["facts"],
+        "properties": {
+            "user": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+            "task": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+        },
+        "required": ["user", "task"],
         "additionalProperties": False,
     },
 }
@@ -79,6 +89,8 @@ EXAMPLE_FACTS: Final[dict[str, str]] = {
     "The user moved to Lyon last year": "lyon",
     "The user works as a nurse": "nurse",
     "The user dislikes mornings": "morning",
+    "The user is vegetarian": "vegetarian",
+    "The user is planning a ski trip to Zermatt in March": "zermatt",
 }
 
 FACT_USER_TEMPLATE: Final = """\
