@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from desktop_mem.api.mcp_tools import add, delete, restore, update
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history.timeline import commit_source
 from desktop_mem.engine.history.timeline_query import TimelineQuery, timeline_page
 from desktop_mem.engine.models import EventType, StoreChange
-from desktop_mem.api.mcp_tools import add, delete, restore, update
 
 
 def test_mcp_writes_carry_source_and_client_and_filter_on_the_timeline(engine: MemoryEngine) -> None:
@@ -56,3 +56,31 @@ def test_add_with_reconcile_updates_a_stored_fact_like_the_chat_write_path(chat_
     assert chat_engine.get(old.id).replaced_by == new.id
     assert chat_engine.history(limit=1)[0].trailers["Client"] == "Claude Desktop"
     assert any(RECONCILE in str(r.body) for r in scripted_llm.requests)
+
+
+def test_a_reconciled_add_lands_as_one_commit(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """An MCP add whose reconciliation adds, updates and deletes is ONE commit (the chat write
+    path's apply step), so the user undoes it in one step and the timeline shows one change."""
+    from tests.llm_roles import RECONCILE
+
+    berlin = chat_engine.add("The user lives in Berlin")
+    cat = chat_engine.add("The user has a cat named Tom")
+    before = len(chat_engine.history(limit=50))
+    scripted_llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user lives in Munich"},'
+                                   ' {"event": "DELETE", "id": "1", "text": "The user has a cat named Tom"},'
+                                   ' {"event": "ADD", "text": "The user plays chess"}]')
+    out = add(chat_engine, ["The user lives in Munich", "The user gave away the cat", "The user plays chess"],
+              None, None, "Claude Desktop", reconcile=True)
+
+    # (a new fact no decision mentions is added: deletes alone never drop new facts, 001 §4.3)
+    assert {m["text"] for m in out["added"]} == {"The user plays chess", "The user gave away the cat"}
+    assert (len(out["updated"]), len(out["deleted"])) == (1, 1)
+    commits = chat_engine.history(limit=50)
+    assert len(commits) == before + 1, [c.subject for c in commits]
+    head = commits[0]
+    assert head.sha == out["commit"]
+    assert head.trailers["Source"] == "mcp" and head.trailers["Client"] == "Claude Desktop"
+    assert {berlin.id, cat.id} <= set(head.trailers["Ids"].split(", "))
+    assert {m.text for m in chat_engine.list_memories()} == {
+        "The user lives in Munich", "The user plays chess", "The user gave away the cat"}
+    assert all(m.source == "mcp" for m in chat_engine.list_memories())

@@ -20,8 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Implementation, TextContent
 
-from desktop_mem.engine.store.store_lock import read_holder
 from desktop_mem.api.security import is_loopback
+from desktop_mem.engine.store.store_lock import read_holder
 
 FORWARD_TIMEOUT_S = 60.0
 

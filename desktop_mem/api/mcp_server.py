@@ -154,6 +154,9 @@ def client_name(info: Implementation | None) -> str:
 
 Conversation = Annotated[str | None, Field(
     description="Conversation id to scope to (its memories plus the global ones). Omit for all.")]
+AsOf = Annotated[str | None, Field(
+    description="ISO date (2024-03-15) or date-time: answer with what was true then (validity and "
+    "the store's history) instead of now. Omit for now.")]
 ReadOnly = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                            open_world_hint=False)
 
@@ -177,10 +180,11 @@ def build_server(backend: Backend) -> MCPServer:
         query: Annotated[str, Field(description="What to look for, in natural language.")],
         conversation: Conversation = None,
         top_k: Annotated[int | None, Field(ge=1, le=50, description="How many hits (default 5).")] = None,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
-        args = {"query": query, "conversation": conversation, "top_k": top_k}
+        args = {"query": query, "conversation": conversation, "top_k": top_k, "as_of": as_of}
         return await backend.at_writer("search_memory", args, client_of(ctx),
-                                       lambda e: mcp_tools.search(e, query, conversation, top_k))
+                                       lambda e: mcp_tools.search(e, query, conversation, top_k, as_of))
 
     @server.tool(
         name="add_memories",
@@ -220,8 +224,10 @@ def build_server(backend: Backend) -> MCPServer:
         kind: Annotated[str | None, Field(description="fact, preference or context.")] = None,
         limit: Annotated[int | None, Field(ge=1, le=500, description="Page size (default 50).")] = None,
         offset: Annotated[int | None, Field(ge=0, description="Skip this many (paging).")] = None,
+        as_of: AsOf = None,
     ) -> dict[str, Any]:
-        return await backend.read(lambda e: mcp_tools.list_memories(e, conversation, kind, limit, offset))
+        return await backend.read(lambda e: mcp_tools.list_memories(e, conversation, kind, limit, offset,
+                                                                    as_of))
 
     @server.tool(name="get_memory", description="Get one memory by id (also a deleted one).",
                  annotations=ReadOnly)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from desktop_mem.engine.facade import MemoryEngine
@@ -20,51 +19,38 @@ from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
     CommitInfo,
-    Memory,
     NotFoundError,
     ValidationError,
 )
+from desktop_mem.engine.schema import (
+    MemoryJSON,
+    MemoryPageJSON,
+    MemoryQuery,
+    SearchJSON,
+    memory_json,
+    search_hit_json,
+)
+from desktop_mem.engine.store.validity import parse_as_of
 
 SOURCE = "mcp"
 MAX_LIST = 500
 NEIGHBOURS = 5  # similar stored facts per new fact shown to the reconciling LLM
 
 
-def _when(d: datetime | None) -> str | None:
-    return d.isoformat() if d else None
-
-
-def memory_json(m: Memory) -> dict[str, Any]:
-    """A memory as MCP tools return it."""
-    return {
-        "id": m.id, "text": m.text, "conversation": m.conversation_id, "role": m.role, "kind": m.kind,
-        "source": m.source, "client": m.extra.get("client"), "created_at": _when(m.created_at),
-        "updated_at": _when(m.updated_at), "deleted": m.deleted, "deleted_at": _when(m.deleted_at),
-        "replaced_by": m.replaced_by, "path": m.path,
-    }
-
-
-def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: int | None) -> dict[str, Any]:
-    """The read path over facts and preferences (not chat turns), best first, with scores."""
+def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: int | None,
+           as_of: str | None = None) -> SearchJSON:
+    """The read path over facts and preferences (not chat turns), best first, with scores;
+    `as_of` (ISO date or date-time): over what was live then."""
     if not query.strip():
         raise ValidationError("query is empty")
     k = max(1, min(int(top_k or engine.config["retrieval.top_k"]), 50))
-    results = engine.search(query, conversation_id=conversation, top_k=k,
-                            filters=SearchFilters(roles=("memory",)))
-    hits = []
-    for r in results:
-        s = r.scores
-        hits.append({
-            **memory_json(r.memory), "score": round(s.final, 4),
-            "scores": {"final": round(s.final, 4), "relevance": round(s.relevance, 4),
-                       "keyword": _round(s.keyword), "dense": _round(s.dense),
-                       "rerank": _round(s.rerank), "recency": round(s.recency, 4)},
-        })
-    return {"query": query, "results": hits}
-
-
-def _round(value: float | None) -> float | None:
-    return round(value, 4) if value is not None else None
+    if as_of:
+        results = engine.search_as_of(query, parse_as_of(as_of), conversation_id=conversation, top_k=k,
+                                      roles=("memory",))
+    else:
+        results = engine.search(query, conversation_id=conversation, top_k=k,
+                                filters=SearchFilters(roles=("memory",)))
+    return {"query": query, "results": [search_hit_json(r) for r in results]}
 
 
 def add(
@@ -100,6 +86,9 @@ def add(
 def _add_reconciled(
     engine: MemoryEngine, items: Sequence[str], conv: str, kind: str | None, client: str, policy: str
 ) -> dict[str, Any]:
+    """Reconcile against the similar stored facts (the LLM runs without the lock), then apply
+    every decision as ONE commit through the write path's own apply step."""
+    from desktop_mem.engine.chat.decisions import Planned
     from desktop_mem.engine.chat.extraction import kind_of, reconcile
 
     existing: dict[str, str] = {}
@@ -108,46 +97,38 @@ def _add_reconciled(
                                filters=SearchFilters(roles=("memory",)), use_mmr=False):
             existing.setdefault(r.memory.id, r.memory.text)
     result = reconcile(engine.chat_service.memory_llm, items, list(existing.items()))
-    out: dict[str, Any] = {"added": [], "updated": [], "deleted": [], "unchanged": []}
-    for d in result.decisions:
-        if d.event == "ADD":
-            memory = engine.add(d.text, conversation_id=conv, kind=kind or str(kind_of(d.text)),
-                                source=SOURCE, client=client, secrets=policy)
-            out["added"].append(memory_json(memory))
-        elif d.event == "UPDATE" and d.target_id:
-            tomb, new = engine.replace(d.target_id, d.text, source=SOURCE, secrets=policy, client=client)
-            out["updated"].append({"updated": memory_json(new), "replaced": tomb.id})
-        elif d.event == "DELETE" and d.target_id:
-            out["deleted"].append(memory_json(engine.delete(d.target_id, source=SOURCE, client=client)))
-        elif d.target_id:
-            out["unchanged"].append(d.target_id)
+    planned = [Planned(str(d.event), d.text, d.target_id, kind or str(kind_of(d.text)), SOURCE)
+               for d in result.decisions]
+    applied = engine.apply_decisions(conv, planned, source=SOURCE, client=client, secrets=policy)
+    out: dict[str, Any] = {
+        "added": [memory_json(m) for m in applied.added],
+        "updated": [{"updated": memory_json(new), "replaced": tomb.id} for tomb, new in applied.updated],
+        "deleted": [memory_json(m) for m in applied.deleted], "unchanged": applied.unchanged,
+        "commit": applied.commit,
+    }
     if result.error:
         out["note"] = result.error
     return out
 
 
 def list_memories(
-    engine: MemoryEngine, conversation: str | None, kind: str | None, limit: int | None, offset: int | None
-) -> dict[str, Any]:
-    """Live facts/preferences/context, newest first, one page."""
-    if kind is not None and kind not in KINDS:
-        raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
-    filters: dict[str, Any] = {"conversation_id": conversation, "role": "memory", "kind": kind,
-                               "include_summaries": False}
-    items = engine.list_memories(**filters)
-    items.sort(key=lambda m: (m.created_at, m.path), reverse=True)
-    n = max(1, min(int(limit or 50), MAX_LIST))
-    start = max(0, int(offset or 0))
-    page = items[start: start + n]
-    out = {"memories": [memory_json(m) for m in page], "total": len(items), "offset": start,
-           "has_more": start + n < len(items)}
-    if left_out := engine.held_back_left_out(**filters):
+    engine: MemoryEngine, conversation: str | None, kind: str | None, limit: int | None, offset: int | None,
+    as_of: str | None = None,
+) -> MemoryPageJSON:
+    """Live facts/preferences/context, newest first, one page; `as_of`: those live then."""
+    query = MemoryQuery(conversation_id=conversation, role="memory", kind=kind, include_summaries=False,
+                        limit=max(1, min(int(limit or 50), MAX_LIST)), offset=max(0, int(offset or 0)))
+    if as_of:
+        items = engine.list_as_of(parse_as_of(as_of), **query.filters())
+        return query.page(query.select(items)).json()
+    out = query.run(engine).json()
+    if left_out := engine.held_back_left_out(**query.filters()):
         out["note"] = (f"{left_out} hand-edited memories are not listed: they hold a likely "
                        "secret and wait for the user's Redact / Keep answer in desktop-mem")
     return out
 
 
-def get(engine: MemoryEngine, memory_id: str) -> dict[str, Any]:
+def get(engine: MemoryEngine, memory_id: str) -> MemoryJSON:
     """One memory, live or deleted (not a held-back hand edit)."""
     return memory_json(engine.get(memory_id))
 

@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from desktop_mem import __version__
+from desktop_mem.api.security import Guard, check_bind, loopback_endpoint
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
 from desktop_mem.engine.chat.context import STRATEGY_NAMES
 from desktop_mem.engine.chat.llm_client import LLMError
@@ -34,17 +35,16 @@ from desktop_mem.engine.index.retrieval import RetrievalOverrides
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
-    ROLES,
     ConflictError,
     EngineError,
-    Memory,
     NotFoundError,
     ReadOnlyError,
     StoreLockedError,
     ValidationError,
 )
+from desktop_mem.engine.schema import MemoryQuery, memory_json
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.api.security import Guard, check_bind, loopback_endpoint
+from desktop_mem.engine.store.validity import parse_as_of
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -171,11 +171,18 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         limit: int = Query(50, ge=1, le=1000),
         offset: int = Query(0, ge=0),
         deleted: bool = False,
+        as_of: str | None = None,
     ) -> dict[str, Any]:
-        items = _filtered(engine, type, conversation, search, deleted)
-        page = items[offset: offset + limit]
-        return {"object": "list", "data": [memory_json(m) for m in page], "total": len(items),
-                "limit": limit, "offset": offset, "has_more": offset + limit < len(items)}
+        # No type: facts and summaries, not turns; newest first (engine/schema.py: one query for all).
+        query = MemoryQuery.of_type(type, conversation_id=conversation, include_deleted=deleted,
+                                    contains=search, limit=limit, offset=offset)
+        if as_of is not None:  # what was live then (validity + history): 400 for a bad date
+            moment = parse_as_of(as_of)
+            page = query.page(query.select(engine.list_as_of(moment, **query.filters())))
+        else:
+            page = query.run(engine)
+        return {"object": "list", "data": [memory_json(m) for m in page.items], "total": page.total,
+                "limit": limit, "offset": offset, "has_more": page.has_more}
 
     @app.post("/api/memories", status_code=201)
     def add_memory(body: NewMemory) -> dict[str, Any]:
@@ -335,40 +342,6 @@ def _session(engine: MemoryEngine, conv: str) -> dict[str, Any]:
         "summarizedCount": (summary.summarized_count or 0) if summary else 0,
         "messageCount": sum(1 for m in items if m.role in ("user", "assistant")),
         "updatedAt": updated.isoformat() if updated else None,
-    }
-
-
-def _filtered(engine: MemoryEngine, type_: str | None, conversation: str | None, search: str | None,
-              deleted: bool) -> list[Memory]:
-    """Memories for GET /api/memories, newest first (no type: facts and summaries, not turns)."""
-    if type_ is not None and type_ not in KINDS and type_ not in ROLES:
-        raise ValidationError(f"type {type_!r} is not one of {', '.join(KINDS + ROLES)}")
-    if conversation is not None:
-        validate_conversation_id(conversation)
-    items = engine.list_memories(
-        conversation_id=conversation, include_deleted=deleted,
-        kind=type_ if type_ in KINDS else None, role=type_ if type_ in ROLES else None,
-    )
-    now = datetime.now(UTC)
-    items = [m for m in items if (type_ is not None or m.role in ("memory", "summary"))
-             and (deleted or not m.expired(now))]
-    if search:
-        needle = search.casefold()
-        items = [m for m in items if needle in m.text.casefold()]
-    items.sort(key=lambda m: (m.created_at, m.path), reverse=True)
-    return items
-
-
-def memory_json(m: Memory) -> dict[str, Any]:
-    """A memory as the REST API shows it."""
-    def when(d: datetime | None) -> str | None:
-        return d.isoformat() if d else None
-
-    return {
-        "id": m.id, "type": m.kind or m.role, "role": m.role, "kind": m.kind, "content": m.text,
-        "conversation_id": m.conversation_id, "source": m.source, "created_at": when(m.created_at),
-        "updated_at": when(m.updated_at), "expires_at": when(m.expires_at), "deleted": m.deleted,
-        "deleted_at": when(m.deleted_at), "replaced_by": m.replaced_by, "path": m.path,
     }
 
 

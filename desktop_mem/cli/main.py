@@ -19,7 +19,7 @@ from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
-from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.schema import MemoryQuery, memory_json
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--role", choices=["memory", "user", "assistant", "summary"])
     p.add_argument("--kind", choices=["fact", "preference", "context"])
     p.add_argument("--deleted", action="store_true", help="include soft-deleted memories")
+    p.add_argument("--as-of", type=_as_of, metavar="DATE",
+                   help="what was live then (ISO date or date-time), from validity and the git history")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("show", help="show one memory")
@@ -91,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversation", help="scope: this conversation + global")
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--deleted", action="store_true", help="include soft-deleted memories")
+    p.add_argument("--as-of", type=_as_of, metavar="DATE",
+                   help="search what was live then (ISO date or date-time)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("reindex", help="rebuild the search indexes from the Markdown files")
@@ -125,6 +129,15 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
     return number
+
+
+def _as_of(value: str) -> datetime:
+    from desktop_mem.engine.store.validity import parse_as_of
+
+    try:
+        return parse_as_of(value)
+    except EngineError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _non_negative_int(value: str) -> int:
@@ -222,11 +235,10 @@ def _open_window(config: Config, parser: argparse.ArgumentParser) -> int:
 
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, datetimes and enums as plain JSON values."""
+    if isinstance(value, Memory):
+        return memory_json(value)  # the shape REST and MCP give too
     if is_dataclass(value) and not isinstance(value, type):
-        data = {k: to_jsonable(v) for k, v in asdict(value).items()}
-        if isinstance(value, Memory):
-            data["deleted"] = value.deleted
-        return data
+        return {k: to_jsonable(v) for k, v in asdict(value).items()}
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Enum):
@@ -288,12 +300,15 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_list(args: argparse.Namespace, config: Config) -> int:
-    if args.conversation is not None:
-        validate_conversation_id(args.conversation)  # "../x" is an error, not an empty list
+    # The one query of every front end (engine/schema.py): "../x" is an error, not an empty list.
+    query = MemoryQuery(conversation_id=args.conversation, role=args.role, kind=args.kind,
+                        include_deleted=args.deleted, newest_first=False)
     with open_engine(config, "list") as engine:
-        items = engine.list_memories(
-            conversation_id=args.conversation, role=args.role, kind=args.kind, include_deleted=args.deleted
-        )
+        if args.as_of is not None:  # what was live then: validity and the history (history/as_of.py)
+            items = engine.list_as_of(args.as_of, conversation_id=args.conversation, role=args.role,
+                                      kind=args.kind)
+        else:
+            items = list(query.run(engine).items)
         problems = engine.problems()
         held = engine.held_back_files()
     if args.json:
@@ -422,8 +437,12 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "search") as engine:
         with embedding_progress() as progress:
             engine.open_index(progress)  # a changed embedding model re-embeds everything first
-        results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
-                                filters=SearchFilters(include_deleted=args.deleted), rerank=True)
+        if args.as_of is not None:
+            results = engine.search_as_of(args.query, args.as_of, conversation_id=args.conversation,
+                                          top_k=args.top_k or config["retrieval.top_k"])
+        else:
+            results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
+                                    filters=SearchFilters(include_deleted=args.deleted), rerank=True)
     if args.json:
         emit_json([{"memory": r.memory, "scores": r.scores} for r in results])
         return 0

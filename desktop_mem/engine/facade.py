@@ -16,11 +16,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.chat.decisions import Applied, Planned, apply_as_one_commit
 from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.history import validity_migration
 from desktop_mem.engine.history.git_history import GitHistory, GitHistoryError
 from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
+from desktop_mem.engine.index.read_path import SearchIndex
 from desktop_mem.engine.index.retrieval import RetrievalOverrides, Retriever, SearchFilters, SearchResult
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
@@ -84,9 +86,8 @@ class MemoryEngine:
         # Reads are safe by default (held-back hand edits left out); the raw view is asked for by name.
         self.raw = MemoryReads(self.catalog)
         self._shared = MemoryReads(self.catalog, self._held)
-        self._index: IndexSync | None = None
-        self._retriever: Retriever | None = None
-        self._index_lock = threading.Lock()
+        self._search = SearchIndex(self.root, self.config, self.manifest, self.catalog, read_only=read_only,
+                                   lookup=self.lookup, indexable=self._indexable)
         self._chat: ChatService | None = None
         self._outcome_listeners: list[Callable[[WriteOutcome], None]] = []
         if not read_only:
@@ -127,8 +128,7 @@ class MemoryEngine:
             self._chat.close()
         if not self.read_only:
             self.manifest.flush()
-        if self._index is not None:
-            self._index.close()
+        self._search.close()
         self.git.close()
         self.lock.release()
 
@@ -464,6 +464,12 @@ class MemoryEngine:
             tx.conversation = current.conversation_id
         return tomb, new
 
+    def apply_decisions(self, conversation_id: str, decisions: Sequence[Planned], *, source: str | None,
+                        client: str | None = None, secrets: str | None = None) -> Applied:
+        """Reconciled facts (ADD / UPDATE / DELETE / NONE) as ONE commit (chat/decisions.py)."""
+        return apply_as_one_commit(self, conversation_id, decisions, secrets=secrets,
+                                   trailers=provenance_trailers(source, client), extra=_client_meta(client))
+
     def restore_version(self, memory_id: str, revision: str, *, expected_hash: str | None = None) -> Memory:
         """Put back the text a memory had at `revision` (a new commit; nothing is lost)."""
         with self.writer.transaction(Operation.REVERT) as tx:
@@ -486,51 +492,30 @@ class MemoryEngine:
         raise NotFoundError(f"memory {memory.id} did not exist at {revision[:10]}")
 
     def _index_changed(self, changed: Sequence[Memory], gone: Sequence[str]) -> None:
-        """Bring the open index up to date (a closed index catches up when it opens)."""
-        index = self._index
-        if index is None:
-            if not self.read_only:
-                self.manifest.save(force=False)
-            return
-        index.apply(changed, gone)
+        self._search.changed(changed, gone)
 
     # ---------------------------------------------------------------- index
 
     def open_index(self, progress: Progress | None = None) -> SyncReport:
         """Open the embedder and indexes and bring them in step with the files."""
-        from desktop_mem.engine.index.index_factory import build_index
-
-        with self._index_lock:
-            if self._index is None:
-                self._index, self._retriever = build_index(
-                    self.root, self.config, self.manifest, self.catalog, read_only=self.read_only,
-                    lookup=self.lookup)
-            index = self._index
-        with self.writer.lock:
-            return index.sync(self._indexable(), progress)
+        return self._search.open(progress)
 
     @property
     def index(self) -> IndexSync:
         """The open index (opened and synced on first use)."""
-        if self._index is None:
-            self.open_index()
-        assert self._index is not None
-        return self._index
+        return self._search.index
 
     @property
     def retriever(self) -> Retriever:
         """The read path over the open index."""
-        self.index  # noqa: B018 - opens the index on first use
-        assert self._retriever is not None
-        return self._retriever
+        return self._search.retriever
 
     def reindex(self, progress: Progress | None = None) -> SyncReport:
         """Drop the derived indexes and rebuild them from the Markdown files."""
         self.writer.require_writer()
-        index = self.index
         with self.writer.lock:
             self.refresh()
-            return index.rebuild(self._indexable(), progress)
+        return self._search.rebuild(progress)
 
     def search(
         self,
@@ -543,27 +528,23 @@ class MemoryEngine:
         overrides: RetrievalOverrides | None = None,
         rerank: bool = False,
     ) -> list[SearchResult]:
-        """The read path: best memories for `query` with their score breakdowns.
+        """The read path: best memories for `query` with their score breakdowns (`overrides`:
+        top_k, recency_weight, score_threshold for this search; `rerank`: the cross-encoder
+        scores the best candidates if `retrieval.rerank` is on)."""
+        return self._search.search(query, conversation_id=conversation_id, top_k=top_k, filters=filters,
+                                   use_mmr=use_mmr, overrides=overrides, rerank=rerank)
 
-        `overrides` (top_k, recency_weight, score_threshold) replace the settings for this search.
-        `rerank`: score the best candidates with the cross-encoder if `retrieval.rerank` is on.
-        """
-        if conversation_id is not None:
-            validate_conversation_id(conversation_id)
-        f = filters or SearchFilters()
-        if conversation_id is not None:
-            f = SearchFilters(conversation_id, f.roles, f.kinds, f.since, f.until, f.include_deleted,
-                              f.include_summaries)
-        retriever = self.retriever
-        settings = None
-        if overrides:
-            base = retriever.settings
-            k, rw, th = (overrides.get(n) for n in ("top_k", "recency_weight", "score_threshold"))
-            settings = replace(base, top_k=int(k) if k is not None else base.top_k,
-                               recency_weight=float(rw) if rw is not None else base.recency_weight,
-                               score_threshold=float(th) if th is not None else base.score_threshold)
-            top_k = top_k or settings.top_k
-        return retriever.search(query, f, top_k=top_k, use_mmr=use_mmr, rerank=rerank, settings=settings)
+    def list_as_of(self, moment: datetime, **filters: Any) -> list[Memory]:
+        """What was live at `moment` (validity + git history; history/as_of.py)."""
+        from desktop_mem.engine.history.as_of import memories_as_of
+
+        return memories_as_of(self, moment, **filters)
+
+    def search_as_of(self, query: str, moment: datetime, **options: Any) -> list[SearchResult]:
+        """The read path over what was live at `moment` (history/as_of.py)."""
+        from desktop_mem.engine.history.as_of import search_as_of
+
+        return search_as_of(self, self.search, query, moment, **options)
 
     def match_similarity(self) -> float:
         """From which dense similarity a search result counts as close in meaning (per model)."""
@@ -618,9 +599,12 @@ class MemoryEngine:
     def chat_service(self) -> ChatService:
         """The chat pipeline (created on first use)."""
         if self._chat is None:
+            from desktop_mem.engine.chat.ports import ChatPorts
             from desktop_mem.engine.chat.service import ChatService
 
-            self._chat = ChatService(self, self._outcome_listeners)
+            self._chat = ChatService(ChatPorts(
+                self.config, self._shared, self.raw, self.writer, self._search.search, self.held_back_ids,
+                self.conversation_strategy), self._outcome_listeners)
         return self._chat
 
     def chat(
@@ -673,6 +657,11 @@ class MemoryEngine:
         with its likely secrets redacted (as the model is shown it)."""
         validate_conversation_id(conversation_id)
         return self._shared.transcript(conversation_id)
+
+    @property
+    def memory_llm(self) -> Any:
+        """The summary/memory model (imports extract facts with it)."""
+        return self.chat_service.memory_llm
 
     def llm_check(self) -> str:
         """Probe the chat endpoint; raises LLMError with a message a user can act on."""
@@ -783,10 +772,7 @@ class MemoryEngine:
 
     def index_status(self) -> str:
         """One line about the search index."""
-        if self._index is None:
-            indexed = len(self.manifest.indexed)
-            return f"{indexed} memories indexed (index not opened by this command)"
-        return self._index.status()
+        return self._search.status()
 
 
 def _notify(listeners: Sequence[Callable[[Any], None]], event: object) -> None:
