@@ -344,6 +344,36 @@ class GitHistory:
             raise GitHistoryError(f"{sha!r} is not a commit of this store")
         return records[0]
 
+    def commit_before(self, moment: datetime) -> str | None:
+        """The newest commit of HEAD made at or before `moment` (None: the history is younger)."""
+        if self.head() is None:
+            return None
+        stamp = str(int(moment.timestamp()))
+        try:
+            with self._lock:
+                out = str(self.repo.git.rev_list("-1", f"--before={stamp}", "HEAD")).strip()
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git rev-list failed: {_reason(exc)}") from None
+        return out or None
+
+    def files_at(self, revision: str, under: str) -> list[tuple[str, str]]:
+        """(path, blob id) of every file under a folder at a commit."""
+        if not _REVISION.fullmatch(revision) or not _REVISION.fullmatch(under):
+            raise GitHistoryError(f"{revision[:10]!r} is not a commit of this store")
+        try:
+            with self._lock:
+                out: bytes = self.repo.git.ls_tree("-r", "-z", revision, "--", under,
+                                                   stdout_as_string=False, strip_newline_in_stdout=False)
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git ls-tree failed: {_reason(exc)}") from None
+        found: list[tuple[str, str]] = []
+        for record in out.decode("utf-8", errors="replace").split("\0"):
+            info, _tab, path = record.partition("\t")
+            parts = info.split()
+            if path and len(parts) == 3 and parts[1] == "blob":
+                found.append((path, parts[2]))
+        return found
+
     def blob(self, sha: str | None) -> bytes | None:
         """Contents of a blob (None for the all-zero id of an added/deleted side)."""
         if not sha or sha == _ZERO:
