@@ -116,3 +116,53 @@ def test_the_cli_searches_as_of_a_date(make_config: Callable[..., Any]) -> None:
     hits = json.loads(found.stdout)
     assert [h["memory"]["text"] for h in hits][:1] == ["The user lives in Ghent"]
     assert all(h["memory"]["text"] != "The user lives in Leuven" for h in hits)
+
+
+def test_rest_lists_as_of_a_date_and_answers_400_for_a_bad_one(make_config: Callable[..., Any]) -> None:
+    import httpx
+
+    from desktop_mem.api.rest import create_app
+    from tests.test_server import start_server
+
+    with MemoryEngine(make_config()) as eng:
+        ghent = eng.add("The user lives in Ghent", created_at=JAN_2025)
+        eng.replace(ghent.id, "The user lives in Leuven")
+        server, thread, url = start_server(create_app(eng, None))
+        try:
+            then = httpx.get(f"{url}/api/memories", params={"as_of": "2025-06-01"}, timeout=30)
+            now = httpx.get(f"{url}/api/memories", timeout=30)
+            bad = httpx.get(f"{url}/api/memories", params={"as_of": "soon"}, timeout=30)
+        finally:
+            server.should_exit = True
+            thread.join(30)
+    assert [m["content"] for m in then.json()["data"]] == ["The user lives in Ghent"]
+    assert then.json()["data"][0]["valid_to"] is not None
+    assert [m["content"] for m in now.json()["data"]] == ["The user lives in Leuven"]
+    assert bad.status_code == 400 and "as-of date 'soon'" in bad.json()["error"]["message"]
+
+
+def test_mcp_search_and_list_answer_as_of_a_date(tmp_path: Any) -> None:
+    import anyio
+
+    from tests.mcp_clients import call, stdio_session
+
+    store = tmp_path / "store"
+    from desktop_mem.engine.config import load_config
+
+    with MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False})) as eng:
+        ghent = eng.add("The user lives in Ghent", created_at=JAN_2025)
+        eng.replace(ghent.id, "The user lives in Leuven")
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], Any]:
+        async with stdio_session(store) as s:
+            listed = await call(s, "list_memories", as_of="2025-06-01")
+            found = await call(s, "search_memory", query="Which city does the user live in?",
+                               as_of="2025-06-01T12:00:00Z")
+            bad = await s.call_tool("list_memories", {"as_of": "next week"})
+        return listed, found, bad
+
+    listed, found, bad = anyio.run(scenario)
+    assert [m["text"] for m in listed["memories"]] == ["The user lives in Ghent"]
+    assert [h["text"] for h in found["results"]][:1] == ["The user lives in Ghent"]
+    assert "The user lives in Leuven" not in [h["text"] for h in found["results"]]
+    assert bad.is_error and "as-of date 'next week'" in bad.content[0].text
