@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
+    QDateEdit,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -55,6 +56,7 @@ class BrowserQuery:
     until: datetime | None
     include_deleted: bool
     show_all_ranked: bool = False
+    as_of: datetime | None = None  # time travel: what was live then (validity + git history)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ def is_match(scores: ScoreBreakdown, threshold: float) -> bool:
 def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     """Run in a worker: list or search, then apply the filters the read path does not scope."""
     problems = tuple(engine.problems())
+    if query.as_of is not None:
+        return _load_as_of(engine, query, problems)
     if not query.text.strip():
         listed = engine.list_memories(
             conversation_id=query.conversation_id, role=query.role, kind=query.kind,
@@ -98,6 +102,21 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     shown = results if query.show_all_ranked else [r for r in results if is_match(r.scores, threshold)]
     return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
                        problems, below_cutoff=len(results) - len(shown), searched=True)
+
+
+def _load_as_of(engine: MemoryEngine, query: BrowserQuery, problems: tuple[Problem, ...]) -> BrowserPage:
+    """What the app held as true at `query.as_of`: listed, or searched (history/as_of.py)."""
+    assert query.as_of is not None
+    if not query.text.strip():
+        listed = engine.list_as_of(query.as_of, conversation_id=query.conversation_id, role=query.role,
+                                   kind=query.kind)
+        listed.reverse()
+        return BrowserPage(tuple(listed), {}, problems)
+    results = engine.search_as_of(query.text, query.as_of, conversation_id=query.conversation_id,
+                                  top_k=SEARCH_TOP_K, roles=(query.role,) if query.role else None)
+    shown = [r for r in results if query.kind is None or r.memory.kind == query.kind]
+    return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown}, problems,
+                       searched=True)
 
 
 class MemoryBrowser(QWidget):
@@ -137,6 +156,13 @@ class MemoryBrowser(QWidget):
         self.date_check = QCheckBox("From", self)
         self.since_edit, self.until_edit = date_range_edits(self)
         self.deleted_check = QCheckBox("Include deleted", self)
+        self.as_of_check = QCheckBox("As of", self)
+        self.as_of_check.setToolTip("Time travel: list and search what the app held as true at the "
+                                    "end of that day (validity and the git history)")
+        self.as_of_edit = QDateEdit(QDate.currentDate(), self)
+        self.as_of_edit.setCalendarPopup(True)
+        self.as_of_edit.setDisplayFormat("yyyy-MM-dd")
+        self.as_of_edit.setEnabled(False)
         self.all_ranked_check = QCheckBox("Show all ranked", self)
         self.all_ranked_check.setToolTip("Also list ranked results that neither contain a search word "
                                          "nor come close in meaning (below the embedding model's "
@@ -152,6 +178,7 @@ class MemoryBrowser(QWidget):
         filters.addWidget(group(self, "Kind", self.kind_combo))
         filters.addWidget(group(self, self.date_check, self.since_edit, "to", self.until_edit))
         filters.addWidget(self.deleted_check)
+        filters.addWidget(group(self, self.as_of_check, self.as_of_edit))
         filters.addWidget(self.all_ranked_check)
         filters.addWidget(self.count_label)
 
@@ -213,6 +240,8 @@ class MemoryBrowser(QWidget):
         self.since_edit.dateChanged.connect(self.refresh)
         self.until_edit.dateChanged.connect(self.refresh)
         self.deleted_check.toggled.connect(self.refresh)
+        self.as_of_check.toggled.connect(self._on_as_of_check_toggled)
+        self.as_of_edit.dateChanged.connect(self.refresh)
         self.all_ranked_check.toggled.connect(self.refresh)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_row_changed)
         self.problems_table.doubleClicked.connect(self._on_problems_table_double_clicked)
@@ -279,7 +308,15 @@ class MemoryBrowser(QWidget):
             since=since, until=until,
             include_deleted=self.deleted_check.isChecked(),
             show_all_ranked=self.all_ranked_check.isChecked(),
+            as_of=self._as_of(),
         )
+
+    def _as_of(self) -> datetime | None:
+        """The end of the chosen local day, in UTC, when "As of" is ticked."""
+        if not self.as_of_check.isChecked():
+            return None
+        day = self.as_of_edit.date()
+        return datetime.combine(date(day.year(), day.month(), day.day()), time.max).astimezone(UTC)
 
     @Slot()
     def refresh(self) -> None:
@@ -304,6 +341,12 @@ class MemoryBrowser(QWidget):
     def _on_date_check_toggled(self, on: bool) -> None:
         self.since_edit.setEnabled(on)
         self.until_edit.setEnabled(on)
+        self.refresh()
+
+    @Slot(bool)
+    def _on_as_of_check_toggled(self, on: bool) -> None:
+        self.as_of_edit.setEnabled(on)
+        self.deleted_check.setEnabled(not on)  # as of a moment, a tombstone shows when it was live
         self.refresh()
 
     def _on_page_loaded(self, page: BrowserPage) -> None:
