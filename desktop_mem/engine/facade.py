@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from desktop_mem.engine.chat import scope_migration
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.chat.decisions import Applied, Planned, apply_as_one_commit
 from desktop_mem.engine.config import Config, load_config
@@ -115,6 +116,17 @@ class MemoryEngine:
             self.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC, dirty=dirty())
         if not read_only and validity_migration.needs_migration(self):
             validity_migration.migrate_validity(self)  # a store made before validity: one commit
+        if not read_only and scope_migration.needs_migration(self.root):
+            self.migrate_user_scope()  # migration 2, after validity: the user's facts, one commit
+
+    def migrate_user_scope(self) -> str | None:
+        """Facts about the user learned in a chat move to the user scope (chat/scope_migration.py)."""
+        with self.writer.lock:
+            sha, _moved = scope_migration.migrate_scopes(
+                self.root, self.raw.list_memories(role="memory"),
+                commit=self._commit_paths if self.config["store.git_versioning"] else None,
+                reload=self.refresh, held=frozenset(h.memory_id for h in self.held_back_files()))
+        return sha
 
     # ------------------------------------------------------------ lifecycle
 
