@@ -482,6 +482,15 @@ class MemoryEngine:
         return apply_as_one_commit(self, conversation_id, decisions, secrets=secrets,
                                    trailers=provenance_trailers(source, client), extra=_client_meta(client))
 
+    def undo_update(
+        self, memory_ids: Sequence[str], commit: str | None, *, force: bool = False
+    ) -> tuple[Memory, Memory]:
+        """Undo the update that made `commit` (its two ids, in any order) in one commit; unless
+        `force`, ConflictError if either memory changed since. Returns (old, live; new, tombstone)."""
+        from desktop_mem.engine.history.timeline_actions import replacement_pair, undo_update
+
+        return undo_update(self, *replacement_pair(self, memory_ids), commit, force=force)
+
     def restore_version(self, memory_id: str, revision: str, *, expected_hash: str | None = None) -> Memory:
         """Put back the text a memory had at `revision` (a new commit; nothing is lost)."""
         with self.writer.transaction(Operation.REVERT) as tx:
@@ -511,6 +520,11 @@ class MemoryEngine:
     def open_index(self, progress: Progress | None = None) -> SyncReport:
         """Open the embedder and indexes and bring them in step with the files."""
         return self._search.open(progress)
+
+    def close_index(self) -> None:
+        """Close the search index (chromadb's folder is free for another process); the next
+        search opens it again and catches up (a `desktop-mem mcp` session between calls)."""
+        self._search.close()
 
     @property
     def index(self) -> IndexSync:

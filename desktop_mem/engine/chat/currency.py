@@ -13,13 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from desktop_mem.engine.index.retrieval import SearchResult
 from desktop_mem.engine.models import Memory
-from desktop_mem.engine.store.ports import MemorySource
 
 FROM_TURNS = "from_turns"
 MAX_CHAIN = 50
+
+
+class FactReads(Protocol):
+    """Where replaced facts are looked up (chat/snapshot.py's ConversationSnapshot)."""
+
+    def list_memories(
+        self, *, conversation_id: str | None = None, role: str | None = None, only_deleted: bool = False
+    ) -> list[Memory]: ...
+
+    def lookup(self, memory_id: str) -> Memory | None: ...
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,7 @@ def from_turns(memory: Memory) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def superseded_by_turn(engine: MemorySource, conversations: Iterable[str]) -> dict[str, list[Superseded]]:
+def superseded_by_turn(engine: FactReads, conversations: Iterable[str]) -> dict[str, list[Superseded]]:
     """For each user turn that a replaced or deleted fact came from: what it said that is stale."""
     stale: dict[str, list[Superseded]] = {}
     for conv in dict.fromkeys(conversations):
@@ -59,7 +69,7 @@ def superseded_by_turn(engine: MemorySource, conversations: Iterable[str]) -> di
     return stale
 
 
-def _live_end(engine: MemorySource, memory: Memory) -> Memory | None:
+def _live_end(engine: FactReads, memory: Memory) -> Memory | None:
     """The live memory at the end of a ``replaced_by`` chain, None if the chain ends deleted."""
     current: Memory | None = memory
     for _ in range(MAX_CHAIN):

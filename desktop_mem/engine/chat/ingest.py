@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.chat_types import WriteOutcome
 from desktop_mem.engine.chat.currency import FROM_TURNS, from_turns
+from desktop_mem.engine.chat.decisions import Planned, apply_decisions
 from desktop_mem.engine.chat.extraction import (
     ChatModel,
     Decision,
@@ -27,10 +28,11 @@ from desktop_mem.engine.chat.extraction import (
     reconcile,
     update_summary,
 )
-from desktop_mem.engine.chat.ports import ChatSource
+from desktop_mem.engine.chat.ports import ChatPorts
+from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.index.retrieval import SearchFilters
-from desktop_mem.engine.models import Memory, NotFoundError, Operation, ValidationError, utc_now
-from desktop_mem.engine.store.secrets_scan import describe, redact
+from desktop_mem.engine.models import Memory, Operation, utc_now
+from desktop_mem.engine.store.secrets_scan import describe
 from desktop_mem.engine.store.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -56,43 +58,29 @@ class TurnRecord:
     written: tuple[Memory, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Planned:
-    """A reconciliation decision with the kind and source of the fact it came from."""
+def run_write_path(ports: ChatPorts, turn: TurnRecord, llm: ChatModel | None) -> WriteOutcome:
+    """Everything after a reply: returns what changed, for the UI's "Memory updated" line.
 
-    event: str
-    text: str
-    target_id: str | None
-    kind: str = "fact"
-    source: str = "llm"
-
-
-@dataclass
-class _Applied:
-    added: list[Memory] = field(default_factory=list)
-    updated: list[tuple[Memory, Memory]] = field(default_factory=list)
-    deleted: list[Memory] = field(default_factory=list)
-
-
-def run_write_path(engine: ChatSource, turn: TurnRecord, llm: ChatModel | None) -> WriteOutcome:
-    """Everything after a reply: returns what changed, for the UI's "Memory updated" line."""
+    The store is read once (a snapshot, taken after the previous turn's write path finished);
+    the writes are one transaction that re-checks what it changes against the catalog."""
     conv = turn.conversation_id
     notes: list[str] = list(turn.notes)
-    decisions = _decide(engine, turn, llm, notes)
-    superseded = _superseded(engine, decisions)
+    snap = ports.snapshot()
+    decisions = _decide(ports, snap, turn, llm, notes)
+    superseded = _superseded(snap, decisions)
     new_texts = [d.text for d in decisions if d.event in ("ADD", "UPDATE")]
-    summary_text, summary_count, note = _summary_update(engine, conv, new_texts, superseded, llm)
+    summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm)
     if note:
         notes.append(note)
-    with engine.writer.transaction(Operation.TURN, conversation=conv, turn_id=turn.user.id,
-                                   publish=False) as tx:
+    with ports.writer.transaction(Operation.TURN, conversation=conv, turn_id=turn.user.id,
+                                  publish=False) as tx:
         tx.adopt(turn.user, turn.assistant, *turn.written)
-        applied = _apply(engine, tx, conv, decisions, turn)
-        summary = engine.summary(conv)
+        applied = apply_decisions(tx, ports.get, conv, decisions, {FROM_TURNS: [turn.user.id]})
+        summary = ports.summary(conv)
         if summary_text is not None:
             summary = tx.write_summary(conv, summary_text, summary_count)
-        expired = _expire(engine, tx, conv)
-        evicted = _evict(engine, tx, conv)
+        expired = _expire(ports, tx, snap, conv)
+        evicted = _evict(ports, tx, snap, conv)
         if evicted or expired:
             tx.trailers["Evicted"] = ", ".join(m.id for m in [*evicted, *expired])
         tx.subject = _subject(conv, len(applied.added), len(applied.updated), len(applied.deleted),
@@ -108,19 +96,19 @@ def run_write_path(engine: ChatSource, turn: TurnRecord, llm: ChatModel | None) 
 
 
 def _decide(
-    engine: ChatSource, turn: TurnRecord, llm: ChatModel | None, notes: list[str]
-) -> tuple[_Planned, ...]:
+    ports: ChatPorts, snap: ConversationSnapshot, turn: TurnRecord, llm: ChatModel | None, notes: list[str]
+) -> tuple[Planned, ...]:
     """What the turn asks of memory: DELETEs for "forget ...", else the reconciled new facts
     (LLM steps; no lock held). Texts are redacted of likely secrets: nobody is there to ask."""
     conv = turn.conversation_id
-    if not engine.config["memory.extract_facts"]:
+    if not ports.config["memory.extract_facts"]:
         return ()
     forget = fact_guards.forget_request(turn.user.text)
     if forget is not None:
-        targets = _forget_targets(engine, conv, forget, turn)
+        targets = _forget_targets(snap, conv, forget, turn)
         if not targets:
             notes.append("Nothing in memory matched what you asked to forget.")
-        return tuple(_Planned(d.event, d.text, d.target_id) for d in targets)
+        return tuple(Planned(d.event, d.text, d.target_id) for d in targets)
     facts: tuple[ExtractedFact, ...]
     if llm is None:
         facts = pattern_facts(" ".join(fact_guards.statements(turn.user.text)))
@@ -134,7 +122,7 @@ def _decide(
             log.info("not stored as a fact (%s): %s", why, text)
     if not facts:
         return ()
-    existing = _neighbourhood(engine, conv, facts)
+    existing = _neighbourhood(ports, snap, conv, facts)
     if llm is None:
         known = {t.casefold() for _i, t in existing}
         reconciled = ReconcileResult(tuple(Decision("ADD", f.text, None) for f in facts
@@ -145,55 +133,58 @@ def _decide(
         notes.append(reconciled.error)
     kinds = {f.text: f for f in facts}
     found_kinds: list[str] = []
-    decisions: list[_Planned] = []
+    decisions: list[Planned] = []
     for d in reconciled.decisions:
-        text, found = engine.writer.redact(d.text)
+        text, found = ports.writer.redact(d.text)
         if found:
             found_kinds.append(describe(found))
         fact = kinds.get(d.text)
-        decisions.append(_Planned(d.event, text, d.target_id, fact.kind if fact else "fact",
-                                  fact.source if fact else "llm"))
+        decisions.append(Planned(d.event, text, d.target_id, fact.kind if fact else "fact",
+                                 fact.source if fact else "llm"))
     if found_kinds:
         notes.append(f"A likely secret ({', '.join(dict.fromkeys(found_kinds))}) was redacted from the "
                      "extracted facts (security.secrets).")
     return tuple(decisions)
 
 
-def _superseded(engine: ChatSource, decisions: Sequence[_Planned]) -> list[tuple[str, str | None]]:
+def _superseded(snap: ConversationSnapshot, decisions: Sequence[Planned]) -> list[tuple[str, str | None]]:
     """(old text, new text or None) of what the decisions replace or delete: the summary drops them."""
     result: list[tuple[str, str | None]] = []
     for d in decisions:
-        old = engine.lookup(d.target_id) if d.target_id else None
+        old = snap.lookup(d.target_id) if d.target_id else None
         if old is not None and d.event in ("UPDATE", "DELETE"):
             result.append((old.text, d.text if d.event == "UPDATE" else None))
     return result
 
 
-def _neighbourhood(engine: ChatSource, conv: str, facts: Sequence[ExtractedFact]) -> list[tuple[str, str]]:
+def _neighbourhood(
+    ports: ChatPorts, snap: ConversationSnapshot, conv: str, facts: Sequence[ExtractedFact]
+) -> list[tuple[str, str]]:
     """Existing facts near the new ones (conversation + global), for reconciliation."""
     found: dict[str, str] = {}
     filters = SearchFilters(conversation_id=conv, roles=("memory",))
     for fact in facts:
         try:
-            results = engine.search(fact.text, top_k=NEIGHBOURS_PER_FACT, filters=filters, use_mmr=False)
+            results = ports.search(fact.text, top_k=NEIGHBOURS_PER_FACT, filters=filters, use_mmr=False)
         except Exception:  # an index problem must not stop memory from being written
             log.exception("neighbourhood search failed; reconciling against the catalog")
             results = []
         for r in results:
             found.setdefault(r.memory.id, r.memory.text)
     if not found:
-        recent = unheld(engine, engine.list_memories(conversation_id=conv, role="memory"))
-        recent = recent[-NEIGHBOURS_PER_FACT * 2:]
+        recent = snap.list_memories(conversation_id=conv, role="memory")[-NEIGHBOURS_PER_FACT * 2:]
         found = {m.id: m.text for m in recent}
     return list(found.items())
 
 
-def _forget_targets(engine: ChatSource, conv: str, request: str, turn: TurnRecord) -> tuple[Decision, ...]:
+def _forget_targets(
+    snap: ConversationSnapshot, conv: str, request: str, turn: TurnRecord
+) -> tuple[Decision, ...]:
     """DELETE decisions for "forget ...": a bare "forget that" means the facts of the previous
     user message; otherwise the live facts that best match what the user named."""
-    live = unheld(engine, engine.list_memories(conversation_id=conv, role="memory"))
+    live = snap.list_memories(conversation_id=conv, role="memory")
     if not request:
-        previous = [m for m in history_messages(engine, conv) if m.role == "user" and m.id != turn.user.id]
+        previous = [m for m in snap.transcript(conv) if m.role == "user" and m.id != turn.user.id]
         if not previous:
             return ()
         last = previous[-1].id
@@ -211,49 +202,9 @@ def _forget_targets(engine: ChatSource, conv: str, request: str, turn: TurnRecor
     return tuple(Decision("DELETE", m.text, m.id) for score, m in scored if score == best)
 
 
-def _apply(
-    engine: ChatSource, tx: Transaction, conv: str, decisions: Sequence[_Planned], turn: TurnRecord
-) -> _Applied:
-    """Write the decisions; every new fact records the user turn it came from (provenance)."""
-    origin = {FROM_TURNS: [turn.user.id]}
-    applied = _Applied()
-    for d in decisions:
-        try:
-            if d.event == "ADD":
-                applied.added.append(tx.add(d.text, conversation_id=conv, role="memory", kind=d.kind,
-                                            source=d.source, extra=origin))
-            elif d.event == "UPDATE" and d.target_id:
-                applied.updated.append(tx.replace(engine.get(d.target_id), d.text, source=d.source,
-                                                  kind=d.kind, extra=origin))
-            elif d.event == "DELETE" and d.target_id:
-                applied.deleted.append(tx.soft_delete(engine.get(d.target_id)))
-        except (NotFoundError, ValidationError) as exc:  # e.g. the user deleted it meanwhile
-            log.warning("skipping %s decision: %s", d.event, exc)
-    return applied
-
-
-def unheld(engine: ChatSource, memories: list[Memory]) -> list[Memory]:
-    """`memories` without the held-back hand edits (a likely secret the user has not answered for)."""
-    held = engine.held_back_ids()
-    return [m for m in memories if m.id not in held] if held else memories
-
-
-def for_prompt(engine: ChatSource, memory: Memory) -> Memory:
-    """The memory as a prompt may show it: a held-back one (its own turn or summary, kept in place
-    so turn positions stay right) with its likely secrets redacted."""
-    if memory.id not in engine.held_back_ids():
-        return memory
-    return replace(memory, text=redact(memory.text))
-
-
-def history_messages(engine: ChatSource, conv: str) -> list[Memory]:
-    """The conversation's live turns, oldest first (the order the model saw them)."""
-    return engine.raw.transcript(conv)  # raw: a held-back turn keeps its place; `for_prompt` redacts it
-
-
 def _summary_update(
-    engine: ChatSource, conv: str, new_facts: list[str], superseded: list[tuple[str, str | None]],
-    llm: ChatModel | None,
+    ports: ChatPorts, snap: ConversationSnapshot, conv: str, new_facts: list[str],
+    superseded: list[tuple[str, str | None]], llm: ChatModel | None,
 ) -> tuple[str | None, int, str | None]:
     """001 §4.4 + 000: fold the new turns, new facts and replacements into the rolling summary.
 
@@ -265,15 +216,15 @@ def _summary_update(
     history. A reply that was interrupted or cut is never read (000: no partial responses).
     ``superseded`` facts are removed from the summary: it follows replacements.
     """
-    current = engine.summary(conv)
-    if not engine.config["memory.enable_summarization"] or llm is None:
+    current = ports.summary(conv)
+    if not ports.config["memory.enable_summarization"] or llm is None:
         return None, 0, None
-    if current is not None and current.id in engine.held_back_ids():
+    if current is not None and current.id in snap.held:
         return None, 0, "The summary was not updated: its hand edit waits for your Redact / Keep answer."
-    turns = [for_prompt(engine, m) for m in history_messages(engine, conv)]
+    turns = [snap.for_prompt(m) for m in snap.transcript(conv)]
     covered = min(current.summarized_count or 0, len(turns)) if current else 0
     pending = turns[covered:]
-    if not new_facts and not superseded and len(pending) <= engine.config["memory.summary_threshold"]:
+    if not new_facts and not superseded and len(pending) <= ports.config["memory.summary_threshold"]:
         return None, covered, None
     material = [_summary_line(m) for m in pending if _complete(m)]
     material += [f"fact: {t}" for t in new_facts]
@@ -292,8 +243,8 @@ def _summary_update(
             note = f"Summary not updated ({result.error}); the previous summary was kept."
         return None, covered, note
     if not text.strip():
-        text = _facts_summary(engine, conv, new_facts, superseded)
-    text, _found = engine.writer.redact(text)
+        text = _facts_summary(snap, conv, new_facts, superseded)
+    text, _found = ports.writer.redact(text)
     return text, len(turns), note
 
 
@@ -301,11 +252,11 @@ NOTHING_TO_SUMMARISE = "Nothing about the user is remembered from this conversat
 
 
 def _facts_summary(
-    engine: ChatSource, conv: str, new_facts: list[str], superseded: list[tuple[str, str | None]]
+    snap: ConversationSnapshot, conv: str, new_facts: list[str], superseded: list[tuple[str, str | None]]
 ) -> str:
     """A summary made of the conversation's live facts: for when all the old summary said is gone."""
     gone = {old for old, _new in superseded}
-    live = [m.text for m in unheld(engine, engine.list_memories(conversation_id=conv, role="memory"))]
+    live = [m.text for m in snap.list_memories(conversation_id=conv, role="memory")]
     facts = [t for t in dict.fromkeys([*live, *new_facts]) if t not in gone]
     return "\n".join(f"- {t}" for t in facts) or NOTHING_TO_SUMMARISE
 
@@ -321,27 +272,41 @@ def _summary_line(turn: Memory) -> str:
     return f"{turn.role}: {text[:limit]}" + ("..." if len(text) > limit else "")
 
 
-def _expire(engine: ChatSource, tx: Transaction, conv: str) -> list[Memory]:
+def _still_live(ports: ChatPorts, memories: Sequence[Memory]) -> list[Memory]:
+    """The snapshot's memories as the catalog holds them now, under the writer lock: each one's
+    current version, without those that left, were deleted or are held back meanwhile."""
+    held = ports.held_back_ids()
+    current: dict[str, Memory] = {}
+    for m in memories:
+        now = ports.raw.lookup(m.id)
+        if now is not None and not now.deleted and now.id not in held:
+            current[now.id] = now
+    return list(current.values())
+
+
+def _expire(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str) -> list[Memory]:
     """002: drop entries whose TTL passed (soft delete, so they can be restored)."""
     now = utc_now()
-    return [tx.soft_delete(m) for m in unheld(engine, engine.list_memories(conversation_id=conv,
-                                                                        include_summaries=False))
-            if m.expired(now)]
+    candidates = _still_live(ports, snap.list_memories(conversation_id=conv, include_summaries=False))
+    return [tx.soft_delete(m) for m in candidates if m.expired(now)]
 
 
-def _evict(engine: ChatSource, tx: Transaction, conv: str) -> list[Memory]:
-    """001 §4.5: beyond max_entries, soft-delete the oldest facts/turns; summaries are exempt."""
-    limit = engine.config["memory.max_entries"]
-    live = [m for m in unheld(engine, engine.list_memories(conversation_id=conv)) if m.role != "summary"]
+def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str) -> list[Memory]:
+    """001 §4.5: beyond max_entries, soft-delete the oldest facts/turns; summaries are exempt.
+    Counted: the snapshot's memories still live, and what this transaction wrote."""
+    limit = ports.config["memory.max_entries"]
+    mine = [m for m in tx.written if m.conversation_id == conv]
+    live = [m for m in _still_live(ports, [*snap.list_memories(conversation_id=conv), *mine])
+            if m.role != "summary"]
     excess = len(live) - limit
     if excess <= 0:
         return []
     live.sort(key=lambda m: (m.created_at, m.path))
     evicted = [tx.soft_delete(m) for m in live[:excess]]
     turns_gone = sum(1 for m in evicted if m.role in ("user", "assistant"))
-    summary = engine.summary(conv)
+    summary = ports.summary(conv)
     if summary is not None and turns_gone and summary.summarized_count and (
-            summary.id not in engine.held_back_ids()):  # a held-back summary is not committed as it is
+            summary.id not in ports.held_back_ids()):  # a held-back summary is not committed as it is
         # the summary counts positions in the turn history; evicted turns shift them
         count = max(summary.summarized_count - turns_gone, 0)
         tx.write_summary(conv, summary.text, count)

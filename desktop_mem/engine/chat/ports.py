@@ -1,17 +1,23 @@
-"""The view of a store that chat and the write path work on (MemoryEngine satisfies it)."""
+"""What the chat path is given instead of the engine: narrow views that engine/compose.py
+assembles from the parts (no part of chat/ calls back into the facade)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
+from desktop_mem.engine.chat.snapshot import ConversationSnapshot
+from desktop_mem.engine.config import Config
 from desktop_mem.engine.index.retrieval import RetrievalOverrides, SearchFilters, SearchResult
-from desktop_mem.engine.store.ports import MemorySource
+from desktop_mem.engine.models import Memory
+from desktop_mem.engine.store.ports import MemoryView, Writer
 
 
-class ChatSource(MemorySource, Protocol):
-    """A store with its read path."""
+class Search(Protocol):
+    """The read path (index/read_path.py's SearchIndex.search)."""
 
-    def search(
+    def __call__(
         self,
         query: str,
         *,
@@ -23,7 +29,33 @@ class ChatSource(MemorySource, Protocol):
         rerank: bool = False,
     ) -> list[SearchResult]: ...
 
-    def held_back_ids(self) -> frozenset[str]:
-        """Memories whose hand-edited file holds a likely secret not answered for yet: never put
-        into a prompt, never moved by the write path."""
-        ...
+
+@dataclass(frozen=True)
+class ChatPorts:
+    """Everything a chat turn and its write path use: the settings, the shared and raw reads, the
+    writer (transactions, redaction), the read path, which memories are held back now, and a
+    conversation's saved strategy."""
+
+    config: Config
+    reads: MemoryView
+    raw: MemoryView
+    writer: Writer
+    search: Search
+    held_back_ids: Callable[[], frozenset[str]]
+    conversation_strategy: Callable[[str], str | None]
+
+    def snapshot(self) -> ConversationSnapshot:
+        """One scan of the catalog: what a chat path reads the store from (chat/snapshot.py)."""
+        return ConversationSnapshot.take(self.raw, self.held_back_ids())
+
+    def get(self, memory_id: str) -> Memory:
+        """Shared: HeldBackError for a held-back hand edit."""
+        return self.reads.get(memory_id)
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        """Shared: None for a held-back hand edit."""
+        return self.reads.lookup(memory_id)
+
+    def summary(self, conversation_id: str) -> Memory | None:
+        """The conversation's summary now (shared: a held-back one redacted)."""
+        return self.reads.summary(conversation_id)

@@ -23,9 +23,10 @@ from desktop_mem.engine.chat.context import (
 )
 from desktop_mem.engine.chat.currency import CurrentView, prefer_current, stale_notes, superseded_by_turn
 from desktop_mem.engine.chat.extraction import update_summary
-from desktop_mem.engine.chat.ingest import TurnRecord, for_prompt, history_messages, run_write_path, unheld
+from desktop_mem.engine.chat.ingest import TurnRecord, run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
-from desktop_mem.engine.chat.ports import ChatSource
+from desktop_mem.engine.chat.ports import ChatPorts
+from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
@@ -61,12 +62,12 @@ def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
 class ChatService:
     """Runs turns for one engine; write paths run one at a time on a background thread."""
 
-    def __init__(self, engine: ChatSource, listeners: list[OutcomeListener] | None = None) -> None:
-        self.engine = engine
-        main, summary = endpoints(engine.config)
+    def __init__(self, ports: ChatPorts, listeners: list[OutcomeListener] | None = None) -> None:
+        self.ports = ports
+        main, summary = endpoints(ports.config)
         self.llm = LLMClient(main)
         self.memory_llm = LLMClient(summary)
-        self.counter: TokenCounter = make_counter(_opt_path(engine.config["context.tokenizer_path"]))
+        self.counter: TokenCounter = make_counter(_opt_path(ports.config["context.tokenizer_path"]))
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write-path")
         self._pending: set[Future[WriteOutcome]] = set()
         self._pending_lock = threading.Lock()
@@ -95,29 +96,31 @@ class ChatService:
         conversation's last user turn (followed by nothing but its own failed replies) that turn
         is reused, not stored twice, and the failed replies are left out of what the model sees.
         """
-        engine = self.engine
-        engine.writer.require_writer()
+        ports = self.ports
+        ports.writer.require_writer()
         if not message.strip():
             raise ValueError("the message is empty")
         # Refuse a bad strategy before anything is written.
-        saved = engine.conversation_strategy(conversation_id)
-        resolve_strategy(strategy, saved, engine.config["context.strategy"])
+        saved = ports.conversation_strategy(conversation_id)
+        resolve_strategy(strategy, saved, ports.config["context.strategy"])
         notes: list[str] = []
-        failed = self._failed_turn(conversation_id, message) if retry else None
+        snapshot = ports.snapshot()  # the one read of the store for this reply
+        failed = self._failed_turn(snapshot, conversation_id, message) if retry else None
         if failed is not None:
             user_turn, skipped = failed[0], {m.id for m in failed}
         else:
             user_turn = self._persist_turn(conversation_id, "user", message, notes)
+            snapshot.including(user_turn)
             skipped = {user_turn.id}
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
-                                     exclude=skipped, retrieval=retrieval)
+                                     exclude=skipped, retrieval=retrieval, snapshot=snapshot)
         if on_used is not None:
             on_used(used)
         text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
         assistant = None
         if text.strip():
             extra: dict[str, Any] = {"interrupted": True} if (error or cancelled) else {}
-            stored, cut = _fit(text, engine.config["store.max_file_bytes"])
+            stored, cut = _fit(text, ports.config["store.max_file_bytes"])
             if cut:
                 extra["truncated"] = True
             assistant = self._persist_turn(conversation_id, "assistant", stored, notes, extra=extra or None)
@@ -141,26 +144,29 @@ class ChatService:
         history: Sequence[dict[str, Any]] | None = None,
         exclude: Collection[str] = (),
         retrieval: RetrievalOverrides | None = None,
+        snapshot: ConversationSnapshot | None = None,
     ) -> tuple[MemoryUsed, ContextResult]:
         """The read path and the context for `message` (without calling the chat model); the
-        stored turns `exclude` (ids: this message's own turn) are neither recalled nor replayed."""
-        engine = self.engine
-        cfg = engine.config
-        summary = engine.summary(conversation_id)
-        summary = for_prompt(engine, summary) if summary is not None else None
-        own = [m for m in history_messages(engine, conversation_id) if m.id not in exclude]
+        stored turns `exclude` (ids: this message's own turn) are neither recalled nor replayed.
+        `snapshot`: the turn's one read of the store (taken here when not given)."""
+        ports = self.ports
+        cfg = ports.config
+        snap = snapshot if snapshot is not None else ports.snapshot()
+        summary = ports.summary(conversation_id)  # shared: a held-back one comes redacted
+        own = [m for m in snap.transcript(conversation_id) if m.id not in exclude]
         k = int((retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
         # Turns the transcript will show are not injected again: ask for that many more (within
         # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
         spare = min(len(own), max(cfg["retrieval.rerank_pool"] - k, 0)) if history is None else 0
-        view, session_notes = self._retrieve(conversation_id, message, exclude, retrieval, k + spare, own)
-        cross = self._cross_session(conversation_id) if cfg["context.cross_session"] else []
+        view, session_notes = self._retrieve(snap, conversation_id, message, exclude, retrieval,
+                                             k + spare, own)
+        cross = self._cross_session(snap, conversation_id) if cfg["context.cross_session"] else []
         if history is None:
-            past = [_as_message(for_prompt(engine, m), session_notes.get(m.id)) for m in own]
+            past = [_as_message(snap.for_prompt(m), session_notes.get(m.id)) for m in own]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
         past.append({"role": "user", "content": message})
-        saved = engine.conversation_strategy(conversation_id)
+        saved = ports.conversation_strategy(conversation_id)
         name = resolve_strategy(strategy, saved, cfg["context.strategy"])
         shown: list[SearchResult] = view.results[:k]
         skipped: list[str] = []
@@ -222,12 +228,12 @@ class ChatService:
 
     # ------------------------------------------------------------- internals
 
-    def _failed_turn(self, conv: str, message: str) -> list[Memory] | None:
+    def _failed_turn(self, snap: ConversationSnapshot, conv: str, message: str) -> list[Memory] | None:
         """For a retry: the conversation's last user turn, if it holds `message` and nothing but
         replies that did not complete came after it; then those replies. Else None."""
-        turns = history_messages(self.engine, conv)
+        turns = snap.transcript(conv)
         last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "user"), None)
-        if last is None or turns[last].text != self.engine.writer.redact(message)[0]:
+        if last is None or turns[last].text != self.ports.writer.redact(message)[0]:
             return None
         after = turns[last + 1:]
         if any(not m.extra.get("interrupted") for m in after):
@@ -235,8 +241,8 @@ class ChatService:
         return turns[last:]
 
     def _retrieve(
-        self, conv: str, message: str, exclude: Collection[str], retrieval: RetrievalOverrides | None,
-        top_k: int, own: list[Memory],
+        self, snap: ConversationSnapshot, conv: str, message: str, exclude: Collection[str],
+        retrieval: RetrievalOverrides | None, top_k: int, own: list[Memory],
     ) -> tuple[CurrentView, dict[str, str]]:
         """The read path, then current beats stale (currency.py).
 
@@ -245,33 +251,31 @@ class ChatService:
         transcript repeats it too).
         """
         try:
-            results = self.engine.search(message, conversation_id=conv, filters=SearchFilters(),
-                                         overrides=retrieval, rerank=True, top_k=top_k)
+            results = self.ports.search(message, conversation_id=conv, filters=SearchFilters(),
+                                        overrides=retrieval, rerank=True, top_k=top_k)
         except Exception:  # a broken index degrades memory, never the reply
             log.exception("read path failed; answering without memories")
             return CurrentView([], {}), {}
         results = [r for r in results if r.memory.id not in exclude]
-        stale = superseded_by_turn(self.engine, {r.memory.conversation_id for r in results} | {conv})
+        stale = superseded_by_turn(snap, {r.memory.conversation_id for r in results} | {conv})
         if not stale:
             return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
         for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"} | {conv}:
             previous_user = ""
-            for turn in own if c == conv else history_messages(self.engine, c):
+            for turn in own if c == conv else snap.transcript(c):
                 if turn.role == "user":
                     previous_user = turn.id
                 else:
                     replies_to[turn.id] = previous_user
         return prefer_current(results, stale, replies_to), stale_notes(own, stale, replies_to)
 
-    def _cross_session(self, conv: str) -> list[tuple[str, str]]:
-        summaries = [m for m in unheld(self.engine, self.engine.list_memories(role="summary"))
-                     if m.conversation_id != conv]
+    def _cross_session(self, snap: ConversationSnapshot, conv: str) -> list[tuple[str, str]]:
+        summaries = [m for m in snap.list_memories(role="summary") if m.conversation_id != conv]
         summaries.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
         items = [(m.conversation_id, m.text) for m in summaries[:MAX_CROSS_SESSION]]
         if conv != GLOBAL_CONVERSATION:
-            facts = unheld(self.engine, self.engine.list_memories(conversation_id=GLOBAL_CONVERSATION,
-                                                                  role="memory"))
+            facts = snap.list_memories(conversation_id=GLOBAL_CONVERSATION, role="memory")
             if facts:
                 items.insert(0, (GLOBAL_CONVERSATION, "\n".join(f"- {m.text}" for m in facts[-20:])))
         return items
@@ -308,7 +312,7 @@ class ChatService:
 
         Likely secrets are redacted unless `security.secrets` is "keep": nobody is there to ask.
         """
-        writer = self.engine.writer
+        writer = self.ports.writer
         with writer.transaction(Operation.TURN, conversation=conversation_id, publish=False) as tx:
             text, found = tx.redact(text)
             memory = tx.add(text, conversation_id=conversation_id, role=role,
@@ -320,14 +324,14 @@ class ChatService:
 
     def _save_strategy_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:
         """The summarizing strategy's new summary, unpublished like the turn files."""
-        writer = self.engine.writer
+        writer = self.ports.writer
         with writer.transaction(Operation.SUMMARY, conversation=conversation_id, publish=False) as tx:
             text, _found = tx.redact(text)
             return tx.write_summary(conversation_id, text, summarized_count)
 
     def _schedule(self, turn: TurnRecord) -> None:
-        llm = None if not self.engine.config["llm.base_url"] else self.memory_llm
-        future = self._background.submit(run_write_path, self.engine, turn, llm)
+        llm = None if not self.ports.config["llm.base_url"] else self.memory_llm
+        future = self._background.submit(run_write_path, self.ports, turn, llm)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._finished)

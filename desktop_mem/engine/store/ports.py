@@ -1,17 +1,96 @@
-"""What the parts above the store read from it: the narrow view each part is given instead of
-the whole MemoryEngine (which satisfies these structurally), so no part imports the facade."""
+"""What the parts above the store read from it: the narrow views each part is given instead of
+the whole MemoryEngine. Protocols only: no concrete class of the store leaks through them
+(MarkdownStore, StoreWriter and MemoryReads satisfy them structurally)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.models import Memory, SecretHeldBack
-from desktop_mem.engine.store.markdown_store import MarkdownStore
-from desktop_mem.engine.store.reads import MemoryReads
-from desktop_mem.engine.store.transaction import StoreWriter
+from desktop_mem.engine.models import Memory, Operation, Problem, SecretHeldBack
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from threading import RLock
+
+    from desktop_mem.engine.store.secrets_scan import Finding
+    from desktop_mem.engine.store.transaction import Transaction
+
+
+class StoreFiles(Protocol):
+    """The Markdown files themselves (store/markdown_store.py)."""
+
+    @property
+    def entries(self) -> Path: ...
+
+    @property
+    def max_file_bytes(self) -> int: ...
+
+    def abspath(self, rel: str) -> Path: ...
+
+    def read(self, rel: str) -> Memory: ...
+
+    def memory_from_bytes(self, rel: str, raw: bytes) -> Memory: ...
+
+    def conversations(self) -> list[str]: ...
+
+    def conversation_meta(self, conversation_id: str) -> dict[str, Any]: ...
+
+    def odd_folders(self) -> list[Problem]: ...
+
+    def links(self) -> list[Problem]: ...
+
+
+class Writer(Protocol):
+    """The one way to change the store (store/transaction.py's StoreWriter)."""
+
+    @property
+    def lock(self) -> RLock: ...
+
+    def require_writer(self) -> None: ...
+
+    def transaction(
+        self,
+        operation: Operation,
+        subject: str = "",
+        conversation: str | None = None,
+        *,
+        trailers: Mapping[str, str] | None = None,
+        turn_id: str | None = None,
+        publish: bool = True,
+    ) -> AbstractContextManager[Transaction]: ...
+
+    def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]: ...
+
+    def check_secrets(self, text: str, choice: str | None) -> str: ...
+
+
+class MemoryView(Protocol):
+    """Reads of the catalog (store/reads.py): shared by default, or the raw files."""
+
+    def get(self, memory_id: str) -> Memory: ...
+
+    def lookup(self, memory_id: str) -> Memory | None: ...
+
+    def summary(self, conversation_id: str) -> Memory | None: ...
+
+    def transcript(self, conversation_id: str) -> list[Memory]: ...
+
+    def list_memories(
+        self,
+        *,
+        conversation_id: str | None = None,
+        role: str | None = None,
+        kind: str | None = None,
+        include_deleted: bool = False,
+        only_deleted: bool = False,
+        include_summaries: bool = True,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Memory]: ...
 
 
 class MemorySource(Protocol):
@@ -22,9 +101,9 @@ class MemorySource(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def store(self) -> MarkdownStore: ...
+    def store(self) -> StoreFiles: ...
     @property
-    def writer(self) -> StoreWriter: ...
+    def writer(self) -> Writer: ...
 
     def get(self, memory_id: str) -> Memory: ...
 
@@ -50,7 +129,7 @@ class MemorySource(Protocol):
     ) -> list[Memory]: ...
 
     @property
-    def raw(self) -> MemoryReads:
+    def raw(self) -> MemoryView:
         """The files as they are, held-back hand edits included (the plain reads leave them out)."""
         ...
 

@@ -26,7 +26,7 @@ from desktop_mem.engine.models import Memory, Operation, ValidationError
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
-from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.ports import StoreFiles
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError, describe, redact, scan
 from desktop_mem.engine.store.transaction import Transaction
 from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, ImportFileError, Skipped re-exported
@@ -221,7 +221,7 @@ def _capped(handle: IO[bytes], path: Path, declared: int) -> bytes:
     return data
 
 
-def entry_problem(store: MarkdownStore, e: Entry) -> str | None:
+def entry_problem(store: StoreFiles, e: Entry) -> str | None:
     """Why `e` cannot be written as it is (None when it can): its id, its text, its `extra`,
     tried by rendering and reading back the very file the store would write."""
     if not _ID.fullmatch(e.id):
@@ -365,7 +365,7 @@ def _write(tx: Transaction, e: Entry) -> Memory:
 def _extract(engine: TransferSource, entries: list[Entry], llm: ChatModel | None) -> tuple[list[Entry], str]:
     """Facts from every imported user turn (the write path's extraction), ids stable per turn."""
     if llm is None and engine.config["llm.base_url"]:
-        llm = engine.chat_service.memory_llm
+        llm = engine.memory_llm
     facts: list[Entry] = []
     failures = 0
     for turn in (e for e in entries if e.role == "user"):

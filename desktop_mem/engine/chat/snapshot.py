@@ -1,0 +1,105 @@
+"""One read of the catalog per chat path: the conversation as it was when the path began.
+
+A chat turn asks many questions of the store: its transcript, its summary, the global facts,
+other chats' summaries, what replaced facts came from; the write path asks for the live facts,
+what expired and what is beyond `memory.max_entries`. Each used to be its own scan and sort of
+the whole catalog (about 7 per turn). A snapshot is one scan (every memory, live and deleted,
+oldest first, with the held-back ids of that moment); every question is then answered from it.
+
+The snapshot is the shared view by default (held-back hand edits left out), like the engine's
+reads; only `transcript` keeps a held-back turn in its place (positions count turns), and
+`for_prompt` redacts its likely secrets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from desktop_mem.engine.models import Memory, Role
+from desktop_mem.engine.store import secrets_scan
+
+
+class WholeCatalog(Protocol):
+    """The raw view of the catalog (store/reads.py's MemoryReads without a held-back filter)."""
+
+    def list_memories(self, *, include_deleted: bool = False) -> list[Memory]: ...
+
+
+class ConversationSnapshot:
+    """Every memory of the store as one scan found it; the read questions of one chat path."""
+
+    def __init__(self, memories: Iterable[Memory], held: frozenset[str]) -> None:
+        self.held = held
+        self._by_conversation: dict[str, list[Memory]] = {}
+        self._by_id: dict[str, Memory] = {}
+        self._all: list[Memory] = []
+        for memory in memories:
+            self._add(memory)
+
+    @classmethod
+    def take(cls, catalog: WholeCatalog, held: frozenset[str]) -> ConversationSnapshot:
+        """The one scan: every memory, live and deleted, oldest first."""
+        return cls(catalog.list_memories(include_deleted=True), held)
+
+    def including(self, *memories: Memory | None) -> ConversationSnapshot:
+        """This snapshot with files the path itself just wrote (its user turn), newest last."""
+        for memory in memories:
+            if memory is not None:
+                self._add(memory)
+        return self
+
+    def _add(self, memory: Memory) -> None:
+        old = self._by_id.get(memory.id)
+        if old is not None and old.path == memory.path:  # a new version of the same file
+            self._all = [memory if m is old else m for m in self._all]
+            group = self._by_conversation[memory.conversation_id]
+            group[group.index(old)] = memory
+        else:
+            self._all.append(memory)
+            self._by_conversation.setdefault(memory.conversation_id, []).append(memory)
+        if old is None or old.deleted or not memory.deleted:  # a live copy wins over its tombstone
+            self._by_id[memory.id] = memory
+
+    # ------------------------------------------------------------ questions
+
+    def list_memories(
+        self,
+        *,
+        conversation_id: str | None = None,
+        role: str | None = None,
+        include_deleted: bool = False,
+        only_deleted: bool = False,
+        include_summaries: bool = True,
+    ) -> list[Memory]:
+        """As the engine's `list_memories` (shared view): matching memories, oldest first."""
+        pool: Sequence[Memory] = self._all if conversation_id is None else self._by_conversation.get(
+            conversation_id, [])
+        return [
+            m for m in pool
+            if m.id not in self.held
+            and (role is None or m.role == role)
+            and (include_deleted or only_deleted or not m.deleted)
+            and (not only_deleted or m.deleted)
+            and (include_summaries or m.role != Role.SUMMARY)
+        ]
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        """Exactly this id (its live copy when it has a tombstone too), or None; None when held back."""
+        if memory_id in self.held:
+            return None
+        return self._by_id.get(memory_id)
+
+    def transcript(self, conversation_id: str) -> list[Memory]:
+        """The conversation's live turns, oldest first (the order the model saw them); a held-back
+        turn keeps its place (`for_prompt` redacts it)."""
+        turns = [m for m in self._by_conversation.get(conversation_id, []) if m.is_turn and not m.deleted]
+        turns.sort(key=lambda m: (m.created_at, 0 if m.role == Role.USER else 1, m.path))
+        return turns
+
+    def for_prompt(self, memory: Memory) -> Memory:
+        """The memory as a prompt may show it: held back, with its likely secrets redacted."""
+        if memory.id not in self.held:
+            return memory
+        return replace(memory, text=secrets_scan.redact(memory.text))
