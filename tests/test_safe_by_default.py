@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from desktop_mem.api.rest import create_app
 from desktop_mem.cli.main import build_parser, extend_parser
 from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.models import EngineError, Memory, Operation
+from desktop_mem.engine.models import EngineError, Memory, Operation, utc_now
 from tests.test_hand_edit_secrets import KEY, _hand_edit
 
 pytestmark = pytest.mark.timeout(600)
@@ -92,6 +93,7 @@ ENGINE_NOT_READS: dict[str, str] = {
     "add": "write", "edit": "write", "delete": "write", "restore": "write", "replace": "write",
     "restore_version": "write", "delete_conversation": "write", "new_conversation": "write",
     "rename_conversation": "write", "apply_decisions": "write (reconciled decisions, one commit)",
+    "undo_update": "write",
     "resolve_held_back": "write (the user's answer)",
     "apply_external_changes": "write (the watcher's)", "commit_all": "write", "reindex": "write",
     "open_index": "opens the index (returns counts)", "refresh": "re-reads the store (returns None)",
@@ -100,7 +102,8 @@ ENGINE_NOT_READS: dict[str, str] = {
     "stop_watcher": "lifecycle", "wait_idle": "lifecycle", "subscribe": "events: see the UI bridge test",
     "subscribe_held_back": "events (a SecretHeldBack carries no secret)",
     "subscribe_outcomes": "events", "chat_service": "a part (its reads go through these doors)",
-    "index": "a part", "retriever": "a part (its lookup is the safe `lookup`)",
+    "index": "a part", "memory_llm": "a part (the summary model)",
+    "retriever": "a part (its lookup is the safe `lookup`)",
 }
 
 
@@ -114,6 +117,7 @@ def _engine_arguments(s: HeldStore) -> dict[str, list[Any]]:
         "sha": [c.sha for c in s.app.history(limit=3)],
         "memory": raw,
         "revision": ["HEAD"],
+        "moment": [utc_now(), utc_now() + timedelta(days=1)],
     }
 
 

@@ -2,7 +2,8 @@
 memories", with Undo. It is the window's counterpart of the chat pane's "Memory updated" line.
 
 Changes from the same client that arrive close together are told as one notice; Undo reverses
-them newest first on the writer pool (each undo is an ordinary commit of the app).
+them newest first on the writer pool (each undo is an ordinary commit of the app; an update's is
+the engine's one undo, with its conflict check).
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
+from desktop_mem.engine.models import Operation, Source
+
 if TYPE_CHECKING:
     from desktop_mem.engine.facade import MemoryEngine
     from desktop_mem.engine.models import StoreChange
     from desktop_mem.ui.task_runner import TaskRunner
 
 SHOWN_MS = 15000  # how long a notice stays unless the user acts on it
-_VERBS = {"add": "added", "update": "updated", "delete": "deleted", "restore": "restored",
-          "edit": "edited"}
+_VERBS = {Operation.ADD: "added", Operation.UPDATE: "updated", Operation.DELETE: "deleted",
+          Operation.RESTORE: "restored", Operation.EDIT: "edited"}
 
 
 def notice_text(changes: Sequence[StoreChange]) -> str:
     """"Claude Desktop added 2 memories and deleted 1 memory"."""
     counts: dict[str, int] = {}
     for change in changes:
-        n = 1 if change.operation in ("update", "edit") else len(change.memory_ids)
+        n = 1 if change.operation in (Operation.UPDATE, Operation.EDIT) else len(change.memory_ids)
         counts[change.operation] = counts.get(change.operation, 0) + n
     parts = [f"{_VERBS.get(op, op)} {n} {'memory' if n == 1 else 'memories'}" for op, n in counts.items()]
     who = changes[-1].client or "An AI tool"
@@ -36,31 +39,24 @@ def notice_text(changes: Sequence[StoreChange]) -> str:
 
 
 def undo_changes(engine: MemoryEngine, changes: Sequence[StoreChange]) -> int:
-    """Reverse MCP changes, newest first (runs on the writer pool); returns how many were undone."""
+    """Reverse MCP changes, newest first (runs on the writer pool); returns how many were undone.
+
+    An update is undone by the engine's one undo (one commit, refused if either memory changed
+    since); adds, deletes and restores by their opposite, skipping what is already so."""
     undone = 0
     for change in reversed(changes):
-        ids = change.memory_ids
-        if change.operation == "add":
-            for memory_id in ids:
-                if not engine.get(memory_id).deleted:
-                    engine.delete(memory_id)
-                    undone += 1
-        elif change.operation == "update" and len(ids) == 2:
-            new_id, old_id = ids  # the new version, then the tombstone it replaced
-            if not engine.get(new_id).deleted:
-                engine.delete(new_id)
-            if engine.get(old_id).deleted:
-                engine.restore(old_id)
+        if change.operation == Operation.UPDATE:
+            engine.undo_update(change.memory_ids, change.commit)
             undone += 1
-        elif change.operation in ("delete", "restore"):
-            for memory_id in ids:
-                memory = engine.get(memory_id)
-                if change.operation == "delete" and memory.deleted:
-                    engine.restore(memory_id)
-                    undone += 1
-                elif change.operation == "restore" and not memory.deleted:
-                    engine.delete(memory_id)
-                    undone += 1
+            continue
+        for memory_id in change.memory_ids:
+            deleted = engine.get(memory_id).deleted
+            if change.operation in (Operation.ADD, Operation.RESTORE) and not deleted:
+                engine.delete(memory_id)
+                undone += 1
+            elif change.operation == Operation.DELETE and deleted:
+                engine.restore(memory_id)
+                undone += 1
     return undone
 
 
@@ -109,7 +105,7 @@ class ToolNotice(QFrame):
     @Slot(object)
     def on_store_changed(self, change: StoreChange) -> None:
         """Show (or extend) the notice for a change an AI tool made."""
-        if change.source != "mcp" or change.operation not in _VERBS:
+        if change.source != Source.MCP or change.operation not in _VERBS:
             return
         if not self.isVisible() or (self._changes and self._changes[-1].client != change.client):
             self._changes = []

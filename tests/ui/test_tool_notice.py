@@ -107,3 +107,26 @@ def test_the_loopback_endpoint_starts_once_the_user_pauses_typing(qtbot: Any,
         assert "endpoint" not in read_holder(engine.root), "the endpoint started while the user typed"
     qtbot.waitUntil(lambda: "endpoint" in read_holder(engine.root), timeout=30000)
     qtbot.waitUntil(lambda: not window.runner.busy, timeout=30000)  # the searches typed above answered
+
+
+def test_undo_of_an_ai_tools_update_is_one_commit_and_refused_after_a_later_edit(engine: Any) -> None:
+    from desktop_mem.api import mcp_tools
+    from desktop_mem.engine.models import ConflictError, Operation, StoreChange
+    from desktop_mem.ui.tool_notice import undo_changes
+
+    changes: list[StoreChange] = []
+    engine.subscribe(changes.append)
+    ghent = engine.add("User lives in Ghent")
+    mcp_tools.update(engine, ghent.id, "User lives in Leuven", "Claude Desktop")
+    head = engine.git.head()
+    assert undo_changes(engine, changes[-1:]) == 1
+    assert engine.history(limit=2)[1].sha == head and changes[-1].operation == Operation.REVERT_UPDATE
+    assert [m.text for m in engine.list_memories(role="memory")] == ["User lives in Ghent"]
+
+    update = mcp_tools.update(engine, ghent.id, "User lives in Bruges", "Claude Desktop")
+    made = changes[-1]
+    engine.edit(update["updated"]["id"], text="User lives in Bruges, by the canal")
+    head = engine.git.head()
+    with pytest.raises(ConflictError):
+        undo_changes(engine, [made])
+    assert engine.git.head() == head, "refused: nothing changed"

@@ -8,6 +8,7 @@ write a new version, so even then no text is lost: the overwritten version stays
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from git.exc import GitError
@@ -66,6 +67,21 @@ def revert_replacement(
     new_id = event.new_id or event.replaced_by
     if not new_id:
         raise ValidationError(f"the update in {event.commit[:10]} does not name its replacement")
+    return undo_update(engine, old_id, new_id, event.commit, old_path=event.path, force=force)
+
+
+def undo_update(
+    engine: HistorySource, old_id: str, new_id: str, commit: str | None, *, old_path: str | None = None,
+    force: bool = False,
+) -> tuple[Memory, Memory]:
+    """Undo a replacement in one commit: the old memory live again, its replacement a tombstone.
+
+    The one undo of an UPDATE (the timeline's Revert, the tool notice's Undo). Unless `force`,
+    ConflictError and nothing changed if either file moved or was edited since `commit` (the
+    update's commit; `old_path`: where it left the old memory). Without a commit (git versioning
+    off) only the states are checked. Returns (the old memory, live again; the replacement, now a
+    tombstone).
+    """
     with engine.writer.transaction(Operation.REVERT_UPDATE) as tx:
         tomb = engine.raw.lookup(old_id)
         new = engine.raw.lookup(new_id)
@@ -75,15 +91,26 @@ def revert_replacement(
         if new is None or new.deleted:
             where = "gone from the store" if new is None else f"deleted since ({new.path})"
             raise ConflictError(f"the replacement {new_id} is {where}; nothing was changed")
-        if not force:
-            _check_unchanged(engine, tomb, event.path, event.commit)
-            _check_unchanged(engine, new, new.path, event.commit)
+        if not force and commit is not None:
+            _check_unchanged(engine, tomb, old_path or tomb.path, commit)
+            _check_unchanged(engine, new, new.path, commit)
         # Both halves or neither: if the second move fails, the transaction puts the first back.
         live_old = tx.restore(tomb)
         tomb_new = tx.soft_delete(new)
         tx.subject = f"Revert update: {clip(new.text)} -> {clip(live_old.text)}"
         tx.conversation = live_old.conversation_id
     return live_old, tomb_new
+
+
+def replacement_pair(engine: HistorySource, memory_ids: Sequence[str]) -> tuple[str, str]:
+    """(old id, new id) of an update's two memories, in any order: the old one's `replaced_by`
+    names the new one (never told apart by position)."""
+    for old_id in memory_ids:
+        old = engine.raw.lookup(old_id)
+        new_id = old.replaced_by if old is not None else None
+        if new_id is not None and new_id in memory_ids and new_id != old_id:
+            return old_id, new_id
+    raise ValidationError(f"no replacement among {', '.join(memory_ids)}: nothing to undo")
 
 
 def restore_summary_version(
