@@ -91,3 +91,27 @@ def test_typed_setting_names_match_the_declarations() -> None:
     declared = {s.name for s in cfg.SETTINGS}
     for lit in typed.values():
         assert set(get_args(lit)) <= declared
+
+
+def test_the_parts_settings_sections_take_their_defaults_from_the_one_declaration() -> None:
+    """RetrievalSettings and StrategySettings are typed sections of SETTINGS: every field named
+    like a setting of its groups has that setting's declared default, and a section built from the
+    default config equals the section's own defaults (no hand copy to drift)."""
+    from dataclasses import fields
+
+    from desktop_mem.engine.chat.context import StrategySettings
+    from desktop_mem.engine.chat.service import strategy_settings
+    from desktop_mem.engine.config import BY_NAME
+    from desktop_mem.engine.index.index_factory import retrieval_settings
+    from desktop_mem.engine.index.retrieval import RetrievalSettings
+
+    defaults = load_config(None, env={})
+    for section, groups, built in ((RetrievalSettings, ("retrieval",), retrieval_settings(defaults)),
+                                   (StrategySettings, ("context", "memory"), strategy_settings(defaults))):
+        named = {f.name: f.default for f in fields(section)
+                 if any(f"{g}.{f.name}" in BY_NAME for g in groups)}
+        assert len(named) >= 5, section
+        for name, value in named.items():
+            declared = next(BY_NAME[f"{g}.{name}"].default for g in groups if f"{g}.{name}" in BY_NAME)
+            assert value == declared, f"{section.__name__}.{name} = {value!r}, declared {declared!r}"
+        assert built == section(), f"{section.__name__} from the default settings differs from its defaults"

@@ -203,6 +203,20 @@ BoolSetting = Literal[
 ]
 
 
+@overload
+def default(name: StrSetting) -> str: ...
+@overload
+def default(name: BoolSetting) -> bool: ...
+@overload
+def default(name: IntSetting) -> int: ...
+@overload
+def default(name: FloatSetting) -> float: ...
+def default(name: str) -> Any:
+    """A setting's declared default, typed like `config[name]`: the defaults of the parts' own
+    settings dataclasses (RetrievalSettings, StrategySettings) are taken from here, never copied."""
+    return BY_NAME[name].default
+
+
 class Config:
     """Resolved settings. Read with `config["llm.model"]`; frozen once built."""
 

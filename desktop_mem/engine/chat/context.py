@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Protocol, cast, get_args
 
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
+from desktop_mem.engine.config import default
 
 Message = dict[str, Any]
 StrategyName = Literal["none", "trimming", "sliding_window", "summarizing", "compacting"]
@@ -41,15 +42,16 @@ _DATA_END = "<<<END MEMORY DATA>>>"
 class StrategySettings:
     """Knobs of every strategy; ``trigger`` picks whether turns or estimated tokens fire them."""
 
-    max_turns: int = 20
-    keep_last_turns: int = 6
-    window_messages: int = 30
-    summary_threshold: int = 40
-    summary_keep_last: int = 12
-    compact_trigger_turns: int = 8
-    compact_keep_turns: int = 3
+    # defaults declared once, in engine/config.py
+    max_turns: int = default("context.max_turns")
+    keep_last_turns: int = default("context.keep_last_turns")
+    window_messages: int = default("context.window_messages")
+    summary_threshold: int = default("memory.summary_threshold")
+    summary_keep_last: int = default("memory.summary_keep_last")
+    compact_trigger_turns: int = default("context.compact_trigger_turns")
+    compact_keep_turns: int = default("context.compact_keep_turns")
     trigger: Literal["turns", "tokens"] = "turns"
-    max_tokens: int = 6000
+    max_tokens: int = default("context.max_tokens")
     compact_tool_arguments: bool = False  # also shrink long tool-call arguments of old turns
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from desktop_mem.engine.config import default
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, utc_now
 
 if TYPE_CHECKING:  # heavy (chromadb, onnxruntime, numpy): loaded when an index is built or searched
@@ -41,24 +42,25 @@ RetrievalOverrides = Mapping[str, float | int | None]
 
 @dataclass(frozen=True)
 class RetrievalSettings:
-    """Knobs of the read path; defaults from reference 001 §6."""
+    """Knobs of the read path; defaults from reference 001 §6 (those that are settings are
+    declared once, in engine/config.py, and taken from there)."""
 
-    top_k: int = 5
-    mmr_lambda: float = 0.7
-    recency_weight: float = 0.2
+    top_k: int = default("retrieval.top_k")
+    mmr_lambda: float = default("retrieval.mmr_lambda")
+    recency_weight: float = default("retrieval.recency_weight")
     recency_days: float = 30.0
     # 001 §6 said 0.35 for ms-marco-MiniLM-L-6; with the shipped L-12 model conversational turns
     # that hold the answer ("Yes, it was amazing!") score near 0: even 0.01 cut LoCoMo recall@5
     # from 0.704 to 0.676, and 0.35 to 0.617. Off by default; a setting for a stricter model.
-    score_threshold: float = 0.0
+    score_threshold: float = default("retrieval.score_threshold")
     keyword_weight: float = 0.6
     candidates: int = 40
     # The cross-encoder scores only the best `rerank_pool` fused candidates: its cost is per pair
     # (docs/benchmarks.md), and the evidence is almost always in the fused top 20 already.
-    rerank_pool: int = 20
+    rerank_pool: int = default("retrieval.rerank_pool")
     # Wall-time budget of one rerank: the pool shrinks to what the measured cost per pair allows,
     # and below top_k pairs the fused order is kept (0: no budget). See docs/benchmarks.md.
-    rerank_budget_ms: float = 500.0
+    rerank_budget_ms: float = default("retrieval.rerank_budget_ms")
     # relevance = w * cross-encoder + (1 - w) * fused: the fused score still knows about exact
     # keyword matches the cross-encoder underrates (LoCoMo recall@5: 0.687 at w = 1, 0.704 at 0.8).
     rerank_weight: float = 0.8
