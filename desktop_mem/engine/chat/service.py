@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine.chat import prompts
+from desktop_mem.engine.chat import prompts, temporal
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.chat.context import (
     INCOMPLETE,
@@ -160,6 +160,9 @@ class ChatService:
         spare = min(len(own), max(cfg["retrieval.rerank_pool"] - k, 0)) if history is None else 0
         view, session_notes = self._retrieve(snap, conversation_id, message, exclude, retrieval,
                                              k + spare, own)
+        # A question about the past brings the facts it replaced, each saying when it was true.
+        view = temporal.with_validity(view, message, snap, lambda **kw: ports.search(
+            message, conversation_id=conversation_id, top_k=2 * temporal.MAX_PAST, **kw))
         cross = self._cross_session(snap, conversation_id) if cfg["context.cross_session"] else []
         if history is None:
             past = [_as_message(snap.for_prompt(m), session_notes.get(m.id)) for m in own]
