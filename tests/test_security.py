@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
+from desktop_mem.api.security import check_bind, is_loopback
 from desktop_mem.engine.config import BY_NAME, load_config, save_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError, apply_policy, redact, scan
-from desktop_mem.api.security import check_bind, is_loopback
 from tests.llm_roles import FACTS, SUMMARY, is_chat
 from tests.scripted_llm import ScriptedLLM
 

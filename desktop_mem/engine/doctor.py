@@ -7,7 +7,7 @@ from typing import Protocol
 
 from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.ports import HistorySource
-from desktop_mem.engine.models import EngineError, Problem
+from desktop_mem.engine.models import EngineError, Memory, Problem
 from desktop_mem.engine.store.secrets_scan import HELD_BACK_HINT, describe, scan
 from desktop_mem.engine.store.store_lock import StoreLock, describe_holder, read_holder
 
@@ -51,6 +51,24 @@ def _problems(engine: DoctorSource) -> tuple[Problem, ...]:
     return tuple(sorted(found.values(), key=lambda p: p.path))
 
 
+_UNVERSIONED_HINT = ("An ignore rule hides it from git (.git/info/exclude, a global excludes file, or a "
+                     ".gitignore edited by hand or brought by an old sync). Remove the rule; the app "
+                     "restores its own .gitignore when it opens the store for writing.")
+
+
+def _unversioned(engine: DoctorSource, memories: list[Memory]) -> tuple[Problem, ...]:
+    """Memory files git ignores: they would never reach the history or another machine (#22)."""
+    paths = [m.path for m in memories]
+    if not paths:
+        return ()
+    try:
+        ignored = engine.git.ignored(paths)
+    except GitHistoryError:
+        return ()
+    return tuple(Problem(p, "git ignores this memory file, so it is not versioned or synced",
+                         _UNVERSIONED_HINT) for p in sorted(ignored))
+
+
 def _secret_notes(engine: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[str, ...]:
     """Uncommitted hand edits held back because they hold a likely secret (never the secret)."""
     notes = []
@@ -77,6 +95,7 @@ def examine(engine: DoctorSource) -> DoctorReport:
     else:
         lock = "free"
     uncommitted: tuple[str, ...] = ()
+    unversioned: tuple[Problem, ...] = ()
     if not engine.git.exists():
         git_state = "not a git repository (versioning off or never opened for writing)"
     else:
@@ -84,6 +103,7 @@ def examine(engine: DoctorSource) -> DoctorReport:
             engine.git.fsck()
             git_state = f"ok ({engine.git.count()} commits)"
             uncommitted = tuple(engine.git.dirty_paths())
+            unversioned = _unversioned(engine, memories)
         except GitHistoryError as exc:
             git_state = str(exc)
     return DoctorReport(
@@ -91,7 +111,7 @@ def examine(engine: DoctorSource) -> DoctorReport:
         store=str(engine.root),
         memories=sum(1 for m in memories if not m.deleted),
         deleted=sum(1 for m in memories if m.deleted),
-        problems=_problems(engine),
+        problems=(*_problems(engine), *unversioned),
         lock=lock,
         git=git_state,
         uncommitted=uncommitted,

@@ -110,16 +110,20 @@ class GitHistory:
 
     @property
     def repo(self) -> git.Repo:
-        """The open repository (opened lazily)."""
-        if self._repo is None:
-            try:
-                self._repo = git.Repo(self.root)
-            except (InvalidGitRepositoryError, NoSuchPathError):
-                raise GitHistoryError(
-                    f"{self.root} is not a git repository yet; run `desktop-mem --store {self.root} "
-                    "doctor` or open it once for writing to initialise it"
-                ) from None
-        return self._repo
+        """The open repository (opened lazily, once: two threads asking at once get the same one)."""
+        repo = self._repo
+        if repo is not None:
+            return repo
+        with self._lock:
+            if self._repo is None:
+                try:
+                    self._repo = git.Repo(self.root)
+                except (InvalidGitRepositoryError, NoSuchPathError):
+                    raise GitHistoryError(
+                        f"{self.root} is not a git repository yet; run `desktop-mem --store {self.root} "
+                        "doctor` or open it once for writing to initialise it"
+                    ) from None
+            return self._repo
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[git.Repo]:
@@ -136,9 +140,13 @@ class GitHistory:
         """Create the repository and its .gitignore if missing; idempotent."""
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.exists():
-            self._repo = git.Repo.init(self.root)
+            with self._lock:
+                self._repo = git.Repo.init(self.root)
         ignore = self.root / ".gitignore"
-        if not ignore.exists():
+        # The app owns .gitignore: one edited by hand or brought by an old sync (e.g. one that
+        # ignores entries/, which would switch versioning off silently) is put back (issue #22).
+        if not ignore.is_file() or ignore.is_symlink() or ignore.read_bytes() != GITIGNORE.encode():
+            ignore.unlink(missing_ok=True)
             ignore.write_text(GITIGNORE, encoding="utf-8")
         if self.repo.config_reader("repository").get_value("core", "symlinks", True) is not False:
             # A sync remote may deliver symbolic links: check them out as small plain files
@@ -159,9 +167,10 @@ class GitHistory:
 
     def close(self) -> None:
         """Stop GitPython's helper processes."""
-        if self._repo is not None:
-            self._repo.close()
-            self._repo = None
+        with self._lock:
+            if self._repo is not None:
+                self._repo.close()
+                self._repo = None
 
     # ---------------------------------------------------------------- writing
 
@@ -189,7 +198,9 @@ class GitHistory:
                 addable = [p for p in paths if p in tracked or p not in gone]
                 if addable:
                     _write_spec(spec, addable)
-                    g.add("--all", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
+                    # --force: the memory files this operation wrote are versioned whatever an
+                    # ignore rule (info/exclude, a global excludes file) says (issue #22)
+                    g.add("--all", "--force", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
                 staged = self._staged()
                 changed = [p for p in paths if p in staged]
                 if not changed:
@@ -205,6 +216,20 @@ class GitHistory:
         finally:
             spec.unlink(missing_ok=True)
         return self.head()
+
+    def ignored(self, paths: Sequence[str], chunk: int = 500) -> set[str]:
+        """Which of `paths` (untracked files) an ignore rule hides from git (read-only, no lock)."""
+        found: set[str] = set()
+        for i in range(0, len(paths), chunk):
+            try:
+                with self.repo.git.custom_environment(GIT_OPTIONAL_LOCKS="0"):
+                    out = self.repo.git.check_ignore("--", *paths[i:i + chunk])
+            except GitCommandError as exc:
+                if exc.status == 1:  # none of them is ignored
+                    continue
+                raise GitHistoryError(f"git check-ignore failed: {_reason(exc)}") from None
+            found.update(out.splitlines())
+        return found & set(paths)  # a name git had to quote is not matched: never a false alarm
 
     def _tracked(self, paths: Sequence[str], chunk: int = 500) -> set[str]:
         """Which of `paths` are in git's index (ls-files takes no pathspec file: in chunks)."""

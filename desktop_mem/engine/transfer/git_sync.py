@@ -4,6 +4,13 @@
 both sides is never lost: our version stays in place and theirs becomes a new memory beside it
 (fresh id, `conflict_of: <id>`, `source: import`), so both show in the app and the user picks.
 Everything runs under the engine's writer lock; afterwards the catalog and index follow the files.
+
+Sync brings memory, nothing else: before anything is merged, the remote tip is replaced by a
+commit on top of it (`_memory_only`) whose tree holds the remote's memory files (plain files
+under entries/: Markdown memories and conversation.yaml) and, for every other path, this store's
+own version. So a remote that commits the lock note, the indexes, the kept-secrets list, a
+.gitignore that ignores entries/, links or submodules changes nothing here: git's merge (which
+overwrites ignored files without asking) only ever writes memory files.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import contextlib
 import logging
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +29,7 @@ from git.exc import GitCommandError
 
 from desktop_mem.engine.history.git_history import format_message
 from desktop_mem.engine.models import EngineError, Memory, Operation, ValidationError
+from desktop_mem.engine.store import layout
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.markdown_store import atomic_write
 from desktop_mem.engine.store.transaction import Transaction
@@ -186,14 +195,15 @@ def _pull(
     incoming = _count(repo, f"{before or ''}..{tracking}")
     if incoming == 0:
         return 0, [], []
+    theirs = _memory_only(repo, tracking, before, branch)
     if before is None:  # a new store: take the remote history; files written here stay untracked
-        _git(repo, "reset", "--quiet", "--mixed", tracking)
+        _git(repo, "reset", "--quiet", "--mixed", theirs)
         _git(repo, "checkout-index", "--all", "--force")
         engine.commit_all("Record changes made before the first sync", Operation.SYNC)
         return incoming, [p for p in _git(repo, "ls-files", "-z").split("\0") if p], []
     conflicts: list[SyncConflict] = []
     try:
-        _git(repo, "merge", "--no-edit", "--no-ff", "--allow-unrelated-histories", "--no-commit", tracking)
+        _git(repo, "merge", "--no-edit", "--no-ff", "--allow-unrelated-histories", "--no-commit", theirs)
     except GitCommandError:
         if not _unmerged(repo):
             _abort_stale_merge(repo)
@@ -209,6 +219,73 @@ def _pull(
         conflicts = _write_copies(engine, conflicts, copies)
     changed = _git(repo, "diff", "--name-only", "-z", f"{before}..HEAD").split("\0")
     return incoming, [p for p in changed if p], conflicts
+
+
+_PLAIN_FILE = ("100644", "100755")
+
+
+def syncable(path: str, mode: str) -> bool:
+    """True for what a remote may bring: a plain file that is a memory (a visible .md under
+    entries/) or a conversation's conversation.yaml. Never a link, submodule, folder or any other
+    path (the lock note, indexes, kept-secrets list, .gitignore, .gitattributes, ...)."""
+    if mode not in _PLAIN_FILE:
+        return False
+    parts = path.split("/")
+    if any(not p or p.startswith(".") for p in parts):
+        return False
+    return layout.is_memory_file(path) or (
+        len(parts) == 3 and parts[0] == layout.ENTRIES and parts[2] == layout.CONVERSATION_FILE)
+
+
+def _tree(repo: git.Repo, rev: str | None) -> dict[str, tuple[str, str]]:
+    """Every path of a commit's tree with its (mode, object id); {} for None."""
+    if rev is None:
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    for line in _git(repo, "ls-tree", "-r", "-z", "--full-tree", rev).split("\0"):
+        if "\t" in line:
+            info, path = line.split("\t", 1)
+            mode, _kind, sha = info.split()
+            found[path] = (mode, sha)
+    return found
+
+
+def _memory_only(repo: git.Repo, tracking: str, ours: str | None, branch: str) -> str:
+    """The commit to merge instead of the remote tip: its memory files, our version of the rest.
+
+    Returns the tip itself when it already holds nothing else; otherwise a new commit whose parent
+    is the tip (so the push after the merge still fast-forwards the remote)."""
+    theirs = _tree(repo, tracking)
+    mine = _tree(repo, ours)
+    keep = {p: e for p, e in theirs.items() if syncable(p, e[0])}
+    keep.update({p: e for p, e in mine.items() if not syncable(p, e[0])})
+    if keep == theirs:
+        return tracking
+    dropped = sorted(p for p in theirs if p not in keep or keep[p] != theirs[p])
+    log.warning("sync: the remote holds %d paths that are not memory; this store keeps its own: %s",
+                len(dropped), ", ".join(dropped[:10]))
+    fd, index = tempfile.mkstemp(prefix="desktop-mem-sync-index-", dir=repo.git_dir)
+    os.close(fd)
+    os.unlink(index)  # git wants to create the index file itself
+    listing = "".join(f"{mode} {sha}\t{path}\0" for path, (mode, sha) in sorted(keep.items()))
+    try:
+        with repo.git.custom_environment(GIT_INDEX_FILE=index), tempfile.TemporaryFile() as stdin:
+            stdin.write(listing.encode("utf-8", "surrogateescape"))
+            stdin.seek(0)
+            repo.git.execute(["git", "update-index", "-z", "--add", "--index-info"], istream=stdin,
+                             kill_after_timeout=GIT_TIMEOUT_S)
+            tree = _git(repo, "write-tree")
+    except GitCommandError as exc:
+        raise SyncError(f"the sync remote's branch {branch} cannot be read as a store "
+                        f"({_reason(exc)}); nothing was changed") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(index)
+    message = format_message(f"Sync: take only memory files from {branch}",
+                             {"Operation": str(Operation.SYNC), "Dropped": str(len(dropped))},
+                             "Paths the remote holds that are not memory (kept as this store has "
+                             "them):\n" + "\n".join(dropped[:50]))
+    return _git(repo, "commit-tree", tree.strip(), "-p", tracking, "-m", message).strip()
 
 
 def _unmerged(repo: git.Repo) -> dict[str, dict[int, str]]:
