@@ -120,8 +120,15 @@ def _add_chat_parsers(sub: Any) -> None:
     p.add_argument("--port", type=int, help="port (default: server.port, 8100)")
     p.add_argument("--token", help="bearer token clients must send (default: DESKTOP_MEM_TOKEN)")
 
-    sub.add_parser("mcp", help="MCP server over stdio for Claude Desktop, Cursor, VS Code ... "
-                   "(forwards writes to the app or `serve` when one of them has the store open)")
+    p = sub.add_parser("mcp", help="MCP server over stdio for Claude Desktop, Cursor, VS Code ... "
+                       "(forwards writes to the app or `serve` when one of them has the store open)")
+    mcp_sub = p.add_subparsers(dest="mcp_action", metavar="[setup]")
+    p = mcp_sub.add_parser("setup", help="add desktop-mem to an MCP client's config file (merged, "
+                           "with a backup; prints the diff)")
+    p.add_argument("client", choices=("claude-desktop", "cursor", "vscode", "codex"))
+    p.add_argument("--config", dest="client_config", type=Path, metavar="FILE",
+                   help="the client's config file (default: where that client keeps it)")
+    p.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
 
 
 def _positive_int(value: str) -> int:
@@ -495,6 +502,11 @@ def cmd_serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
+    if getattr(args, "mcp_action", None) == "setup":
+        from desktop_mem.cli.mcp_setup import run
+
+        return run(args.client, config.store_path, config_file=args.config, target=args.client_config,
+                   dry_run=args.dry_run)
     from desktop_mem.api.mcp_server import run_stdio
 
     run_stdio(config)
