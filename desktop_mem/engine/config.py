@@ -103,6 +103,9 @@ SETTINGS: tuple[Setting, ...] = (
       minimum=1),
     S("memory.extract_facts", bool, True, "Extract facts from each user message."),
     S("memory.enable_summarization", bool, True, "Keep a rolling summary per conversation."),
+    S("memory.review", str, "off", "Review mode: the model's UPDATE and DELETE decisions ('changes'), or "
+      "every decision ('all'), wait for you in the review list instead of being applied.",
+      choices=("off", "changes", "all")),
     S("memory.summary_threshold", int, 40, "Messages beyond the summary before it is updated.", minimum=2),
     S("memory.summary_keep_last", int, 12, "Newest messages kept verbatim (not summarised).", minimum=0),
     S("context.strategy", str, "summarizing", "Default in-session context strategy.",
@@ -160,6 +163,7 @@ StrSetting = Literal[
     "server.host",
     "server.token",
     "security.secrets",
+    "memory.review",
     "sync.remote_url",
     "sync.branch",
 ]

@@ -165,6 +165,7 @@ class Operation(StrEnum):
     SYNC = "sync"
     PROBLEM = "problem"
     MIGRATE = "migrate"  # a one-time rewrite of old files (e.g. validity recorded)
+    REVIEW = "review"  # a proposal the model made, kept for the user, or rejected by them
 
 
 @dataclass(frozen=True)

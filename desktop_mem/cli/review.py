@@ -1,0 +1,57 @@
+"""`desktop-mem review [accept|reject ID] [--text T]`: the changes review mode holds for the user."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, MutableMapping
+from dataclasses import asdict
+from typing import Any
+
+from desktop_mem.engine.config import Config
+
+Handler = Callable[[argparse.Namespace, Config], int]
+
+
+def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
+    """Add `review` to the `desktop-mem` parser and its handler to `handlers`."""
+    p = subparsers.add_parser("review", help="changes the model proposed under review mode "
+                              "(memory.review): list them, or accept / reject one (one commit each)")
+    p.add_argument("action", nargs="?", choices=["list", "accept", "reject"], default="list")
+    p.add_argument("id", nargs="?", help="the proposal's id (or a unique prefix), as `review` lists it")
+    p.add_argument("--text", help="accept with this text instead of the model's")
+    p.add_argument("--json", action="store_true")
+    handlers["review"] = cmd_review
+
+
+def cmd_review(args: argparse.Namespace, config: Config) -> int:
+    from desktop_mem.cli.main import EngineError_, open_engine, terminal_safe
+
+    if args.action != "list" and not args.id:
+        raise EngineError_(f"`desktop-mem review {args.action}` needs a proposal id; "
+                           "`desktop-mem review` lists them")
+    with open_engine(config, "review") as engine:
+        if args.action == "list":
+            found, broken = engine.proposals()
+            if args.json:
+                print(json.dumps({"proposals": [asdict(p) for p in found], "unreadable": broken},
+                                 ensure_ascii=False, indent=2))
+                return 0
+            for p in found:
+                print(terminal_safe(f"{p.id}  {p.created_at[:16]}  {p.conversation_id:<14} {p.describe()}"))
+            for line in broken:
+                print(terminal_safe(f"unreadable: {line}"))
+            if not found and not broken:
+                print("nothing waits for review")
+            return 0
+        if args.action == "accept":
+            proposal, commit = engine.accept_proposal(args.id, args.text)
+            verb = "accepted"
+        else:
+            proposal, commit = engine.reject_proposal(args.id)
+            verb = "rejected"
+    if args.json:
+        print(json.dumps({verb: asdict(proposal), "commit": commit}, ensure_ascii=False, indent=2))
+    else:
+        print(terminal_safe(f"{verb}: {proposal.describe()} ({(commit or 'not committed')[:10]})"))
+    return 0
