@@ -81,7 +81,7 @@ def test_unreachable_llm_fails_clearly_and_keeps_the_turn_and_pattern_facts(
         assert eng.wait_idle(30)
         texts = [m.text for m in eng.list_memories(conversation_id="c1")]
         assert "My name is Alice and I prefer dark mode." in texts
-        facts = eng.list_memories(conversation_id="c1", role="memory")
+        facts = eng.list_memories(role="memory")
         assert {m.source for m in facts} == {"pattern"}
         assert any("Alice" in m.text for m in facts) and any("dark mode" in m.text for m in facts)
         assert eng.git.dirty_paths() == []
@@ -109,7 +109,7 @@ def test_reply_faults_lose_no_turn(
     assert chat_engine.wait_idle(30)
     turns = [m for m in chat_engine.list_memories(conversation_id="c2") if m.role == "user"]
     assert [t.text for t in turns] == ["I have a cat."]
-    assert [m.text for m in chat_engine.list_memories(conversation_id="c2", role="memory")] == [
+    assert [m.text for m in chat_engine.list_memories(role="memory")] == [
         "The user has a cat"
     ]
     if kind == "cut_stream":
@@ -135,7 +135,7 @@ def test_reconciliation_faults_keep_the_new_fact(
     scripted_llm.script(SUMMARY, Fault.status(500))
     chat_engine.chat("c3", "I live in Rome now.")
     assert chat_engine.wait_idle(30)
-    texts = [m.text for m in chat_engine.list_memories(conversation_id="c3", role="memory")]
+    texts = [m.text for m in chat_engine.list_memories(role="memory")]
     assert "The user lives in Rome" in texts
 
 

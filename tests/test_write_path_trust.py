@@ -15,7 +15,9 @@ from tests.scripted_llm import Fault
 
 
 def _live_facts(engine: MemoryEngine, conv: str) -> list[str]:
-    return [m.text for m in engine.list_memories(conversation_id=conv, role="memory")]
+    """The facts the conversation reads: its own and the user's (issue 21), oldest first."""
+    facts = [m for c in (conv, "global") for m in engine.list_memories(conversation_id=c, role="memory")]
+    return [m.text for m in sorted(facts, key=lambda m: (m.created_at, m.path))]
 
 
 def _chat_prompt(scripted_llm: Any) -> str:
@@ -71,7 +73,7 @@ def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_sup
     chat_engine.chat("mara", "Hi! I'm Mara, I live in Ghent")
     assert chat_engine.wait_idle(30)
     first_turn = next(m for m in chat_engine.list_memories(conversation_id="mara") if m.role == "user")
-    facts = chat_engine.list_memories(conversation_id="mara", role="memory")
+    facts = chat_engine.list_memories(role="memory")
     ghent = next(m for m in facts if "Ghent" in m.text)
     assert ghent.extra["from_turns"] == [first_turn.id]  # provenance
     chat_engine.chat("mara", "Actually I moved to Leuven")
@@ -81,7 +83,8 @@ def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_sup
     reply = chat_engine.chat("mara", "Where do I live? Ghent?")
     assert chat_engine.wait_idle(30)
     # In the conversation itself, the old message is in the transcript: it is not repeated as a
-    # memory, and the transcript sent says what in it is out of date (the stored turn is unchanged).
+    # memory, and in the transcript sent what in it is out of date is masked with what is true now
+    # (issue 21; the stored turn is unchanged).
     used = [r.memory.text for r in reply.used.memories]
     assert used == ["The user lives in Leuven", "The user's name is Mara"]
     prompt = _chat_prompt(scripted_llm)
@@ -89,10 +92,9 @@ def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_sup
     assert "I live in Ghent" not in prompt
     sent = [r.body for r in scripted_llm.chat_requests if is_chat(r.body) and r.body.get("stream")][-1]
     assert sent["messages"][1] == {"role": "user", "content": (
-        "Hi! I'm Mara, I live in Ghent\n\n[Memory note: earlier message, out of date: "
-        "The user lives in Ghent -> now: The user lives in Leuven]")}
-    assert sent["messages"][2]["content"].startswith("Nice to meet you, Mara! Ghent is lovely.\n\n"
-                                                     "[Memory note: earlier reply, out of date:")
+        "Hi! I'm Mara, [no longer true; now: The user lives in Leuven]")}
+    assert sent["messages"][2]["content"] == (
+        "Nice to meet you, Mara! [no longer true; now: The user lives in Leuven].")
     assert all(set(m) == {"role", "content"} for m in sent["messages"]), "no private keys are sent"
     assert first_turn.text == "Hi! I'm Mara, I live in Ghent"
     assert chat_engine.get(first_turn.id).text == "Hi! I'm Mara, I live in Ghent"
@@ -189,7 +191,7 @@ def test_forget_that_deletes_what_the_previous_message_stored(
     chat_engine.chat("fg", "Please forget where I work.")
     assert chat_engine.wait_idle(30)
     assert _live_facts(chat_engine, "fg") == []
-    deleted = chat_engine.list_memories(conversation_id="fg", role="memory", only_deleted=True)
+    deleted = chat_engine.list_memories(role="memory", only_deleted=True)
     assert sorted(m.text for m in deleted) == ["The user has a dog named Rex", "The user works at Acme"]
 
 

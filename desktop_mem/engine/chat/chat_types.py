@@ -24,6 +24,18 @@ class MemoryUsed:
     # Recalled messages left out because the model reads them in the transcript itself: why the
     # injected memories' MMR ranks can skip numbers.
     in_transcript: int = 0
+    # The summary was older than the facts it speaks for: `summary` holds the current facts sent
+    # instead of its stale text (chat/summary_state.py).
+    summary_stale: bool = False
+    # Transcript messages sent with what was forgotten or replaced masked (chat/forgetting.py).
+    masked: int = 0
+
+    def origin(self, result: SearchResult) -> str:
+        """Where an injected memory came from: "user" (the user's own facts, read in every
+        conversation), "conversation" (this one) or "other" (another conversation's)."""
+        from desktop_mem.engine.chat.turn_memory import scope_of
+
+        return scope_of(result.memory, self.conversation_id)
 
     @property
     def tokens_freed(self) -> int:

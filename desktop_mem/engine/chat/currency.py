@@ -137,8 +137,8 @@ def _entries(
 
 def _stale_note(role: str, entries: Sequence[Superseded]) -> str:
     what = "earlier message" if role == "user" else "earlier reply"
-    parts = [
-        f"{e.old} -> now: {e.current.text}" if e.current is not None else f"{e.old} (no longer true)"
-        for e in entries
-    ]
-    return f"{what}, out of date: " + "; ".join(parts)
+    # A deleted fact is never quoted: it was forgotten at the user's request (chat/forgetting.py).
+    parts = [f"{e.old} -> now: {e.current.text}" for e in entries if e.current is not None]
+    if len(parts) < len(entries):
+        parts.append("something in it was forgotten at the user's request")
+    return f"{what}, out of date: " + "; ".join(dict.fromkeys(parts))

@@ -550,6 +550,23 @@ def drop_superseded(summary: str, superseded: Sequence[tuple[str, str | None]]) 
     return _drop_sentences(summary, lambda sentence: any(s.stated_by(sentence) for s in stale))
 
 
+def stale_matcher(old: str, new: str | None, keep: frozenset[str] = frozenset()) -> Callable[[str], bool]:
+    """A test for "this sentence still states ``old``" (replaced by ``new``, or forgotten when
+    None), the one drop_superseded uses; names in ``keep`` (said by a live fact) never count."""
+    new_names = fact_guards.specifics(new) if new else set()
+    stale = _Stale(fact_guards.specifics(old) - new_names - keep, new_names, fact_guards.stems(old))
+    return stale.stated_by
+
+
+def drop_gone(
+    summary: str, superseded: Sequence[tuple[str, str | None]], keep: frozenset[str] = frozenset()
+) -> str:
+    """``summary`` without the sentences that state a superseded fact, except by names in ``keep``
+    (those a live fact states: a user who moved back to Ghent lives in Ghent again)."""
+    tests = [stale_matcher(old, new, keep) for old, new in superseded]
+    return _drop_sentences(summary, lambda sentence: any(t(sentence) for t in tests)) if tests else summary
+
+
 def drop_invented_numbers(summary: str, sources: Sequence[str]) -> str:
     """``summary`` without the sentences that hold a number found in none of ``sources``.
 

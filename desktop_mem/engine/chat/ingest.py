@@ -10,10 +10,11 @@ documented fallback and a note in the outcome; nothing already stored is ever lo
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from desktop_mem.engine.chat import fact_guards
+from desktop_mem.engine.chat import fact_guards, review, scopes, summary_state, turn_memory
 from desktop_mem.engine.chat.chat_types import WriteOutcome
 from desktop_mem.engine.chat.currency import FROM_TURNS, from_turns
 from desktop_mem.engine.chat.decisions import Planned, apply_decisions
@@ -22,6 +23,7 @@ from desktop_mem.engine.chat.extraction import (
     Decision,
     ExtractedFact,
     ReconcileResult,
+    drop_gone,
     drop_superseded,
     extract_facts,
     pattern_facts,
@@ -30,8 +32,17 @@ from desktop_mem.engine.chat.extraction import (
 )
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
+from desktop_mem.engine.chat.write_progress import (
+    EXTRACTING,
+    RECONCILING,
+    SAVING,
+    SUMMARIZING,
+    Tracker,
+    WriteCancelled,
+    quiet,
+)
 from desktop_mem.engine.index.retrieval import SearchFilters
-from desktop_mem.engine.models import Memory, Operation, utc_now
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, utc_now
 from desktop_mem.engine.store.secrets_scan import describe
 from desktop_mem.engine.store.transaction import Transaction
 
@@ -56,50 +67,100 @@ class TurnRecord:
     assistant: Memory | None
     notes: tuple[str, ...] = ()
     written: tuple[Memory, ...] = ()
+    # memory_used of the reply (turn_memory.py), for the user turn when no reply was stored
+    used: Mapping[str, Any] | None = None
 
 
-def run_write_path(ports: ChatPorts, turn: TurnRecord, llm: ChatModel | None) -> WriteOutcome:
+def run_write_path(
+    ports: ChatPorts, turn: TurnRecord, llm: ChatModel | None, progress: Tracker | None = None
+) -> WriteOutcome:
     """Everything after a reply: returns what changed, for the UI's "Memory updated" line.
 
     The store is read once (a snapshot, taken after the previous turn's write path finished);
-    the writes are one transaction that re-checks what it changes against the catalog."""
+    the writes are one transaction that re-checks what it changes against the catalog. Facts
+    about the user are filed in the user scope, the conversation's task in the conversation.
+    ``progress`` reports each step; a cancel between steps commits the turn's messages alone."""
     conv = turn.conversation_id
     notes: list[str] = list(turn.notes)
+    track = progress or quiet(conv, turn.user.id)
     snap = ports.snapshot()
-    decisions = _decide(ports, snap, turn, llm, notes)
-    superseded = _superseded(snap, decisions)
-    new_texts = [d.text for d in decisions if d.event in ("ADD", "UPDATE")]
-    summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm)
+    user_scoped: set[str] = set()
+    try:
+        track.stage(EXTRACTING)
+        decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track)
+        superseded = _superseded(snap, decisions)
+        new_texts = [d.text for d in decisions if d.event in ("ADD", "UPDATE")]
+        track.stage(SUMMARIZING)
+        summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm)
+        track.stage(SAVING)
+    except WriteCancelled:
+        decisions, summary_text, summary_count, note = (), None, 0, None
+        notes.append("Memory update cancelled: this turn's messages were saved, no fact or summary changed.")
     if note:
         notes.append(note)
+    origin: dict[str, Any] = {FROM_TURNS: [turn.user.id]}
     with ports.writer.transaction(Operation.TURN, conversation=conv, turn_id=turn.user.id,
                                   publish=False) as tx:
         tx.adopt(turn.user, turn.assistant, *turn.written)
-        applied = apply_decisions(tx, ports.get, conv, decisions, {FROM_TURNS: [turn.user.id]})
+        mine = [d for d in decisions if d.event == "ADD" and d.text in user_scoped]
+        # Review mode: the changes it holds become proposals in this commit (chat/review.py).
+        rest = review.hold_for_review(ports.config, ports.lookup, tx, conv,
+                                      [d for d in decisions if d not in mine], origin, turn.user.id, notes)
+        mine = review.hold_for_review(ports.config, ports.lookup, tx, GLOBAL_CONVERSATION, mine,
+                                      {**origin, turn_memory.FROM_CONVERSATION: conv}, turn.user.id, notes)
+        applied = apply_decisions(tx, ports.get, conv, rest, origin)
+        if mine:  # the user's facts: read in every conversation, learned in this one
+            applied.added += apply_decisions(tx, ports.get, GLOBAL_CONVERSATION, mine,
+                                             {**origin, turn_memory.FROM_CONVERSATION: conv}).added
         summary = ports.summary(conv)
         if summary_text is not None:
             summary = tx.write_summary(conv, summary_text, summary_count)
+        if summary is not None and summary_text is not None:
+            summary = tx.rewrite(summary, {summary_state.DIGEST_KEY: summary_state.digest(
+                _live_facts(ports, conv), conv)})
         expired = _expire(ports, tx, snap, conv)
         evicted = _evict(ports, tx, snap, conv)
         if evicted or expired:
             tx.trailers["Evicted"] = ", ".join(m.id for m in [*evicted, *expired])
         tx.subject = _subject(conv, len(applied.added), len(applied.updated), len(applied.deleted),
                               summary_text is not None)
+        outcome = WriteOutcome(
+            conversation_id=conv,
+            turns=(turn.user, *([turn.assistant] if turn.assistant else [])),
+            added=tuple(applied.added), updated=tuple(applied.updated), deleted=tuple(applied.deleted),
+            evicted=tuple(evicted), expired=tuple(expired), summary_changed=summary_text is not None,
+            summary=summary, notes=tuple(notes), turn_id=turn.user.id,
+        )
+        _record(tx, turn, outcome)
         change = tx.publish()
-    return WriteOutcome(
-        conversation_id=conv,
-        turns=(turn.user, *([turn.assistant] if turn.assistant else [])),
-        added=tuple(applied.added), updated=tuple(applied.updated), deleted=tuple(applied.deleted),
-        evicted=tuple(evicted), expired=tuple(expired), summary_changed=summary_text is not None,
-        summary=summary, commit=change.commit, notes=tuple(notes), turn_id=turn.user.id,
-    )
+    return replace(outcome, commit=change.commit)
+
+
+def _record(tx: Transaction, turn: TurnRecord, outcome: WriteOutcome) -> None:
+    """Keep the reply's Memory used / Memory updated with its turn (turn_memory.py)."""
+    holder = turn_memory.holder(turn.user, turn.assistant)
+    updates: dict[str, Any] = {turn_memory.UPDATED_KEY: turn_memory.updated_front_matter(outcome)}
+    if turn.assistant is None and turn.used is not None:
+        updates[turn_memory.USED_KEY] = dict(turn.used)
+    try:
+        tx.rewrite(holder, updates)
+    except Exception:  # e.g. the user deleted the turn meanwhile: the record is not worth a failed turn
+        log.exception("could not record what memory the turn used and changed")
+
+
+def _live_facts(ports: ChatPorts, conv: str) -> list[Memory]:
+    """The facts of the conversation and of the user scope as the catalog holds them now."""
+    return [m for c in dict.fromkeys([conv, GLOBAL_CONVERSATION])
+            for m in ports.raw.list_memories(conversation_id=c, role="memory")]
 
 
 def _decide(
-    ports: ChatPorts, snap: ConversationSnapshot, turn: TurnRecord, llm: ChatModel | None, notes: list[str]
+    ports: ChatPorts, snap: ConversationSnapshot, turn: TurnRecord, llm: ChatModel | None, notes: list[str],
+    user_scoped: set[str], track: Tracker,
 ) -> tuple[Planned, ...]:
     """What the turn asks of memory: DELETEs for "forget ...", else the reconciled new facts
-    (LLM steps; no lock held). Texts are redacted of likely secrets: nobody is there to ask."""
+    (LLM steps; no lock held). Texts are redacted of likely secrets: nobody is there to ask.
+    The texts of new facts about the user (the user scope) are added to ``user_scoped``."""
     conv = turn.conversation_id
     if not ports.config["memory.extract_facts"]:
         return ()
@@ -122,6 +183,7 @@ def _decide(
             log.info("not stored as a fact (%s): %s", why, text)
     if not facts:
         return ()
+    track.stage(RECONCILING)
     existing = _neighbourhood(ports, snap, conv, facts)
     if llm is None:
         known = {t.casefold() for _i, t in existing}
@@ -141,10 +203,20 @@ def _decide(
         fact = kinds.get(d.text)
         decisions.append(Planned(d.event, text, d.target_id, fact.kind if fact else "fact",
                                  fact.source if fact else "llm"))
+        if (fact.scope if fact else scopes.classify(text)) == scopes.USER:
+            user_scoped.add(text)
     if found_kinds:
         notes.append(f"A likely secret ({', '.join(dict.fromkeys(found_kinds))}) was redacted from the "
                      "extracted facts (security.secrets).")
     return tuple(decisions)
+
+
+def _facts(snap: ConversationSnapshot, conv: str, include_deleted: bool = False) -> list[Memory]:
+    """The facts a conversation reads: its own and the user's (oldest first)."""
+    found = [m for c in dict.fromkeys([conv, GLOBAL_CONVERSATION])
+             for m in snap.list_memories(conversation_id=c, role="memory", include_deleted=include_deleted)]
+    found.sort(key=lambda m: (m.created_at, m.path))
+    return found
 
 
 def _superseded(snap: ConversationSnapshot, decisions: Sequence[Planned]) -> list[tuple[str, str | None]]:
@@ -172,7 +244,7 @@ def _neighbourhood(
         for r in results:
             found.setdefault(r.memory.id, r.memory.text)
     if not found:
-        recent = snap.list_memories(conversation_id=conv, role="memory")[-NEIGHBOURS_PER_FACT * 2:]
+        recent = _facts(snap, conv)[-NEIGHBOURS_PER_FACT * 2:]
         found = {m.id: m.text for m in recent}
     return list(found.items())
 
@@ -181,8 +253,9 @@ def _forget_targets(
     snap: ConversationSnapshot, conv: str, request: str, turn: TurnRecord
 ) -> tuple[Decision, ...]:
     """DELETE decisions for "forget ...": a bare "forget that" means the facts of the previous
-    user message; otherwise the live facts that best match what the user named."""
-    live = snap.list_memories(conversation_id=conv, role="memory")
+    user message; otherwise the live facts (of the conversation and the user's) that best match
+    what the user named."""
+    live = _facts(snap, conv)
     if not request:
         previous = [m for m in snap.transcript(conv) if m.role == "user" and m.id != turn.user.id]
         if not previous:
@@ -224,12 +297,28 @@ def _summary_update(
     turns = [snap.for_prompt(m) for m in snap.transcript(conv)]
     covered = min(current.summarized_count or 0, len(turns)) if current else 0
     pending = turns[covered:]
-    if not new_facts and not superseded and len(pending) <= ports.config["memory.summary_threshold"]:
+    facts = _facts(snap, conv, include_deleted=True)
+    stale = current is not None and summary_state.is_stale(current, facts, conv)
+    if not new_facts and not superseded and not stale and (
+            len(pending) <= ports.config["memory.summary_threshold"]):
         return None, covered, None
+    gone_now = {old for old, _new in superseded}  # replaced or forgotten by this very turn
+    live = [m for m in facts if not m.deleted and m.text not in gone_now]
+    previous = current.text if current else None
     material = [_summary_line(m) for m in pending if _complete(m)]
     material += [f"fact: {t}" for t in new_facts]
-    result = update_summary(llm, current.text if current else None, material, superseded)
+    if stale and previous is not None:
+        # Facts it speaks for changed since it was written (a hand delete, restore, revert,
+        # edit): what is gone leaves it, and it is written again from the facts true now.
+        gone = [(m.text, None) for m in summary_state.own_facts(facts, conv) if m.deleted]
+        keep = frozenset(n for m in live for n in fact_guards.specifics(m.text))
+        previous = drop_gone(previous, gone, keep)
+        material += [f"fact: {m.text}" for m in summary_state.own_facts(live, conv)
+                     if f"fact: {m.text}" not in material]
+    result = update_summary(llm, previous, material, superseded)
     text, note = result.text, None
+    if text is not None:
+        text = summary_state.with_core_facts(text, summary_state.core_facts(live))
     if text is None and superseded and current is not None:
         # The model failed or had nothing left to say, yet what was replaced or forgotten must
         # leave the summary: the previous one without its stale sentences.

@@ -8,9 +8,10 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine.chat import prompts, temporal
+from desktop_mem.engine.chat import forgetting, prompts, summary_state, temporal, turn_memory
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
 from desktop_mem.engine.chat.context import (
     INCOMPLETE,
@@ -21,13 +22,21 @@ from desktop_mem.engine.chat.context import (
     build_context,
     resolve_strategy,
 )
-from desktop_mem.engine.chat.currency import CurrentView, prefer_current, stale_notes, superseded_by_turn
+from desktop_mem.engine.chat.currency import (
+    CurrentView,
+    Superseded,
+    prefer_current,
+    stale_notes,
+    superseded_by_turn,
+)
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import TurnRecord, run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
 from desktop_mem.engine.chat.ports import ChatPorts
+from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
+from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
     SearchFilters,
@@ -45,6 +54,7 @@ TokenCallback = Callable[[str], None]
 UsedCallback = Callable[[MemoryUsed], None]
 OutcomeListener = Callable[[WriteOutcome], None]
 MAX_CROSS_SESSION = 3
+CLIENT_TURN_ID = "client_turn_id"  # front matter of a user turn: the sender's id for the message
 
 
 def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
@@ -62,11 +72,14 @@ def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
 class ChatService:
     """Runs turns for one engine; write paths run one at a time on a background thread."""
 
-    def __init__(self, ports: ChatPorts, listeners: list[OutcomeListener] | None = None) -> None:
+    def __init__(self, ports: ChatPorts, listeners: list[OutcomeListener] | None = None,
+                 progress: WriteProgressHub | None = None) -> None:
         self.ports = ports
+        self.progress = progress or WriteProgressHub()  # "Updating memory…" events and Cancel
         main, summary = endpoints(ports.config)
         self.llm = LLMClient(main)
         self.memory_llm = LLMClient(summary)
+        self.sent_log = SentLog(ports.config.store_path.expanduser().resolve())  # where memories went
         self.counter: TokenCounter = make_counter(_opt_path(ports.config["context.tokenizer_path"]))
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write-path")
         self._pending: set[Future[WriteOutcome]] = set()
@@ -89,12 +102,16 @@ class ChatService:
         history: Sequence[dict[str, Any]] | None = None,
         retrieval: RetrievalOverrides | None = None,
         retry: bool = False,
+        client_turn_id: str | None = None,
     ) -> ChatReply:
         """One turn. `history` replaces the stored transcript (e.g. an API client's messages).
 
-        `retry`: the message is sent again after its reply failed. When it is still the
-        conversation's last user turn (followed by nothing but its own failed replies) that turn
-        is reused, not stored twice, and the failed replies are left out of what the model sees.
+        One message, one turn, whatever path the user takes: a message sent again after its reply
+        failed (Retry, Send after Settings, after a restart) reuses its stored turn while it is
+        the conversation's last user turn followed by nothing but failed replies, and those are
+        left out of what the model sees (`retry` is kept for callers; it is the default now).
+        `client_turn_id`: the sender's own id for this message; sent again, the same message is
+        never stored twice, and once it has a complete reply that reply is returned as it is.
         """
         ports = self.ports
         ports.writer.require_writer()
@@ -105,25 +122,35 @@ class ChatService:
         resolve_strategy(strategy, saved, ports.config["context.strategy"])
         notes: list[str] = []
         snapshot = ports.snapshot()  # the one read of the store for this reply
-        failed = self._failed_turn(snapshot, conversation_id, message) if retry else None
-        if failed is not None:
+        failed, answered = self._resent_turn(snapshot, conversation_id, message, client_turn_id)
+        if answered is not None and failed:  # this very message was answered already
+            used, _context = self.prepare(conversation_id, message, strategy=strategy, history=history,
+                                          exclude={failed[0].id, answered.id}, retrieval=retrieval,
+                                          snapshot=snapshot)
+            return ChatReply(conversation_id, answered.text, used, turn_id=failed[0].id)
+        if failed:
             user_turn, skipped = failed[0], {m.id for m in failed}
         else:
-            user_turn = self._persist_turn(conversation_id, "user", message, notes)
+            user_turn = self._persist_turn(conversation_id, "user", message, notes,
+                                           extra={CLIENT_TURN_ID: client_turn_id} if client_turn_id else None)
             snapshot.including(user_turn)
             skipped = {user_turn.id}
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
                                      exclude=skipped, retrieval=retrieval, snapshot=snapshot)
         if on_used is not None:
             on_used(used)
+        self.sent_log.record([r.memory.id for r in used.memories], endpoint_label(self.llm.endpoint.base_url),
+                             self.llm.endpoint.model)
         text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
         assistant = None
         if text.strip():
             extra: dict[str, Any] = {"interrupted": True} if (error or cancelled) else {}
+            # What memory this reply used, kept with it (chat/turn_memory.py)
+            extra[turn_memory.USED_KEY] = turn_memory.used_front_matter(used, self.llm.endpoint.model)
             stored, cut = _fit(text, ports.config["store.max_file_bytes"])
             if cut:
                 extra["truncated"] = True
-            assistant = self._persist_turn(conversation_id, "assistant", stored, notes, extra=extra or None)
+            assistant = self._persist_turn(conversation_id, "assistant", stored, notes, extra=extra)
             if cut:
                 notes.append(
                     f"The reply was {len(text.encode('utf-8')):,} bytes; only the first "
@@ -131,8 +158,10 @@ class ChatService:
         summary = None
         if context.summary_changed and context.summary:
             summary = self._save_strategy_summary(conversation_id, context.summary, context.summarized_count)
+        model = self.llm.endpoint.model
+        record = None if assistant is not None else turn_memory.used_front_matter(used, model)
         self._schedule(TurnRecord(conversation_id, user_turn, assistant, tuple(notes),
-                                  (summary,) if summary else ()))
+                                  (summary,) if summary else (), used=record))
         return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=user_turn.id)
 
     def prepare(
@@ -154,6 +183,20 @@ class ChatService:
         snap = snapshot if snapshot is not None else ports.snapshot()
         summary = ports.summary(conversation_id)  # shared: a held-back one comes redacted
         own = [m for m in snap.transcript(conversation_id) if m.id not in exclude]
+        # Forgetting is immediate, and a summary older than the facts it speaks for is not
+        # injected as it is (chat/forgetting.py, chat/summary_state.py).
+        facts = [m for c in dict.fromkeys([conversation_id, GLOBAL_CONVERSATION])
+                 for m in snap.list_memories(conversation_id=c, role="memory", include_deleted=True)]
+        live = [m for m in facts if not m.deleted]
+        summary_stale = False
+        if summary is not None:
+            shown_summary = summary_state.view(summary, facts, conversation_id)
+            summary_stale = shown_summary.stale
+            if summary_stale:
+                summary = replace(summary, text=shown_summary.text) if shown_summary.text else None
+        gone = superseded_by_turn(snap, [conversation_id, GLOBAL_CONVERSATION])
+        prompt_turns = [snap.for_prompt(m) for m in own]
+        masked = forgetting.mask_transcript(prompt_turns, gone, _replies_to(own), live) if gone else {}
         k = int((retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
         # Turns the transcript will show are not injected again: ask for that many more (within
         # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
@@ -163,9 +206,14 @@ class ChatService:
         # A question about the past brings the facts it replaced, each saying when it was true.
         view = temporal.with_validity(view, message, snap, lambda **kw: ports.search(
             message, conversation_id=conversation_id, top_k=2 * temporal.MAX_PAST, **kw))
+        if gone:
+            view = replace(view, results=_without_forgotten(view.results, gone, live))
         cross = self._cross_session(snap, conversation_id) if cfg["context.cross_session"] else []
+        if gone:
+            cross = [(c, forgetting.mask_text(text, gone, live)) for c, text in cross]
         if history is None:
-            past = [_as_message(snap.for_prompt(m), session_notes.get(m.id)) for m in own]
+            past = [_as_message(replace(m, text=masked[m.id]), None) if m.id in masked
+                    else _as_message(m, session_notes.get(m.id)) for m in prompt_turns]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
         past.append({"role": "user", "content": message})
@@ -208,7 +256,7 @@ class ChatService:
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
             tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
-            in_transcript=len(skipped),
+            in_transcript=len(skipped), summary_stale=summary_stale, masked=len(masked),
         )
         return used, context
 
@@ -231,17 +279,30 @@ class ChatService:
 
     # ------------------------------------------------------------- internals
 
-    def _failed_turn(self, snap: ConversationSnapshot, conv: str, message: str) -> list[Memory] | None:
-        """For a retry: the conversation's last user turn, if it holds `message` and nothing but
-        replies that did not complete came after it; then those replies. Else None."""
+    def _resent_turn(
+        self, snap: ConversationSnapshot, conv: str, message: str, client_turn_id: str | None
+    ) -> tuple[list[Memory], Memory | None]:
+        """A message sent again: (its stored user turn and the replies to it that did not
+        complete, its complete reply or None); ([], None) for a new message.
+
+        With `client_turn_id`, the user turn that carries it, wherever it is; without, the
+        conversation's last user turn if it holds `message` and no complete reply followed it.
+        """
         turns = snap.transcript(conv)
-        last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "user"), None)
-        if last is None or turns[last].text != self.ports.writer.redact(message)[0]:
-            return None
-        after = turns[last + 1:]
-        if any(not m.extra.get("interrupted") for m in after):
-            return None  # it was answered: sending it again is a new question
-        return turns[last:]
+        users = [i for i, m in enumerate(turns) if m.role == "user"]
+        if client_turn_id:
+            at = next((i for i in users if turns[i].extra.get(CLIENT_TURN_ID) == client_turn_id), None)
+        else:
+            same = bool(users) and turns[users[-1]].text == self.ports.writer.redact(message)[0]
+            at = users[-1] if same else None
+        if at is None:
+            return [], None
+        end = next((i for i in users if i > at), len(turns))
+        after = turns[at + 1:end]
+        answered = next((m for m in after if not m.extra.get("interrupted")), None)
+        if answered is not None and not client_turn_id:
+            return [], None  # it was answered: the same words again are a new question
+        return [turns[at], *(m for m in after if m.extra.get("interrupted"))], answered
 
     def _retrieve(
         self, snap: ConversationSnapshot, conv: str, message: str, exclude: Collection[str],
@@ -260,7 +321,8 @@ class ChatService:
             log.exception("read path failed; answering without memories")
             return CurrentView([], {}), {}
         results = [r for r in results if r.memory.id not in exclude]
-        stale = superseded_by_turn(snap, {r.memory.conversation_id for r in results} | {conv})
+        stale = superseded_by_turn(snap, {r.memory.conversation_id for r in results}
+                                   | {conv, GLOBAL_CONVERSATION})
         if not stale:
             return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
@@ -334,7 +396,19 @@ class ChatService:
 
     def _schedule(self, turn: TurnRecord) -> None:
         llm = None if not self.ports.config["llm.base_url"] else self.memory_llm
-        future = self._background.submit(run_write_path, self.ports, turn, llm)
+        tracker = self.progress.tracker(turn.conversation_id, turn.user.id)
+
+        def write_path() -> WriteOutcome:
+            tracker.started()
+            try:
+                outcome = run_write_path(self.ports, turn, llm, tracker)
+            except Exception:
+                tracker.ended(FAILED)
+                raise
+            tracker.ended(CANCELLED if tracker.cancelled.is_set() else FINISHED)
+            return outcome
+
+        future = self._background.submit(write_path)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._finished)
@@ -374,6 +448,34 @@ def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:
     if len(raw) <= room:
         return text, False
     return raw[:room].decode("utf-8", "ignore"), True
+
+
+def _replies_to(turns: Sequence[Memory]) -> dict[str, str]:
+    """Assistant turn id -> the user turn it answers."""
+    replies: dict[str, str] = {}
+    previous_user = ""
+    for turn in turns:
+        if turn.role == "user":
+            previous_user = turn.id
+        else:
+            replies[turn.id] = previous_user
+    return replies
+
+
+def _without_forgotten(
+    results: Sequence[SearchResult], gone: dict[str, list[Superseded]], live: Sequence[Memory]
+) -> list[SearchResult]:
+    """Recalled turns with what was forgotten masked; a turn that said nothing else is left out."""
+    kept: list[SearchResult] = []
+    for r in results:
+        if r.memory.role in ("user", "assistant"):
+            text = forgetting.mask_text(r.memory.text, gone, live)
+            if text != r.memory.text:
+                if not text.replace(forgetting.FORGOTTEN, "").strip(" .!?\n"):
+                    continue
+                r = replace(r, memory=replace(r.memory, text=text))
+        kept.append(r)
+    return kept
 
 
 def _as_message(m: Memory, note: str | None = None) -> dict[str, Any]:

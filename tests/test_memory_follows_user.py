@@ -1,0 +1,236 @@
+"""Memory that follows the user (issue 21), over the real engine and the scripted LLM server:
+facts reach every conversation, "forget" forgets at once, the summary follows every change,
+one message is one turn, and memory work is visible and kept with each reply."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from desktop_mem.engine.chat.forgetting import FORGOTTEN
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import GLOBAL_CONVERSATION
+from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
+from tests.scripted_llm import Fault
+
+
+def _sent(scripted_llm: Any) -> str:
+    """Everything the last chat request put in front of the model."""
+    body = [r.body for r in scripted_llm.chat_requests if is_chat(r.body)][-1]
+    return "\n".join(str(m.get("content", "")) for m in body["messages"])
+
+
+def _system(scripted_llm: Any) -> str:
+    """The system prompt (summary, memories) of the last chat request."""
+    body = [r.body for r in scripted_llm.chat_requests if is_chat(r.body)][-1]
+    return str(body["messages"][0]["content"])
+
+
+def _tell(eng: MemoryEngine, conv: str, text: str) -> Any:
+    reply = eng.chat(conv, text)
+    assert eng.wait_idle(30)
+    return reply
+
+
+# -- 1. facts about the user are the user's ---------------------------------------------------
+
+
+def test_a_fact_told_in_one_chat_is_known_in_the_next(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, json.dumps({
+        "user": ["The user works as a nurse", "The user's daughter is 7 years old"],
+        "task": ["The user is planning a trip to Rome"]}), times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "The user is a nurse.")
+    scripted_llm.default_reply = "Noted."
+    _tell(chat_engine, "intro", "I work as a nurse, my daughter is 7, and I'm planning a trip to Rome.")
+    job = next(m for m in chat_engine.list_memories(role="memory") if "nurse" in m.text)
+    assert job.conversation_id == GLOBAL_CONVERSATION and job.path.startswith("entries/global/facts/")
+    assert job.extra["from_conversation"] == "intro"
+    trip = next(m for m in chat_engine.list_memories(role="memory") if "Rome" in m.text)
+    assert trip.conversation_id == "intro"  # the chat's task stays in the chat
+
+    reply = chat_engine.chat("weekend-plans", "What is my job, and how old is my daughter?")
+    sent = _sent(scripted_llm)
+    assert "The user works as a nurse" in sent and "The user's daughter is 7 years old" in sent
+    assert "Rome" not in sent
+    origins = {r.memory.text: reply.used.origin(r) for r in reply.used.memories}
+    assert origins.get("The user works as a nurse") == "user"
+
+
+# -- 2. forgetting is immediate ---------------------------------------------------------------
+
+
+def test_forget_masks_the_transcript_at_once_and_keeps_the_stored_turns(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user has a cat named Miso"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "The user has a cat named Miso.", times=1)
+    scripted_llm.script(SUMMARY, "The user has a cat named Miso. The user asked to forget.")
+    scripted_llm.script(is_chat, "Miso is a lovely name for a cat!", times=1)
+    scripted_llm.default_reply = "Okay."
+    first = _tell(chat_engine, "pets", "I have a cat named Miso. I live in Ghent.")
+    _tell(chat_engine, "pets", "Please forget about my cat.")
+    assert not [m for m in chat_engine.list_memories(role="memory") if "Miso" in m.text]
+
+    chat_engine.chat("pets", "What is my cat's name?")
+    sent = _sent(scripted_llm)
+    assert "Miso" not in sent, "a forgotten fact reaches the model through the transcript or summary"
+    assert FORGOTTEN in sent
+    assert "I live in Ghent" in sent  # the rest of the message is still read
+    stored = chat_engine.get(first.turn_id)
+    assert stored.text == "I have a cat named Miso. I live in Ghent."  # the transcript is the user's
+
+
+def test_a_fact_deleted_by_hand_is_masked_in_the_next_reply(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user has a cat named Miso"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "The user has a cat named Miso.")
+    scripted_llm.default_reply = "Nice."
+    _tell(chat_engine, "pets", "I have a cat named Miso.")
+    [fact] = [m for m in chat_engine.list_memories(role="memory") if "Miso" in m.text]
+    chat_engine.delete(fact.id)
+
+    reply = chat_engine.chat("pets", "What is my cat's name?")
+    assert "Miso" not in _sent(scripted_llm)
+    assert reply.used.summary_stale, "the summary spoke for a fact deleted since: not injected as it is"
+
+
+# -- 3. the summary follows every change -------------------------------------------------------
+
+
+def test_a_stale_summary_is_not_injected_and_is_rewritten_by_the_next_turn(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user lives in Antwerp"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "The user lives in Antwerp.", times=1)
+    scripted_llm.default_reply = "Fine."
+    _tell(chat_engine, "home", "I live in Antwerp.")
+    [old] = [m for m in chat_engine.list_memories(role="memory") if "Antwerp" in m.text]
+    chat_engine.edit(old.id, text="The user lives in Ghent")  # a hand edit in the Memories pane
+
+    reply = chat_engine.chat("home", "Where do I live?")
+    system = _system(scripted_llm)
+    assert reply.used.summary_stale and "Antwerp" not in system and "The user lives in Ghent" in system
+    assert chat_engine.wait_idle(30)
+    scripted_llm.script(SUMMARY, "The user lives in Ghent.")
+    summary = chat_engine.summary("home")
+    assert summary is not None and "Antwerp" not in summary.text
+
+    again = chat_engine.chat("home", "And where is that?")
+    assert not again.used.summary_stale  # rewritten against the facts: fresh again
+
+
+def test_the_summary_keeps_the_users_core_facts(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user\'s name is Mara", "The user works as a nurse"], '
+                               '"task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": ["The user likes green tea"], "task": []}')
+    scripted_llm.script(SUMMARY, "The user likes green tea.")  # a small model drops who the user is
+    scripted_llm.default_reply = "Hi Mara."
+    _tell(chat_engine, "c1", "My name is Mara and I work as a nurse.")
+    _tell(chat_engine, "c1", "I like green tea.")
+    summary = chat_engine.summary("c1")
+    assert summary is not None
+    assert "Mara" in summary.text and "nurse" in summary.text and "green tea" in summary.text
+
+
+# -- 4. one message, one turn ------------------------------------------------------------------
+
+
+def test_a_message_sent_again_after_a_failed_reply_is_stored_once(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(is_chat, Fault.status(500, "down"), times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.default_reply = "Here you go."
+    failed = chat_engine.chat("c1", "Tell me a joke.")
+    assert not failed.ok and chat_engine.wait_idle(30)
+    # Send after Settings, or after a restart: the same words, no retry flag.
+    again = chat_engine.chat("c1", "Tell me a joke.")
+    assert again.ok and again.turn_id == failed.turn_id
+    users = [m for m in chat_engine.list_memories(conversation_id="c1") if m.role == "user"]
+    assert [m.text for m in users] == ["Tell me a joke."]
+    assert chat_engine.wait_idle(30)
+    third = chat_engine.chat("c1", "Tell me a joke.")  # answered: the same words are a new question
+    assert third.turn_id != failed.turn_id
+
+
+def test_a_client_turn_id_makes_a_resend_idempotent(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.default_reply = "Paris."
+    first = chat_engine.chat("c1", "Capital of France?", client_turn_id="ui-42")
+    assert chat_engine.wait_idle(30)
+    calls = len([r for r in scripted_llm.chat_requests if is_chat(r.body)])
+    second = chat_engine.chat("c1", "Capital of France?", client_turn_id="ui-42")
+    assert second.text == "Paris." and second.turn_id == first.turn_id
+    assert len([r for r in scripted_llm.chat_requests if is_chat(r.body)]) == calls  # not asked again
+    turns = [m for m in chat_engine.list_memories(conversation_id="c1") if m.role in ("user", "assistant")]
+    assert len(turns) == 2
+
+
+# -- 6. memory work is visible, and kept with the reply -----------------------------------------
+
+
+def test_each_reply_keeps_what_memory_it_used_and_changed_across_a_restart(
+    make_config: Callable[..., Any], scripted_llm: Any
+) -> None:
+    config = make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
+                            "llm.api_key": "test", "llm.timeout": 5})
+    scripted_llm.script(FACTS, '{"user": ["The user works as a nurse"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "The user is a nurse.")
+    scripted_llm.default_reply = "Okay."
+    with MemoryEngine(config) as eng:
+        eng.open_index()
+        told = _tell(eng, "intro", "I work as a nurse.")
+        asked = _tell(eng, "other", "What is my job?")
+    with MemoryEngine(config) as eng:  # a restart
+        record = eng.turn_memory(told.turn_id)
+        assert record is not None and record.updated
+        assert [(c.text, c.scope) for c in record.added] == [("The user works as a nurse", "user")]
+        used = eng.turn_memory(asked.turn_id)
+        assert used is not None and used.model == "test-model"
+        assert ("The user works as a nurse", "user") in [(u.text, u.scope) for u in used.used]
+        assert set(eng.turn_memories("other")) == {asked.turn_id}
+
+
+def test_the_write_path_reports_its_steps_with_elapsed_time(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user likes tea"], "task": []}')
+    scripted_llm.script(SUMMARY, "The user likes tea.")
+    events: list[Any] = []
+    chat_engine.subscribe_write_progress(events.append)
+    reply = _tell(chat_engine, "c1", "I like tea.")
+    assert [e.state for e in events][0] == "started" and events[-1].state == "finished"
+    assert {e.turn_id for e in events} == {reply.turn_id}
+    stages = [e.stage for e in events if e.state == "stage"]
+    assert stages[0] == "extracting facts" and "updating the summary" in stages and stages[-1] == "saving"
+    assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)
+
+
+def test_cancel_stops_the_memory_update_with_nothing_half_applied(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    started = threading.Event()
+    scripted_llm.script(FACTS, Fault.delay(1.5, '{"user": ["The user likes tea"], "task": []}'))
+    scripted_llm.script(SUMMARY, "The user likes tea.")
+    scripted_llm.script(RECONCILE, "[]")
+    outcomes: list[Any] = []
+    chat_engine.subscribe_outcomes(outcomes.append)
+    chat_engine.subscribe_write_progress(lambda e: started.set() if e.stage == "extracting facts" else None)
+    reply = chat_engine.chat("c1", "I like tea.")
+    assert started.wait(10)
+    assert chat_engine.cancel_write_path(reply.turn_id)
+    assert chat_engine.wait_idle(30)
+    [outcome] = outcomes
+    assert not outcome.added and not outcome.summary_changed
+    assert any("cancelled" in n for n in outcome.notes)
+    assert not chat_engine.list_memories(role="memory")
+    assert chat_engine.git.dirty_paths() == []  # the turn's messages are committed all the same
+    assert chat_engine.get(reply.turn_id).text == "I like tea."
