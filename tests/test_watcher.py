@@ -87,13 +87,15 @@ def test_moving_a_file_into_deleted_and_back_by_hand(watched: MemoryEngine) -> N
 
     os.rename(live, tomb)
     wait_for(lambda: watched.get(mem.id).deleted, "the move into deleted/ to be seen")
+    # the index follows the commit (after the writer lock is released): wait for it too
+    wait_for(lambda: mem.id in top_ids(watched, "allergic to peanuts", include_deleted=True),
+             "the tombstone to be searchable")
     assert mem.id not in top_ids(watched, "allergic to peanuts")
-    assert mem.id in top_ids(watched, "allergic to peanuts", include_deleted=True)
     wait_for(lambda: len(external_commits(watched)) == commits_before + 1, "one commit for the move")
 
     os.rename(tomb, live)
     wait_for(lambda: not watched.get(mem.id).deleted, "the move back to be seen")
-    assert top_ids(watched, "allergic to peanuts")[0] == mem.id
+    wait_for(lambda: top_ids(watched, "allergic to peanuts")[:1] == [mem.id], "the live memory to be found")
     wait_for(lambda: len(external_commits(watched)) == commits_before + 2, "one commit for the move back")
 
 
@@ -106,7 +108,8 @@ def test_a_new_hand_made_file_is_picked_up(watched: MemoryEngine) -> None:
         encoding="utf-8",
     )
     wait_for(lambda: watched.lookup("handmade-1") is not None, "the new file to reach the catalog")
-    assert top_ids(watched, "where does the user live Berlin")[0] == "handmade-1"
+    wait_for(lambda: top_ids(watched, "where does the user live Berlin")[:1] == ["handmade-1"],
+             "the new file to be found by search (indexed after its commit)")
     commits = wait_for(lambda: external_commits(watched), "an external-edit commit for the new file")
     assert "handmade-1" in commits[0].trailers["Ids"]
 
@@ -130,7 +133,7 @@ def test_a_corrupt_file_is_reported_skipped_and_never_modified(watched: MemoryEn
                    "created_at: 2024-05-01T10:00:00+00:00\n---\n\nThe user plays tennis\n", encoding="utf-8")
     wait_for(lambda: watched.lookup("fixed-1") is not None, "the repaired file to be read")
     assert watched.problems() == []
-    assert top_ids(watched, "plays tennis") == ["fixed-1"]
+    wait_for(lambda: top_ids(watched, "plays tennis") == ["fixed-1"], "the repaired file to be found")
 
 
 def test_the_engines_own_writes_cause_no_external_edit_commits(watched: MemoryEngine) -> None:

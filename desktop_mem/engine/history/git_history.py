@@ -33,6 +33,8 @@ memory_index.json.*
 *.tmp
 # This machine's answers, never synced: likely secrets kept as written in hand-edited files.
 kept_secrets.json
+# This machine's log of which memories were sent to which model (bounded; see chat/sent_log.py).
+sent_log.jsonl
 """
 _ZERO = "0" * 40
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -140,6 +142,8 @@ class GitHistory:
         """Create the repository and its .gitignore if missing; idempotent."""
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.exists():
+            with contextlib.suppress(OSError):  # a new store is private to its user (issue #22)
+                os.chmod(self.root, 0o700)
             with self._lock:
                 self._repo = git.Repo.init(self.root)
         ignore = self.root / ".gitignore"

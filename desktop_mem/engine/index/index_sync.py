@@ -77,6 +77,11 @@ class IndexSync:
         self.keywords = keywords
         self.read_only = read_only
         self._lock = threading.RLock()
+        # While a whole-store sync runs, a write's update is handed to it (applied at its next
+        # batch) instead of waiting for it: a save during a first full index lands at once.
+        self._state = threading.Lock()
+        self._syncing = False
+        self._handed: list[tuple[list[Memory], list[str]]] = []
         # What is indexed for a turn includes the turn before it (see index_text.py).
         self.turns = TurnContext()
         name = f"{embedder.name}:{embedder.dim}"
@@ -97,30 +102,65 @@ class IndexSync:
         if self.read_only:
             return SyncReport(0, 0, 0, 0)
         with self._lock:
-            if not self.consistent():
-                log.info("index does not match memory_index.json: rebuilding from the files")
-                self.vectors.reset()
-                self.keywords.reset()
-                self.manifest.indexed.clear()
-            desired: dict[str, Memory] = {}
-            for m in memories:
-                desired[m.id] = m
-            gone = [i for i in self.manifest.indexed if i not in desired]
-            report = self._apply(list(desired.values()), gone, progress)
-            if report.embedded or report.metadata_only or report.removed:
-                self.manifest.save()
-            else:
-                self.manifest.flush()  # a warm start changes nothing: no 10k-entry rewrite
-            return report
+            with self._state:
+                self._syncing = True
+            try:
+                return self._sync(memories, progress)
+            finally:
+                with self._state:
+                    self._syncing = False
+
+    def _sync(self, memories: Iterable[Memory], progress: Progress | None) -> SyncReport:
+        if not self.consistent():
+            log.info("index does not match memory_index.json: rebuilding from the files")
+            self.vectors.reset()
+            self.keywords.reset()
+            self.manifest.indexed.clear()
+        desired: dict[str, Memory] = {}
+        for m in memories:  # read here, under the index lock: a later write is handed to us
+            desired[m.id] = m
+        gone = [i for i in self.manifest.indexed if i not in desired]
+        fresh: set[str] = set()  # ids a write brought up to date meanwhile: newer than `desired`
+        report = self._apply(list(desired.values()), gone, progress, lambda: self._take_handed(fresh))
+        while True:  # what was handed over after the last batch; then writes wait for the lock again
+            with self._state:
+                if not self._handed:
+                    self._syncing = False
+                    break
+            self._take_handed(fresh)
+        if report.embedded or report.metadata_only or report.removed or fresh:
+            self.manifest.save()
+        else:
+            self.manifest.flush()  # a warm start changes nothing: no 10k-entry rewrite
+        return report
+
+    def _take_handed(self, fresh: set[str]) -> set[str]:
+        """Apply the writes handed over since the last batch; returns every id written meanwhile."""
+        with self._state:
+            handed, self._handed = self._handed, []
+        for changed, removed in handed:
+            self._apply(changed, removed, None)
+            fresh.update(m.id for m in changed)
+            fresh.update(removed)
+        return fresh
 
     def apply(self, changed: Sequence[Memory], removed_ids: Sequence[str] = ()) -> SyncReport:
-        """Index changed memories and drop removed ids (after a write or a watcher event)."""
+        """Index changed memories and drop removed ids (after a write or a watcher event).
+
+        While a whole-store sync runs, they are handed to it and this returns at once."""
         if self.read_only:
             return SyncReport(0, 0, 0, 0)
-        with self._lock:
+        while not self._lock.acquire(timeout=0.05):
+            with self._state:
+                if self._syncing:
+                    self._handed.append((list(changed), list(removed_ids)))
+                    return SyncReport(0, 0, 0, 0)
+        try:
             report = self._apply(changed, removed_ids, None)
             self.manifest.save(force=False)
             return report
+        finally:
+            self._lock.release()
 
     def rebuild(self, memories: Sequence[Memory], progress: Progress | None = None) -> SyncReport:
         """Drop both indexes and re-embed every memory from the files."""
@@ -132,8 +172,11 @@ class IndexSync:
             return self.sync(memories, progress)
 
     def _apply(
-        self, changed: Sequence[Memory], removed_ids: Sequence[str], progress: Progress | None
+        self, changed: Sequence[Memory], removed_ids: Sequence[str], progress: Progress | None,
+        between: Callable[[], set[str]] = set,
     ) -> SyncReport:
+        """`between` runs after each embedding batch and names ids a write updated meanwhile:
+        their older versions here are skipped."""
         removed = [i for i in removed_ids if i in self.manifest.indexed]
         # A change to a turn changes what its next turn is indexed with: re-check that one too.
         touched = self.turns.update(changed, removed_ids)
@@ -162,12 +205,16 @@ class IndexSync:
                 to_embed.append(m)
         total = len(to_embed)
         batch = 256
+        skip: set[str] = set()
         for start in range(0, total, batch):
-            chunk = to_embed[start:start + batch]
-            vectors = self.embedder.embed([m.text for m in chunk])
-            self._write(chunk, vectors)
+            chunk = [m for m in to_embed[start:start + batch] if m.id not in skip]
+            if chunk:
+                vectors = self.embedder.embed([m.text for m in chunk])
+                self._write(chunk, vectors)
             if progress is not None:
                 progress(min(start + batch, total), total)
+            skip = between()
+        meta_only = [m for m in meta_only if m.id not in skip]
         if meta_only:
             stored = self.vectors.get_embeddings([m.id for m in meta_only])
             missing = [m for m in meta_only if m.id not in stored]

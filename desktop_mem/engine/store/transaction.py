@@ -5,14 +5,16 @@
         tx.subject = f"Add fact: {memory.text}"
 
 A transaction holds the writer lock (threads) for its whole block, performs the file operations
-through the MarkdownStore, keeps the catalog in step, and when the block ends: updates the
-indexes, makes one git commit of exactly the paths it touched (never a file it did not write),
-and tells subscribers with one typed StoreChange. If the block raises, every file it touched is
-put back as it was (bytes saved before the first change of each path) and nothing is committed,
-so a failed operation leaves the store byte-identical.
+through the MarkdownStore, keeps the catalog in step, and when the block ends makes one git
+commit of exactly the paths it touched (never a file it did not write). Publishing (updating the
+indexes, then telling subscribers with one typed StoreChange) is queued under the lock, so in
+commit order, and runs after the lock is released (store/publisher.py): the next writer can
+commit while this change is indexed. A transaction that touched nothing publishes nothing. If the
+block raises, every file it touched is put back as it was (bytes saved before the first change of
+each path) and nothing is committed, so a failed operation leaves the store byte-identical.
 
-Git and the indexes are above this layer; they come in as narrow callables (`Committer`,
-`IndexUpdate`), so the store imports nothing but the store.
+Git and the indexes are above this layer; they come in as a narrow callable (`Committer`) and
+the publisher's index update, so the store imports nothing but the store.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from desktop_mem.engine.models import (
 from desktop_mem.engine.store import layout
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.markdown_store import MarkdownStore, atomic_write
+from desktop_mem.engine.store.publisher import Publisher
 from desktop_mem.engine.store.secrets_scan import Finding, apply_policy
 
 log = logging.getLogger(__name__)
@@ -46,10 +49,6 @@ class Committer(Protocol):
     def __call__(self, subject: str, trailers: Mapping[str, str], paths: Sequence[str]) -> str | None: ...
 
 
-IndexUpdate = Callable[[Sequence[Memory], Sequence[str]], None]
-"""Bring the derived indexes up to date: (memories written, ids that left the store)."""
-
-Emit = Callable[[StoreChange], None]
 
 
 def noun(memory: Memory) -> str:
@@ -91,19 +90,18 @@ class StoreWriter:
         catalog: Catalog,
         *,
         committer: Committer | None,
-        index_update: IndexUpdate,
-        emit: Emit,
+        publisher: Publisher,
         secrets_policy: Callable[[], str],
         read_only: bool = False,
     ) -> None:
         self.store = store
         self.catalog = catalog
         self.committer = committer
-        self.index_update = index_update
-        self.emit = emit
+        self.publisher = publisher
         self.secrets_policy = secrets_policy
         self.read_only = read_only
         self.lock = threading.RLock()
+        self._depth = threading.local()  # this thread's nesting of transactions
         # Why a memory's file must not be committed as it is now (a hand edit held back for a
         # likely secret the user has not answered for), or None; set by the engine.
         self.hold_reason: Callable[[Memory], str | None] = lambda memory: None
@@ -133,15 +131,22 @@ class StoreWriter:
         transaction `adopt`s them, so they are indexed and committed with their turn.
         """
         self.require_writer()
-        with self.lock:
-            tx = Transaction(self, operation, subject, conversation, dict(trailers or {}), turn_id)
-            try:
-                yield tx
-            except BaseException:
-                tx.rollback()
-                raise
-            if publish:
-                tx.publish()
+        depth = getattr(self._depth, "n", 0)
+        self._depth.n = depth + 1
+        try:
+            with self.lock:
+                tx = Transaction(self, operation, subject, conversation, dict(trailers or {}), turn_id)
+                try:
+                    yield tx
+                except BaseException:
+                    tx.rollback()
+                    raise
+                if publish:
+                    tx.publish()
+        finally:
+            self._depth.n = depth
+        if depth == 0:  # the lock is free: index and announce what was committed, in order
+            self.publisher.drain()
 
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         """Text written with nobody to ask (turns, extracted facts, summaries): redact unless `keep`."""
@@ -348,16 +353,15 @@ class Transaction:
             self._catalog.reload(list(self._undo.before))
 
     def publish(self) -> StoreChange:
-        """Index, commit exactly the touched paths, and tell subscribers (caller holds the lock)."""
+        """Commit exactly the touched paths (caller holds the lock) and queue the change's
+        publication: index, then tell subscribers, once the lock is released. Nothing touched:
+        no commit, and no change is announced."""
+        if self.change is not None:  # published already
+            return self.change
         writer = self._writer
         written = list(self._written.values())
         gone = [mid for mid in self._removed
                 if mid not in self._written and self._catalog.lookup(mid) is None]
-        if written or gone:
-            try:
-                writer.index_update(written, gone)
-            except Exception:  # the files are the truth; the next sync repairs the index
-                log.exception("index update failed; it will be repaired at the next sync")
         # what left the store is named too (an outside edit can be a file removed by hand)
         ids = tuple(dict.fromkeys([*(m.id for m in written), *self._removed]))
         if writer.committer is not None and self._paths:
@@ -373,5 +377,6 @@ class Transaction:
         self.change = StoreChange(self.operation, ids, self.conversation, self.commit,
                                   tuple(m.path for m in written), self.turn_id,
                                   self.trailers.get("Source"), self.trailers.get("Client"))
-        writer.emit(self.change)
+        if self._paths:
+            writer.publisher.enqueue(written, gone, self.change)
         return self.change

@@ -1,0 +1,257 @@
+"""The composition root: builds one store's parts once and hands each the narrow collaborators
+it uses. The only module that knows them all; engine/api.py's MemoryEngine delegates to them.
+
+    parts = compose.build(config, read_only=False)   # objects only: no file, lock or git touched
+    compose.start(parts)                             # the store lock, git, the catalog, migrations
+
+`Parts` is also the store view that history/, transfer/ and doctor take (their ports: root,
+config, files, writer, reads, git): those functions get the parts, never the facade. The chat
+path gets narrower still: chat/ports.py's ChatPorts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from desktop_mem.engine.chat.chat_types import WriteOutcome
+from desktop_mem.engine.config import Config
+from desktop_mem.engine.history.git_history import GitHistory
+from desktop_mem.engine.history.recorder import HistoryRecorder
+from desktop_mem.engine.index.read_path import SearchIndex
+from desktop_mem.engine.models import Memory, Operation, Problem, SecretHeldBack, StoreChange, ValidationError
+from desktop_mem.engine.store import layout
+from desktop_mem.engine.store.catalog import Catalog
+from desktop_mem.engine.store.conversations import Conversations
+from desktop_mem.engine.store.held_back import KEPT_SECRETS_NAME, HeldBackFiles, KeptSecrets
+from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
+from desktop_mem.engine.store.markdown_store import MarkdownStore
+from desktop_mem.engine.store.memory_writes import MemoryWrites
+from desktop_mem.engine.store.outside_edits import OutsideEdits, remove_temp_files
+from desktop_mem.engine.store.publisher import Publisher, notify
+from desktop_mem.engine.store.reads import MemoryReads
+from desktop_mem.engine.store.store_lock import StoreLock
+from desktop_mem.engine.store.transaction import StoreWriter
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.chat.extraction import ChatModel
+    from desktop_mem.engine.chat.service import ChatService
+
+log = logging.getLogger(__name__)
+HeldBackListener = Callable[[SecretHeldBack], None]
+OutcomeListener = Callable[[WriteOutcome], None]
+
+
+class Parts:
+    """One store's parts, wired. Built by `build`; started by `start`; closed by `close`."""
+
+    def __init__(self, config: Config, *, read_only: bool) -> None:
+        self.config = config
+        self.root: Path = config.store_path.expanduser().resolve()
+        self.read_only = read_only
+        versioned = bool(config["store.git_versioning"])
+        self.store = MarkdownStore(self.root, max_file_bytes=config["store.max_file_bytes"])
+        self.git = GitHistory(self.root)
+        self.lock = StoreLock(self.root)
+        self.manifest = Manifest(self.root / MANIFEST_NAME)
+        self.catalog = Catalog(self.store, self.manifest)
+        self.held_listeners: list[HeldBackListener] = []
+        self.outcome_listeners: list[OutcomeListener] = []
+        self.publisher = Publisher(before_notify=self._released_by)
+        self.writer = StoreWriter(self.store, self.catalog, committer=None, publisher=self.publisher,
+                                  secrets_policy=lambda: str(config["security.secrets"]), read_only=read_only)
+        # Reads are safe by default (held-back hand edits left out); the raw view is asked for by name.
+        self.raw = MemoryReads(self.catalog)
+        self.recorder = HistoryRecorder(self.git, self.writer, self.store, self.raw, versioned=versioned,
+                                        read_only=read_only)
+        if versioned:
+            self.writer.committer = self.recorder.commit_paths
+        self.held = HeldBackFiles(
+            self.writer, self.catalog, KeptSecrets(self.root / KEPT_SECRETS_NAME),
+            dirty_paths=lambda: self.recorder.uncommitted(self._every_path),
+            announce=lambda held: notify(self.held_listeners, held), read_only=read_only)
+        self.writer.hold_reason = self.held.hold_reason
+        self.shared = MemoryReads(self.catalog, self.held)
+        self.search_index = SearchIndex(self.root, config, self.manifest, self.catalog, read_only=read_only,
+                                        lookup=self.shared.lookup, indexable=self._indexable)
+        self.publisher.index_update = self.search_index.changed
+        self.outside = OutsideEdits(
+            self.root, self.catalog, self.manifest, self.writer, self.held, self.publisher,
+            secrets_policy=lambda: str(config["security.secrets"]),
+            versioned=lambda: versioned and self.git.exists(), read_only=read_only)
+        self.recorder.held_back = self.outside.held_back
+        self.writes = MemoryWrites(self.writer, self.raw)
+        self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
+        self._chat: ChatService | None = None
+        from desktop_mem.engine.chat.write_progress import WriteProgressHub
+
+        self.write_progress = WriteProgressHub()  # "Updating memory…" events and Cancel
+
+    def _released_by(self, change: StoreChange) -> None:
+        self.held.released_by(change)  # a held-back file committed any way is no longer held
+
+    def _every_path(self) -> list[str]:
+        return [m.path for m in self.raw.list_memories(include_deleted=True)]
+
+    def _indexable(self) -> list[Memory]:
+        """Every memory the index should hold: all but the held-back ones."""
+        return self.shared.list_memories(include_deleted=True, include_summaries=True)
+
+    # ------------------------------------------------------------- the chat path
+
+    @property
+    def chat(self) -> ChatService:
+        """The chat pipeline (built on first use: it loads the LLM client, about a second)."""
+        if self._chat is None:
+            from desktop_mem.engine.chat.ports import ChatPorts
+            from desktop_mem.engine.chat.service import ChatService
+
+            ports = ChatPorts(self.config, self.shared, self.raw, self.writer, self.search_index.search,
+                              lambda: self.held.ids, self.conversations.strategy)
+            self._chat = ChatService(ports, self.outcome_listeners, self.write_progress)
+        return self._chat
+
+    @property
+    def chat_started(self) -> ChatService | None:
+        """The chat pipeline if something built it, else None (closing need not build it)."""
+        return self._chat
+
+    # ------------------------------------------- the store view history/ and transfer/ take
+
+    @property
+    def memory_llm(self) -> ChatModel:
+        """The summary/memory model (imports extract facts with it)."""
+        return self.chat.memory_llm
+
+    def get(self, memory_id: str) -> Memory:
+        """Shared view: HeldBackError for a held-back hand edit."""
+        return self.shared.get(memory_id)
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        """Shared view: None for a held-back hand edit."""
+        return self.shared.lookup(memory_id)
+
+    def summary(self, conversation_id: str) -> Memory | None:
+        """Shared view: a held-back summary comes redacted."""
+        return self.shared.summary(conversation_id)
+
+    def list_memories(self, **filters: Any) -> list[Memory]:
+        """Shared view: held-back hand edits left out."""
+        return self.shared.list_memories(**filters)
+
+    def conversation_strategy(self, conversation_id: str) -> str | None:
+        """The strategy saved for a conversation, if any."""
+        return self.conversations.strategy(conversation_id)
+
+    def conversation_title(self, conversation_id: str) -> str:
+        """A conversation's title (its id when none was set)."""
+        return self.conversations.title(conversation_id)
+
+    def held_back_files(self) -> tuple[SecretHeldBack, ...]:
+        """Hand-edited files held back now for a likely secret."""
+        return self.held.files
+
+    def problems(self) -> list[Problem]:
+        """Files that could not be read, with their reasons."""
+        return self.catalog.problems()
+
+    def index_status(self) -> str:
+        """One line about the search index."""
+        return self.search_index.status()
+
+    def refresh(self, temp_files: list[str] | None = None) -> None:
+        """Re-read the store (outside_edits.py)."""
+        self.outside.refresh(temp_files)
+
+    def apply_external_changes(self, paths: Iterable[str]) -> StoreChange | None:
+        """Files changed outside the app: re-read, screen, index, one commit (outside_edits.py)."""
+        return self.outside.apply(paths)
+
+    def commit_all(
+        self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None, *,
+        dirty: Sequence[str] | None = None,
+    ) -> str | None:
+        """Commit everything that differs from HEAD (history/recorder.py)."""
+        return self.recorder.commit_all(subject, operation, trailers, dirty=dirty)
+
+    def list_as_of(self, moment: datetime, **filters: Any) -> list[Memory]:
+        """What was live at `moment` (history/as_of.py)."""
+        from desktop_mem.engine.history.as_of import memories_as_of
+
+        return memories_as_of(self, moment, **filters)
+
+
+def build(config: Config, *, read_only: bool = False) -> Parts:
+    """The parts of the store `config` names, wired; nothing on disk is touched yet."""
+    return Parts(config, read_only=read_only)
+
+
+def start(parts: Parts) -> None:
+    """Open the store: take the store lock (a writer), set up git, load the catalog, commit what
+    changed while the app was closed, and run the store's pending migrations."""
+    from desktop_mem.engine.chat import scope_migration
+    from desktop_mem.engine.history import validity_migration
+
+    config, root = parts.config, parts.root
+    versioned = not parts.read_only and bool(config["store.git_versioning"])
+    if not parts.read_only:
+        root.mkdir(parents=True, exist_ok=True)
+        parts.lock.acquire()
+        try:
+            if config["store.git_versioning"]:
+                fresh = not parts.git.exists() and not (root / layout.ENTRIES).exists()
+                parts.git.init()
+                if fresh:  # a new store's facts get their validity as they are written
+                    validity_migration.mark_done(root)
+            _remove_stale_git_lock(root)
+        except Exception:
+            parts.lock.release()
+            raise
+    elif not root.exists():
+        raise ValidationError(f"the store {root} does not exist yet")
+    # `git status` (lock-free) runs while the catalog loads: two cores, not one after the other.
+    dirty = parts.git.dirty_paths_later(".gitignore") if versioned else None
+    temp_files: list[str] = []
+    parts.refresh(temp_files=None if parts.read_only else temp_files)
+    remove_temp_files(temp_files)
+    if dirty is not None:
+        parts.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC, dirty=dirty())
+    if not parts.read_only and validity_migration.needs_migration(parts):
+        validity_migration.migrate_validity(parts)  # a store made before validity: one commit
+    if not parts.read_only and scope_migration.needs_migration(root):
+        migrate_user_scope(parts)  # migration 2, after validity: the user's facts, one commit
+
+
+def migrate_user_scope(parts: Parts) -> str | None:
+    """Facts about the user learned in a chat move to the user scope (chat/scope_migration.py)."""
+    from desktop_mem.engine.chat import scope_migration
+
+    with parts.writer.lock:
+        sha, _moved = scope_migration.migrate_scopes(
+            parts.root, parts.raw.list_memories(role="memory"),
+            commit=parts.recorder.commit_paths if parts.config["store.git_versioning"] else None,
+            reload=parts.refresh,
+            held=frozenset(h.memory_id for h in parts.held_back_files() if h.memory_id))
+    return sha
+
+
+def close(parts: Parts) -> None:
+    """Finish queued write paths, then release the store lock, the indexes and git's helpers."""
+    if parts.chat_started is not None:
+        parts.chat_started.close()
+    if not parts.read_only:
+        parts.manifest.flush()
+    parts.search_index.close()
+    parts.git.close()
+    parts.lock.release()
+
+
+def _remove_stale_git_lock(root: Path) -> None:
+    """A killed git command's index lock (we hold the store lock: no git of ours runs)."""
+    index_lock = root / ".git" / "index.lock"
+    if index_lock.exists():
+        log.warning("removing a stale %s left by an interrupted git command", index_lock)
+        index_lock.unlink(missing_ok=True)

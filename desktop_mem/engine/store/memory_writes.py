@@ -1,0 +1,139 @@
+"""The plain writes of one memory: add, edit, delete, restore, replace; each one transaction,
+one commit, with who asked for it in the commit trailers (`source`, `client`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, ValidationError, utc_now
+from desktop_mem.engine.store.ports import MemoryView, Writer
+from desktop_mem.engine.store.transaction import clip, noun
+
+
+def clean_client_name(client: str | None) -> str | None:
+    """A client's self-reported name as one short printable line (it is untrusted input)."""
+    if not client:
+        return None
+    one = " ".join("".join(ch if ch.isprintable() else " " for ch in client).split())
+    return one[:80] or None
+
+
+def provenance_trailers(source: str | None, client: str | None) -> dict[str, str]:
+    """`Source` / `Client` commit trailers: who asked for a write (the timeline shows them)."""
+    trailers: dict[str, str] = {}
+    if source:
+        trailers["Source"] = source
+    name = clean_client_name(client)
+    if name:
+        trailers["Client"] = name
+    return trailers
+
+
+def client_meta(client: str | None) -> dict[str, str] | None:
+    """The front matter that names the client that asked for a write, if any."""
+    name = clean_client_name(client)
+    return {"client": name} if name else None
+
+
+class MemoryWrites:
+    """Writes of single memories through the writer; `raw` finds what they change."""
+
+    def __init__(self, writer: Writer, raw: MemoryView) -> None:
+        self._writer = writer
+        self._raw = raw
+
+    def add(
+        self,
+        text: str,
+        *,
+        conversation_id: str = GLOBAL_CONVERSATION,
+        kind: str = "fact",
+        role: str = "memory",
+        source: str = "manual",
+        expires_at: datetime | None = None,
+        created_at: datetime | None = None,
+        memory_id: str | None = None,
+        secrets: str | None = None,
+        client: str | None = None,
+    ) -> Memory:
+        """A new memory file, committed (see MemoryEngine.add)."""
+        writer = self._writer
+        writer.require_writer()
+        text = writer.check_secrets(text, secrets)
+        with writer.transaction(Operation.ADD, conversation=conversation_id,
+                                trailers=provenance_trailers(source, client) if client else None) as tx:
+            memory = tx.add(text, conversation_id=conversation_id, role=role,
+                            kind=kind if role == "memory" else None, source=source, expires_at=expires_at,
+                            created_at=created_at, memory_id=memory_id, extra=client_meta(client))
+            tx.subject = f"Add {noun(memory)}: {clip(text)}"
+        return memory
+
+    def edit(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        expected_hash: str | None = None,
+        secrets: str | None = None,
+        source: str | None = None,
+        client: str | None = None,
+    ) -> Memory:
+        """New text and/or front matter, committed; the same text and no change: nothing happens."""
+        writer = self._writer
+        writer.require_writer()
+        if text is not None:
+            text = writer.check_secrets(text, secrets)
+        updates = dict(meta or {})
+        for locked in ("id", "conversation_id", "deleted_at"):
+            if locked in updates:
+                raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
+        with writer.transaction(Operation.EDIT, trailers=provenance_trailers(source, client)) as tx:
+            current = self._raw.get(memory_id)
+            if text is not None and text.strip() == current.text and not updates:
+                return current
+            updates["updated_at"] = utc_now()
+            memory = tx.rewrite(current, updates, text, expected_hash=expected_hash)
+            tx.subject = f"Edit {noun(memory)}: {clip(memory.text)}"
+            tx.conversation = memory.conversation_id
+        return memory
+
+    def delete(
+        self, memory_id: str, *, operation: Operation = Operation.DELETE, source: str | None = None,
+        client: str | None = None,
+    ) -> Memory:
+        """Soft-delete: move under deleted/, stamp deleted_at, commit."""
+        with self._writer.transaction(operation, trailers=provenance_trailers(source, client)) as tx:
+            current = self._raw.get(memory_id)
+            tomb = tx.soft_delete(current)
+            verb = "Evict" if operation == Operation.EVICT else "Delete"
+            tx.subject = f"{verb} {noun(current)}: {clip(current.text)}"
+            tx.conversation = current.conversation_id
+        return tomb
+
+    def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
+        """Move a soft-deleted memory back and commit."""
+        with self._writer.transaction(Operation.RESTORE, trailers=provenance_trailers(source, client)) as tx:
+            current = self._raw.get(memory_id)
+            live = tx.restore(current)
+            tx.subject = f"Restore {noun(live)}: {clip(live.text)}"
+            tx.conversation = live.conversation_id
+        return live
+
+    def replace(
+        self, memory_id: str, new_text: str, *, source: str = "manual", secrets: str | None = None,
+        client: str | None = None,
+    ) -> tuple[Memory, Memory]:
+        """UPDATE: tombstone the old memory with replaced_by, add the new one, one commit."""
+        writer = self._writer
+        writer.require_writer()
+        new_text = writer.check_secrets(new_text, secrets)
+        trailers = provenance_trailers(source, client) if client else None
+        with writer.transaction(Operation.UPDATE, trailers=trailers) as tx:
+            current = self._raw.get(memory_id)
+            tomb, new = tx.replace(current, new_text, source=source, extra=client_meta(client))
+            tx.subject = f"Update {noun(current)}: {clip(current.text)} -> {clip(new.text)}"
+            tx.conversation = current.conversation_id
+        return tomb, new
