@@ -15,7 +15,8 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EventType
 from desktop_mem.engine.store.front_matter import parse
 from desktop_mem.engine.store.store_lock import StoreLock, read_holder
-from tests.mcp_clients import CLAUDE, CURSOR, ServeProcess, call, free_port, git, http_session, stdio_session
+from tests.mcp_clients import CLAUDE, CURSOR, ServeProcess, call, git, http_session, stdio_session
+from tests.private_sockets import dead_private_socket
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -115,7 +116,8 @@ def test_stdio_forwards_writes_to_serve_holding_the_store(tmp_path: Path) -> Non
     store = tmp_path / "store"
     serve = ServeProcess(store).wait_ready()
     try:
-        assert read_holder(store)["endpoint"] == serve.url
+        # forwarders reach serve over its private Unix socket (issue #22), never the TCP port
+        assert read_holder(store)["endpoint"].startswith("unix:")
         # A web page must not reach the tools: cross-origin requests are refused before MCP.
         cross = httpx.post(f"{serve.url}/mcp", json={}, headers={"Origin": "https://evil.example"})
         assert cross.status_code == 403
@@ -247,7 +249,7 @@ def test_reads_work_and_writes_fail_clearly_when_the_writer_does_not_answer(tmp_
     holder = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     try:
         holder.add("Already here")
-        holder.lock.publish(endpoint=f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        holder.lock.publish(endpoint=dead_private_socket(tmp_path))  # nothing listens there
 
         async def scenario() -> tuple[dict[str, Any], Any]:
             async with stdio_session(store) as s:

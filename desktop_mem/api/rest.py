@@ -25,6 +25,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from desktop_mem import __version__
+from desktop_mem.api.loopback import (
+    has_unix_sockets,
+    private_server_class,
+    private_socket,
+    remove_private_socket,
+)
 from desktop_mem.api.security import Guard, check_bind, loopback_endpoint
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
 from desktop_mem.engine.chat.context import STRATEGY_NAMES
@@ -407,17 +413,27 @@ def serve(
     token = token or str(config["server.token"]) or None
     check_bind(host, token)
     engine = MemoryEngine(config)
+    endpoint: str | None = None
     try:
         engine.open_index()
         if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
             engine.start_watcher()
-        engine.lock.publish(endpoint=loopback_endpoint(host, port))  # `desktop-mem mcp` forwards here
+        settings = uvicorn.Config(create_app(engine, token), host=host, port=port, workers=1,
+                                  log_level="info", lifespan="on")
         print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
               f"{' (bearer token required)' if token else ''}", flush=True)
+        sockets = [settings.bind_socket()]
+        endpoint = loopback_endpoint(host, port)
+        if has_unix_sockets():  # `desktop-mem mcp` forwards over a private socket, not the port
+            unix, endpoint = private_socket()
+            sockets.append(unix)
+        server = private_server_class()(settings)  # leaves the lock note before the port closes
+        server.engine, server.private_endpoint = engine, endpoint
+        engine.lock.publish(endpoint=endpoint)
         with _sigterm_exits():
-            uvicorn.run(create_app(engine, token), host=host, port=port, workers=1, log_level="info",
-                        lifespan="on")
+            server.run(sockets=sockets)
     finally:
+        remove_private_socket(endpoint)
         engine.close()  # finishes the queued write paths, releases the store lock
 
 

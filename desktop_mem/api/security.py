@@ -14,6 +14,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from desktop_mem.api.loopback import is_private_connection
 from desktop_mem.engine.models import ValidationError
 
 ErrorBody = Callable[[int, str, str | None, str], dict[str, Any]]
@@ -57,7 +58,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        refused = self._refusal(headers)
+        refused = self._refusal(headers, private=is_private_connection(scope))
         if refused is not None:
             status, message, extra = refused
             await JSONResponse(self._error_body(status, message, None, "invalid_request_error"),
@@ -75,8 +76,10 @@ class Guard:
 
         await self.app(scope, limited, send)
 
-    def _refusal(self, headers: Headers) -> tuple[int, str, dict[str, str]] | None:
-        if self.token is not None:
+    def _refusal(self, headers: Headers, *, private: bool = False) -> tuple[int, str, dict[str, str]] | None:
+        # `private`: over our 0700 Unix socket, only this OS user can be talking to us: the token
+        # guards the TCP port (the one a forwarder never uses where the OS has such sockets).
+        if self.token is not None and not private:
             given = headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
             valid = hmac.compare_digest(value.strip().encode(), self.token.encode())

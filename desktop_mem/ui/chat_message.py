@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from desktop_mem.engine.chat.chat_types import MemoryUsed
+from desktop_mem.engine.api import MemoryUsed
 from desktop_mem.ui.markdown_view import MarkdownView
 from desktop_mem.ui.memory_used_panel import MemoryUsedPanel
 

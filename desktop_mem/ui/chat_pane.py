@@ -28,8 +28,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
-from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, WriteOutcome
 from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner

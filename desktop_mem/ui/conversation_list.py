@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.task_runner import TaskRunner

@@ -27,16 +27,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.history.timeline_query import (
+from desktop_mem.engine.api import (
     DiffOp,
     FieldChange,
+    FrontMatterError,
+    MemoryEngine,
     event_bytes,
     front_matter_changes,
     word_diff,
 )
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.row_table_model import RowTableModel
 from desktop_mem.ui.task_runner import TaskRunner

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.chat.chat_types import WriteOutcome
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine, WriteOutcome
     from desktop_mem.engine.models import SecretHeldBack, StoreChange
 
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolBut
 from desktop_mem.engine.models import HeldBackChoice, Operation, SecretHeldBack
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine
     from desktop_mem.engine.models import StoreChange
     from desktop_mem.ui.task_runner import TaskRunner
 

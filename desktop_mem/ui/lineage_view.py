@@ -21,8 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.history.lineage import Lineage, LineageStep, lineage
+from desktop_mem.engine.api import Lineage, LineageStep, MemoryEngine, lineage
 from desktop_mem.engine.models import CommitInfo, Memory
 from desktop_mem.ui.memory_model import first_line, when
 from desktop_mem.ui.row_table_model import RowTableModel

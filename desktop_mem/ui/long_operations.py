@@ -17,16 +17,14 @@ from desktop_mem.ui.progress import ProgressPanel, ProgressReporter
 from desktop_mem.ui.task_runner import TaskRunner
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
-    from desktop_mem.engine.transfer.git_sync import SyncResult
-    from desktop_mem.engine.transfer.importers import ImportResult
+    from desktop_mem.engine.api import ImportResult, MemoryEngine, SyncResult
 
 REVEAL_MS = 400  # a quick operation never flashes a bar
 
 
 def import_file(engine: MemoryEngine, path: Path, progress: Callable[[int, int], None]) -> ImportResult:
     """Run on the writer: plan and apply an import (all or nothing)."""
-    from desktop_mem.engine.transfer.importers import apply_import, plan_import
+    from desktop_mem.engine.api import apply_import, plan_import
 
     return apply_import(engine, plan_import(engine, path), progress)
 
@@ -47,7 +45,7 @@ def rebuild_index(engine: MemoryEngine, progress: Callable[[int, int], None]) ->
 
 def sync_store(engine: MemoryEngine, progress: Callable[[int, int], None]) -> SyncResult:
     """Run on the writer: git sync has no steps to count, so the bar stays busy."""
-    from desktop_mem.engine.transfer.git_sync import sync
+    from desktop_mem.engine.api import sync
 
     del progress
     return sync(engine)

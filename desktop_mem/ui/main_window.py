@@ -49,9 +49,8 @@ from desktop_mem.ui.welcome_page import WelcomePage
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine, SyncResult
     from desktop_mem.engine.models import SecretHeldBack
-    from desktop_mem.engine.transfer.git_sync import SyncResult
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
@@ -107,7 +106,7 @@ class KeptView:
 
 def open_store(config: Config, read_only: bool) -> OpenedStore:
     """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine
 
     engine = MemoryEngine(config, read_only=read_only)
     return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
@@ -117,7 +116,9 @@ def import_index_modules() -> None:
     """Run in the read pool: import chromadb, onnxruntime and the index modules (seconds of
     imports) before the index opens on the writer, so saves made meanwhile do not wait for them.
     Imports only: no engine state is touched."""
-    import desktop_mem.engine.index.index_factory  # noqa: F401
+    from desktop_mem.engine import api
+
+    api.import_index_modules()
 
 
 def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], None] | None = None) -> str:
@@ -432,7 +433,7 @@ class MainWindow(QMainWindow):
     def _on_welcome_demo_requested(self) -> None:
         if self.engine is None or self.welcome is None:
             return
-        from desktop_mem.engine.demo import create_demo_store
+        from desktop_mem.engine.api import create_demo_store
 
         self.welcome.set_busy("Creating the demo store…")
         self.runner.submit_write(create_demo_store, self.engine, on_result=lambda _: self._show_workspace(),

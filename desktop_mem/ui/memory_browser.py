@@ -26,8 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.index.retrieval import ScoreBreakdown, SearchFilters
+from desktop_mem.engine.api import MemoryEngine, ScoreBreakdown, SearchFilters
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, StoreChange
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.flow_layout import FlowLayout, group

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, validity
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -41,8 +41,6 @@ from desktop_mem.engine.models import (
     StoreChange,
     ValidationError,
 )
-from desktop_mem.engine.store import validity
-from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout
 from desktop_mem.ui.lineage_view import show_lineage_dialog

@@ -19,7 +19,7 @@ from desktop_mem.engine.models import Memory, Problem
 from desktop_mem.ui.row_table_model import RowTableModel
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.index.retrieval import ScoreBreakdown
+    from desktop_mem.engine.api import ScoreBreakdown
 
 Index = QModelIndex | QPersistentModelIndex
 MEMORY_ROLE = Qt.ItemDataRole.UserRole + 1  # data(index, MEMORY_ROLE) -> Memory

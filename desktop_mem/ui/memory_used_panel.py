@@ -10,8 +10,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
-from desktop_mem.engine.chat.chat_types import MemoryUsed
-from desktop_mem.engine.index.retrieval import ScoreBreakdown
+from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown
 from desktop_mem.ui.memory_model import first_line
 
 

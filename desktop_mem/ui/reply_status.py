@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from desktop_mem.engine.chat.chat_types import ChatReply
+from desktop_mem.engine.api import ChatReply
 
 # Error kinds a change in Settings can fix. A timeout, a busy or failing server or a reply cut
 # short are not configuration problems: Retry is the answer, not Settings.

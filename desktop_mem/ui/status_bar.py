@@ -20,7 +20,7 @@ from desktop_mem.ui.progress import ProgressPanel
 from desktop_mem.ui.task_runner import TaskRunner
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine
     from desktop_mem.engine.models import StoreChange
 
 LLM_RECHECK_MS = 60_000

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.history.timeline_query import word_diff
+from desktop_mem.engine.api import MemoryEngine, word_diff
 from desktop_mem.engine.models import EngineError, Memory, StoreChange
 from desktop_mem.ui.diff_view import inline_html
 from desktop_mem.ui.flow_layout import ElidedLabel

@@ -110,6 +110,13 @@ class StoreLock:
         self._info.update(fields)
         self._write_info()
 
+    def withdraw(self, *keys: str) -> None:
+        """Remove published fields (an endpoint that is about to stop listening), if held."""
+        if self.held and any(k in self._info for k in keys):
+            for key in keys:
+                self._info.pop(key, None)
+            self._write_info()
+
     def _write_info(self) -> None:
         path = self.root / INFO_NAME
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

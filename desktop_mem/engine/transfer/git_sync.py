@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from git.exc import GitCommandError
 
+from desktop_mem.engine.chat import review
 from desktop_mem.engine.history.git_history import format_message
 from desktop_mem.engine.models import EngineError, Memory, Operation, ValidationError
 from desktop_mem.engine.store import layout
@@ -222,19 +223,21 @@ def _pull(
 
 
 _PLAIN_FILE = ("100644", "100755")
+_PROPOSAL = re.compile(r"p-[0-9a-f]{8,32}\.json")  # review/<id>.json: a proposal for the user
 
 
 def syncable(path: str, mode: str) -> bool:
     """True for what a remote may bring: a plain file that is a memory (a visible .md under
-    entries/) or a conversation's conversation.yaml. Never a link, submodule, folder or any other
-    path (the lock note, indexes, kept-secrets list, .gitignore, .gitattributes, ...)."""
+    entries/), a conversation's conversation.yaml or a review proposal. Never a link, submodule,
+    folder or any other path (the lock note, indexes, kept-secrets list, .gitignore, ...)."""
     if mode not in _PLAIN_FILE:
         return False
     parts = path.split("/")
     if any(not p or p.startswith(".") for p in parts):
         return False
     return layout.is_memory_file(path) or (
-        len(parts) == 3 and parts[0] == layout.ENTRIES and parts[2] == layout.CONVERSATION_FILE)
+        len(parts) == 3 and parts[0] == layout.ENTRIES and parts[2] == layout.CONVERSATION_FILE) or (
+        len(parts) == 2 and parts[0] == review.FOLDER and _PROPOSAL.fullmatch(parts[1]) is not None)
 
 
 def _tree(repo: git.Repo, rev: str | None) -> dict[str, tuple[str, str]]:
