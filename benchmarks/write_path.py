@@ -141,12 +141,13 @@ def run_scenario(engine: MemoryEngine, sc: Scenario) -> dict[str, Any]:
     for message in sc.turns:
         engine.chat(conv, message)
         engine.wait_idle(900)
-    live = [m.text for m in engine.list_memories(conversation_id=conv, role="memory")]
-    reply = engine.chat(conv, sc.question)
+    # the facts this story left: its conversation's and the user's own (a store per scenario)
+    live = [m.text for m in engine.list_memories(role="memory")]
+    reply = engine.chat(f"{conv}-elsewhere" if sc.elsewhere else conv, sc.question)
     engine.wait_idle(900)
     missing = [p for p in sc.live if p not in _any(sc.live, live)]
     forbidden = _any(sc.absent, live)
-    answered = bool(_any(sc.answer, [reply.text]))
+    answered = bool(_any(sc.answer, [reply.text])) and not _any(sc.not_said, [reply.text])
     return {
         "name": sc.name, "category": sc.category, "passed": not missing and not forbidden and answered,
         "live": live, "missing": missing, "forbidden": forbidden, "answered": answered,

@@ -4,7 +4,9 @@ afterwards, and one question the reply must answer from memory.
 Each scenario: ``turns`` (the user's messages, in order), ``live`` (regexes that must each match
 a live fact at the end), ``absent`` (regexes no live fact may match), ``question`` and ``answer``
 (regexes, one of which the reply must match). Matching is case-insensitive. The ``subset`` flag
-marks two scenarios per category for quick runs.
+marks two scenarios per category for quick runs. ``elsewhere``: the question is asked in a new
+conversation (facts about the user must reach it); ``not_said``: regexes the reply must not match
+(a forgotten fact).
 """
 # ruff: noqa: E501 - one scenario per line pair reads better than wrapped data
 
@@ -23,11 +25,14 @@ class Scenario:
     question: str
     answer: tuple[str, ...]
     subset: bool = False
+    elsewhere: bool = False
+    not_said: tuple[str, ...] = ()
 
 
 def _s(name: str, category: str, turns: list[str], live: list[str], absent: list[str], question: str,
-       answer: list[str], subset: bool = False) -> Scenario:
-    return Scenario(name, category, tuple(turns), tuple(live), tuple(absent), question, tuple(answer), subset)
+       answer: list[str], subset: bool = False, elsewhere: bool = False, not_said: tuple[str, ...] = ()) -> Scenario:
+    return Scenario(name, category, tuple(turns), tuple(live), tuple(absent), question, tuple(answer), subset,
+                    elsewhere, not_said)
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -124,4 +129,25 @@ SCENARIOS: tuple[Scenario, ...] = (
        [r"tea"], [r"^the user drinks coffee"], "What do I drink now?", [r"tea"]),
     _s("n-kids", "negation", ["I don't have any children.", "I have a dog named Max."],
        [r"max"], [r"^the user has (children|kids|a child|a son|a daughter)"], "What is my dog's name?", [r"max"]),
+    # -- compound: every fact of one sentence (issue 21) ------------------------------------
+    _s("c-ghent-nurse", "compound", ["I live in Ghent and I work as a nurse at the university hospital."],
+       [r"ghent", r"nurse"], [], "What is my job?", [r"nurse"], subset=True),
+    _s("c-name-age", "compound", ["My name is Pieter and I am 41 years old."],
+       [r"pieter", r"\b41\b"], [], "How old am I?", [r"\b41\b"], subset=True),
+    _s("c-pets", "compound", ["I have a cat named Miso and a dog named Bo."],
+       [r"miso", r"\bbo\b"], [], "What is my dog's name?", [r"\bbo\b"]),
+    _s("c-kids-city", "compound", ["My daughter is 7 and my son is 10; we live in Utrecht."],
+       [r"daughter", r"son", r"utrecht"], [], "How old is my son?", [r"\b10\b|ten"]),
+    _s("c-teacher-jazz", "compound", ["I'm a teacher, I love jazz and I hate mornings."],
+       [r"teacher", r"jazz", r"morning"], [], "What music do I love?", [r"jazz"]),
+    # -- cross-chat: facts about the user reach a new conversation (issue 21) ----------------
+    _s("x-job-daughter", "cross_chat", ["I work as a nurse.", "My daughter is 7 years old."],
+       [r"nurse", r"daughter"], [], "What is my job, and how old is my daughter?",
+       [r"nurse[\s\S]*\b7\b|\b7\b[\s\S]*nurse|nurse[\s\S]*seven|seven[\s\S]*nurse"],
+       subset=True, elsewhere=True),
+    _s("x-city", "cross_chat", ["I live in Antwerp."], [r"antwerp"], [], "Which city do I live in?",
+       [r"antwerp"], subset=True, elsewhere=True),
+    # -- forget now: the very next reply does not say it (issue 21) --------------------------
+    _s("f-cat-now", "forget_now", ["I have a cat named Miso.", "Please forget about my cat."],
+       [], [r"miso"], "What is my cat's name?", [r"[\s\S]"], subset=True, not_said=(r"miso",)),
 )
