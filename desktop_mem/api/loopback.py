@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine
 
 log = logging.getLogger(__name__)
 UNIX_PREFIX = "unix:"

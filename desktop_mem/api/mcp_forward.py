@@ -29,7 +29,7 @@ from mcp.types import Implementation, TextContent
 
 from desktop_mem.api.loopback import SOCKET_NAME, UNIX_PREFIX, has_unix_sockets
 from desktop_mem.api.security import is_loopback
-from desktop_mem.engine.store.store_lock import read_holder
+from desktop_mem.engine.api import read_holder
 
 FORWARD_TIMEOUT_S = 60.0
 

@@ -25,10 +25,9 @@ from pydantic import Field
 
 from desktop_mem import __version__
 from desktop_mem.api import mcp_tools
+from desktop_mem.engine.api import MemoryEngine, clean_client_name, describe_holder, read_holder
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.facade import MemoryEngine, clean_client_name
 from desktop_mem.engine.models import EngineError, StoreLockedError
-from desktop_mem.engine.store.store_lock import describe_holder, read_holder
 
 EngineCall = Callable[[MemoryEngine], dict[str, Any]]
 LOCK_WAIT_S = 15.0  # how long a call waits for a writer that advertises no endpoint (a CLI command)

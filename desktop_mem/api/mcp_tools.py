@@ -13,8 +13,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.index.retrieval import SearchFilters
+from desktop_mem.engine.api import MemoryEngine, SearchFilters, parse_as_of
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -30,7 +29,6 @@ from desktop_mem.engine.schema import (
     memory_json,
     search_hit_json,
 )
-from desktop_mem.engine.store.validity import parse_as_of
 
 SOURCE = "mcp"
 MAX_LIST = 500
@@ -64,7 +62,7 @@ def add(
     against similar stored ones by the memory LLM, as a chat turn's facts are (ADD / UPDATE /
     DELETE / NONE); without a reachable LLM they are added as they are.
     """
-    from desktop_mem.engine.chat.extraction import kind_of
+    from desktop_mem.engine.api import kind_of
 
     items = [t.strip() for t in texts if t and t.strip()]
     if not items:
@@ -88,8 +86,7 @@ def _add_reconciled(
 ) -> dict[str, Any]:
     """Reconcile against the similar stored facts (the LLM runs without the lock), then apply
     every decision as ONE commit through the write path's own apply step."""
-    from desktop_mem.engine.chat.decisions import Planned
-    from desktop_mem.engine.chat.extraction import kind_of, reconcile
+    from desktop_mem.engine.api import Planned, kind_of, reconcile
 
     existing: dict[str, str] = {}
     for text in items:  # the neighbourhood a chat turn's facts are reconciled against

@@ -32,12 +32,17 @@ from desktop_mem.api.loopback import (
     remove_private_socket,
 )
 from desktop_mem.api.security import Guard, check_bind, loopback_endpoint
-from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
-from desktop_mem.engine.chat.context import STRATEGY_NAMES
-from desktop_mem.engine.chat.llm_client import LLMError
+from desktop_mem.engine.api import (
+    STRATEGY_NAMES,
+    ChatReply,
+    LLMError,
+    MemoryEngine,
+    MemoryUsed,
+    RetrievalOverrides,
+    parse_as_of,
+    validate_conversation_id,
+)
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.index.retrieval import RetrievalOverrides
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -49,8 +54,6 @@ from desktop_mem.engine.models import (
     ValidationError,
 )
 from desktop_mem.engine.schema import MemoryQuery, memory_json
-from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.engine.store.validity import parse_as_of
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}

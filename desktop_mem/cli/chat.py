@@ -10,11 +10,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TextIO
 
 from desktop_mem.cli.progress import embedding_progress
-from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, WriteOutcome, validate_conversation_id
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import ValidationError
-from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 
 # Interactive turns wait this long for the write path before giving the prompt back.
 OUTCOME_WAIT_SECONDS = 20.0

@@ -16,11 +16,10 @@ from typing import Any
 
 from desktop_mem import __version__
 from desktop_mem.cli.progress import embedding_progress
+from desktop_mem.engine.api import MemoryEngine, SecretDetectedError
 from desktop_mem.engine.config import SETTINGS, Config, load_config
-from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
 from desktop_mem.engine.schema import MemoryQuery, memory_json
-from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -108,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_chat_parsers(sub: Any) -> None:
-    from desktop_mem.engine.chat.context import STRATEGY_NAMES
+    from desktop_mem.engine.api import STRATEGY_NAMES
 
     p = sub.add_parser("chat", help="chat in the terminal (streams; shows injected and stored memory)")
     p.add_argument("--conversation", default="default", help="conversation id (default: default)")
@@ -139,7 +138,7 @@ def _positive_int(value: str) -> int:
 
 
 def _as_of(value: str) -> datetime:
-    from desktop_mem.engine.store.validity import parse_as_of
+    from desktop_mem.engine.api import parse_as_of
 
     try:
         return parse_as_of(value)
@@ -439,7 +438,7 @@ def cmd_secrets(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_search(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.engine.index.retrieval import SearchFilters
+    from desktop_mem.engine.api import SearchFilters
 
     with open_engine(config, "search") as engine:
         with embedding_progress() as progress:

@@ -8,8 +8,8 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.facade import MemoryEngine
 
 Handler = Callable[[argparse.Namespace, Config], int]
 
@@ -47,7 +47,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
     """Plan the import, print it for a dry run, else write it with a progress bar."""
     from tqdm import tqdm
 
-    from desktop_mem.engine.transfer.importers import apply_import, iter_plan_lines, plan_import
+    from desktop_mem.engine.api import apply_import, iter_plan_lines, plan_import
 
     with MemoryEngine(config) as engine:
         plan = plan_import(engine, args.file, args.format, extract=args.extract, secrets=args.secrets)
@@ -80,7 +80,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_export(args: argparse.Namespace, config: Config) -> int:
     """Write the JSON export or the zip of the Markdown tree."""
-    from desktop_mem.engine.transfer.exporters import export_json, export_zip
+    from desktop_mem.engine.api import export_json, export_zip
 
     write = export_zip if args.format == "zip" else export_json
     with MemoryEngine(config, read_only=True) as engine:
@@ -95,7 +95,7 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_sync(args: argparse.Namespace, config: Config) -> int:
     """Sync and say what came in, what went out and which memories conflicted."""
-    from desktop_mem.engine.transfer.git_sync import sync
+    from desktop_mem.engine.api import sync
 
     with MemoryEngine(config) as engine:
         result = sync(engine)

@@ -21,8 +21,14 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from desktop_mem.engine.history.timeline import SOURCE_APP, SOURCE_OUTSIDE, commit_source
-from desktop_mem.engine.history.timeline_query import TimelineCursor, TimelinePage, TimelineQuery
+from desktop_mem.engine.api import (
+    SOURCE_APP,
+    SOURCE_OUTSIDE,
+    TimelineCursor,
+    TimelinePage,
+    TimelineQuery,
+    commit_source,
+)
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.ui.memory_model import first_line, when
 

@@ -32,14 +32,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.history.timeline_actions import (
+from desktop_mem.engine.api import (
+    MemoryEngine,
+    TimelinePage,
+    TimelineQuery,
     memory_at,
     restore_deleted,
     restore_summary_version,
     revert_replacement,
+    timeline_page,
 )
-from desktop_mem.engine.history.timeline_query import TimelinePage, TimelineQuery, timeline_page
 from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, StoreChange, TimelineEvent
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.dialogs import Confirm, ask

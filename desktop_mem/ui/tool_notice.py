@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 from desktop_mem.engine.models import Operation, Source
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.facade import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine
     from desktop_mem.engine.models import StoreChange
     from desktop_mem.ui.task_runner import TaskRunner
 

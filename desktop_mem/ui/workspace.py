@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Problem, StoreChange
 from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.conversation_list import ConversationList
