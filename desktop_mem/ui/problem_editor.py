@@ -1,15 +1,14 @@
 """Fix a file that failed to parse, in the app: its raw text, the parse error, Save.
 
 A broken file is not a Memory, so the memory editor cannot open it. This dialog shows the file
-as raw text with the reason it failed; Save writes it atomically and hands the path to the
-engine as an outside edit (re-read, indexed, one commit), on the writer. If it still does not
-parse, the new reason is shown and the text stays for another try.
+as raw text with the reason it failed; Save hands the text to the engine, which writes it
+atomically and takes it in as an edit (re-read, indexed, one commit), on the writer. If it still
+does not parse, the new reason is shown and the text stays for another try.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QFontDatabase
@@ -23,9 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.models import Problem, ValidationError
-from desktop_mem.engine.store.markdown_store import atomic_replace
+from desktop_mem.engine.api import MemoryEngine
+from desktop_mem.engine.models import Problem
 from desktop_mem.ui.task_runner import TaskRunner
 
 
@@ -37,25 +35,14 @@ class RawFile:
     text: str
 
 
-def _file(engine: MemoryEngine, rel: str) -> str:
-    path = (engine.root / rel).resolve()
-    if not path.is_relative_to(engine.root.resolve()):
-        raise ValidationError(f"{rel!r} is not a file of this store")
-    return str(path)
-
-
 def load_raw(engine: MemoryEngine, rel: str) -> RawFile:
     """Run in a worker: the file's bytes as text (undecodable bytes shown, not lost silently)."""
-    with open(_file(engine, rel), "rb") as handle:
-        return RawFile(rel, handle.read().decode("utf-8", errors="replace"))
+    return RawFile(rel, engine.problem_text(rel))
 
 
 def save_raw(engine: MemoryEngine, rel: str, text: str) -> Problem | None:
-    """Run on the writer: write the text, let the engine take it in; the problem left, if any."""
-    data = text.encode("utf-8")
-    atomic_replace(Path(_file(engine, rel)), lambda handle: handle.write(data))
-    engine.apply_external_changes([rel])
-    return next((p for p in engine.problems() if p.path == rel), None)
+    """Run on the writer: the engine saves the text and takes it in; the problem left, if any."""
+    return engine.save_problem_file(rel, text)
 
 
 class ProblemEditor(QDialog):
