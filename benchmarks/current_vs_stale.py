@@ -57,7 +57,7 @@ def prepare(store: Path) -> None:
         server.script(SUMMARY, "Mara introduced herself and asked for facts about Belgium.")
         for (_user, reply) in TURNS:
             server.script(is_chat, reply, times=1)
-        engine = MemoryEngine(_config(store, server.base_url, "scripted"))
+        engine = MemoryEngine.open(_config(store, server.base_url, "scripted"))
         try:
             engine.open_index()
             for user, _reply in TURNS:
@@ -70,7 +70,7 @@ def prepare(store: Path) -> None:
 
 
 def ask(store: Path, url: str, model: str) -> dict[str, Any]:
-    engine = MemoryEngine(_config(store, url, model))
+    engine = MemoryEngine.open(_config(store, url, model))
     try:
         engine.open_index()
         started = time.perf_counter()

@@ -45,7 +45,7 @@ def build_store(store: Path, n: int) -> None:
     from desktop_mem.engine.facade import MemoryEngine
     from desktop_mem.engine.models import Operation, utc_now
 
-    engine = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
+    engine = MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     start = utc_now() - timedelta(days=400)
     with engine.writer.transaction(Operation.IMPORT, f"Import {n} facts") as tx:
         for i in range(n):
@@ -67,7 +67,7 @@ def build_imported(store: Path, n: int) -> None:
               "created_at": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00Z"} for i in range(n)]
     source = store.parent / "facts.json"
     source.write_text(json.dumps(items), encoding="utf-8")
-    engine = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
+    engine = MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     apply_import(engine, plan_import(engine, source))
     engine.open_index()
     engine.close()
@@ -81,7 +81,7 @@ def build_conversations(store: Path, n: int) -> None:
     from desktop_mem.engine.facade import MemoryEngine
     from desktop_mem.engine.models import Operation, utc_now
 
-    engine = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
+    engine = MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     start = utc_now() - timedelta(days=400)
     conversations = 1000
     for c in range(conversations):

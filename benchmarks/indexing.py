@@ -3,7 +3,7 @@
 - cold: N memory files written through the store, then MemoryEngine.open_index() embeds and
   indexes all of them (memories/s).
 - warm restart: a store of --warm memories (default 10k) already indexed; time
-  MemoryEngine(config) + open_index() (nothing changed, so nothing is parsed or embedded).
+  MemoryEngine.open(config) + open_index() (nothing changed, so nothing is parsed or embedded).
   Git versioning is on, as in the app, so the start-up `git status` is included.
 - hand edit -> searchable: with the watcher running (default debounce setting), rewrite a file's
   body like an editor would and time until search returns the new text (polled every 5 ms);
@@ -50,7 +50,7 @@ def write_files(engine: MemoryEngine, n: int) -> None:
 
 
 def cold(root: Path, n: int) -> float:
-    with MemoryEngine(config(root, git=False)) as engine:
+    with MemoryEngine.open(config(root, git=False)) as engine:
         write_files(engine, n)
         start = time.perf_counter()
         engine.open_index()
@@ -58,14 +58,14 @@ def cold(root: Path, n: int) -> float:
 
 
 def warm(root: Path, n: int, runs: int) -> list[float]:
-    with MemoryEngine(config(root, git=False)) as engine:
+    with MemoryEngine.open(config(root, git=False)) as engine:
         write_files(engine, n)
-    with MemoryEngine(config(root, git=True)) as engine:  # first open commits the import once
+    with MemoryEngine.open(config(root, git=True)) as engine:  # first open commits the import once
         engine.open_index()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        with MemoryEngine(config(root, git=True)) as engine:
+        with MemoryEngine.open(config(root, git=True)) as engine:
             report = engine.open_index()
             times.append(time.perf_counter() - start)
             assert report.embedded == 0, report
@@ -75,7 +75,7 @@ def warm(root: Path, n: int, runs: int) -> list[float]:
 def edits(root: Path, n: int) -> tuple[list[float], list[float]]:
     searchable: list[float] = []
     committed: list[float] = []
-    with MemoryEngine(config(root, git=True, watcher=True)) as engine:
+    with MemoryEngine.open(config(root, git=True, watcher=True)) as engine:
         engine.open_index()
         assert engine.start_watcher()
         done = threading.Event()

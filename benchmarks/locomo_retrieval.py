@@ -118,7 +118,7 @@ def main() -> int:
     for item in args.set:
         key, _, value = item.partition("=")
         flags[key] = value
-    engine = MemoryEngine(load_config(flags=flags))
+    engine = MemoryEngine.open(load_config(flags=flags))
     questions: list[tuple[str, str, set[str], int]] = []
     adversarial: list[tuple[str, str, set[str], int]] = []
     start = time.perf_counter()

@@ -51,7 +51,7 @@ def build(root: Path, n: int, threads: int) -> None:
     marker = root / ".bench-built"  # written last: an interrupted build is redone, not reused
     if marker.exists():
         return
-    with MemoryEngine(config(root, threads)) as engine:
+    with MemoryEngine.open(config(root, threads)) as engine:
         start = time.perf_counter()
         for m in memories(n):
             engine.store.new_memory(m.text, conversation_id=m.conversation_id, role=m.role, kind=m.kind,
@@ -106,13 +106,13 @@ def main() -> int:
         root = args.dir / f"store-{n}"
         build(root, n, args.build_threads)
         # Queries with the default 1 embedder thread; the reranker row with the shipped model.
-        with MemoryEngine(config(root, 1, **{"retrieval.rerank": False})) as engine:
+        with MemoryEngine.open(config(root, 1, **{"retrieval.rerank": False})) as engine:
             engine.open_index()
             plain = measure(engine, args.queries)
             embedder = engine.retriever.embedder.name
         # No time budget here: the row measures what the full pool of the cross-encoder costs.
         full_pool = {"retrieval.rerank": True, "retrieval.rerank_budget_ms": 0}
-        with MemoryEngine(config(root, 1, **full_pool)) as engine:
+        with MemoryEngine.open(config(root, 1, **full_pool)) as engine:
             engine.open_index()
             ranked = measure(engine, args.rerank_queries, rerank=True)
         rows.append({"memories": n, "embedder": embedder, "p50_ms": plain["p50_ms"],

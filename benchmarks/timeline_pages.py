@@ -210,7 +210,7 @@ def main() -> int:
         build_store(root, args.commits)
         build_s = time.perf_counter() - t0
         config = load_config(flags={"store.path": str(root), "watcher.enabled": False})
-        with MemoryEngine(config) as engine:
+        with MemoryEngine.open(config) as engine:
             total = engine.git.count()
             mix = Counter(e.type for c in engine.history(limit=total) for e in c.events)
             results: dict[str, Any] = {

@@ -166,7 +166,7 @@ def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> 
                 "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
                 "llm.system_prompt": SHORT_ANSWERS,
             })
-            engine = MemoryEngine(config)
+            engine = MemoryEngine.open(config)
             try:
                 engine.open_index()
                 outcome = run_scenario(engine, sc)

@@ -43,7 +43,7 @@ from desktop_mem.engine.facade import MemoryEngine
 store, base_url, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 from pathlib import Path
 rng = random.Random(seed)
-eng = MemoryEngine(make_config(Path(store), base_url))
+eng = MemoryEngine.open(make_config(Path(store), base_url))
 print("ready", flush=True)
 i = 0
 while True:
@@ -119,7 +119,7 @@ def run_trial(
             in_flight = set()
     acks = Counter(line.split(" ", 2)[1] for line in lines if line.startswith("ack "))
     lost: list[str] = []
-    with MemoryEngine(make_config(store, base_url)) as eng:
+    with MemoryEngine.open(make_config(store, base_url)) as eng:
         everything = eng.list_memories(include_deleted=True, include_summaries=True)
         texts = {(m.conversation_id, m.role, m.text) for m in everything}
         for line in lines:

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[list[Any]] = []
     bad = 0
     cells = 0
-    with MemoryEngine(config) as engine:
+    with MemoryEngine.open(config) as engine:
         engine.open_index()
         for name, make in FAULTS.items():
             for step in STEPS:

@@ -27,7 +27,7 @@ def hand_edits_during_write_paths(workdir: Path, base_url: str, turns: int) -> l
     """Chat turns on one thread while a user edits fact files by hand on another."""
     store = workdir / "edits" / "store"
     store.parent.mkdir(parents=True)
-    engine = MemoryEngine(make_config(store, base_url, **{"memory.max_entries": 10_000}))
+    engine = MemoryEngine.open(make_config(store, base_url, **{"memory.max_entries": 10_000}))
     facts = [engine.add(f"The user owns plant number {i}", conversation_id="home") for i in range(20)]
     expected: dict[str, str] = {}
     done = threading.Event()
@@ -73,7 +73,7 @@ def burst_under_watcher(workdir: Path, base_url: str, n: int) -> list[list[Any]]
     store = workdir / "burst" / "store"
     store.parent.mkdir(parents=True)
     config = make_config(store, base_url, **{"watcher.enabled": True, "memory.max_entries": 10_000})
-    engine = MemoryEngine(config)
+    engine = MemoryEngine.open(config)
     engine.open_index()
     if not engine.start_watcher():
         engine.close()
@@ -106,14 +106,14 @@ def second_instance(workdir: Path, base_url: str) -> list[list[Any]]:
     store = workdir / "second" / "store"
     store.parent.mkdir(parents=True)
     config = make_config(store, base_url)
-    first = MemoryEngine(config)
+    first = MemoryEngine.open(config)
     first.add("The user likes tea")
     try:
         try:
-            MemoryEngine(config)
+            MemoryEngine.open(config)
             outcome, verdict = "second writer opened!", "FAIL"
         except StoreLockedError as exc:
-            reader = MemoryEngine(config, read_only=True)
+            reader = MemoryEngine.open(config, read_only=True)
             ok = [m.text for m in reader.list_memories()] == ["The user likes tea"]
             listed = len(reader.list_memories())
             outcome = f"StoreLockedError: {str(exc)[:70]}...; read-only open lists {listed}"
@@ -127,7 +127,7 @@ def soak(workdir: Path, base_url: str, turns: int, samples: int) -> tuple[list[l
     """Many turns over a few conversations; RSS sampled; consistency checked at the end."""
     store = workdir / "soak" / "store"
     store.parent.mkdir(parents=True)
-    engine = MemoryEngine(make_config(store, base_url, **{"memory.max_entries": 200}))
+    engine = MemoryEngine.open(make_config(store, base_url, **{"memory.max_entries": 200}))
     engine.open_index()
     every = max(turns // samples, 1)
     rss: list[list[Any]] = [[0, rss_kib() // 1024, 0]]

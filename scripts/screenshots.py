@@ -121,7 +121,7 @@ def take(out: Path) -> None:
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "DESKTOP_MEM_STORE"):
         os.environ.pop(name, None)
     config = load_config()
-    engine = MemoryEngine(config)
+    engine = MemoryEngine.open(config)
     create_demo_store(engine)
     engine.close()
 

@@ -53,7 +53,7 @@ def engine(make_config: Callable[..., Any]) -> Iterator[Any]:
     """A writing MemoryEngine over a fresh store (no index, no watcher)."""
     from desktop_mem.engine.facade import MemoryEngine
 
-    eng = MemoryEngine(make_config())
+    eng = MemoryEngine.open(make_config())
     yield eng
     eng.close()
 
@@ -63,7 +63,7 @@ def chat_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[
     """A writing MemoryEngine with its index open, talking to the scripted LLM server."""
     from desktop_mem.engine.facade import MemoryEngine
 
-    eng = MemoryEngine(
+    eng = MemoryEngine.open(
         make_config(
             **{
                 "llm.base_url": scripted_llm.base_url,

@@ -124,7 +124,7 @@ def run_chat(config: Config, conversation: str, strategy: str | None, message: s
     validate_conversation_id(conversation)
     if message is not None and not message.strip():
         raise ValidationError("--message is empty; give the text to send")
-    engine = MemoryEngine(config)
+    engine = MemoryEngine.open(config)
     chat: TerminalChat | None = None
     try:
         with embedding_progress() as progress:

@@ -45,7 +45,7 @@ def indexed_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterat
     """A writing engine with its real index open, pointed at the scripted LLM server."""
     from desktop_mem.engine.facade import MemoryEngine
 
-    eng = MemoryEngine(make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model",
+    eng = MemoryEngine.open(make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model",
                                    llm__api_key="test"))
     eng.open_index()
     yield eng
