@@ -4,33 +4,46 @@ Tools are named and shaped like OpenMemory's (`add_memories`, `search_memory`, `
 `delete_memories` ...) so existing prompts work. Where they run depends on who holds the store:
 
 - in `serve` and the app (`/mcp`), on the open engine of that process (`EngineBackend`);
-- in a `desktop-mem mcp` process an MCP client spawned (`StdioBackend`): reads open the store
-  read-only; writes and searches run where the writer is: in the process holding the lock,
+- in a `desktop-mem mcp` process an MCP client spawned (`StdioBackend`): one warm engine for the
+  session; writes and searches run where the writer is: in the process holding the lock,
   forwarded to its loopback endpoint, or, when nobody holds it, here under the lock for the one
-  call (so the app can still open the store between calls).
+  call (so the app can still open the store between calls). See mcp_backends.py.
+
+Protocol revisions (mcp SDK 2.3.0, both transports): 2024-11-05, 2025-03-26, 2025-06-18 and
+2025-11-25 through the `initialize` handshake, and 2026-07-28 (stateless, `server/discover`; a
+delete's confirmation comes back as an `input_required` result). search_memory, list_memories
+and get_memory declare an `outputSchema` and answer with `structuredContent`; every tool carries
+the four annotation hints; resource changes are notified (mcp_changes.py).
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 import anyio
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import Implementation, ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.types import (
+    EmptyResult,
+    Implementation,
+    SubscribeRequestParams,
+    ToolAnnotations,
+    UnsubscribeRequestParams,
+)
+from pydantic import BaseModel, Field
 
 from desktop_mem import __version__
 from desktop_mem.api import mcp_tools
-from desktop_mem.engine.api import MemoryEngine, clean_client_name, describe_holder, read_holder
+from desktop_mem.api.mcp_backends import Backend, EngineBackend, StdioBackend
+from desktop_mem.api.mcp_changes import LIST_URI, ChangeFeed, watch_store
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.models import EngineError, StoreLockedError
+from desktop_mem.engine.facade import MemoryEngine, clean_client_name
+from desktop_mem.engine.schema import MemoryJSON, MemoryPageJSON, SearchJSON
 
-EngineCall = Callable[[MemoryEngine], dict[str, Any]]
-LOCK_WAIT_S = 15.0  # how long a call waits for a writer that advertises no endpoint (a CLI command)
+__all__ = ["Backend", "EngineBackend", "StdioBackend", "build_server", "mcp_http_app", "run_stdio"]
 
 INSTRUCTIONS = (
     "desktop-mem is the user's long-term memory, shared by all their AI tools and reviewed by them "
@@ -39,101 +52,6 @@ INSTRUCTIONS = (
     "them or earlier work; add short, self-contained facts the user would want remembered; update "
     "or delete memories that became wrong. Never store secrets."
 )
-
-
-class Backend(Protocol):
-    """Where tool calls run: `read` needs only the files; `at_writer` needs the store's writer."""
-
-    async def read(self, call: EngineCall) -> dict[str, Any]: ...
-
-    async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
-                        call: EngineCall) -> dict[str, Any]: ...
-
-
-class EngineBackend:
-    """Calls on this process's open engine (serve, the app), in worker threads."""
-
-    def __init__(self, engine: MemoryEngine) -> None:
-        self.engine = engine
-
-    async def read(self, call: EngineCall) -> dict[str, Any]:
-        return await _run(call, self.engine)
-
-    async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
-                        call: EngineCall) -> dict[str, Any]:
-        return await _run(call, self.engine)
-
-
-async def _run(call: EngineCall, engine: MemoryEngine) -> dict[str, Any]:
-    try:
-        return await anyio.to_thread.run_sync(call, engine)
-    except EngineError as exc:
-        raise ToolError(str(exc)) from exc
-
-
-class StdioBackend:
-    """Calls from a `desktop-mem mcp` process, which never keeps the writer lock between calls."""
-
-    def __init__(self, config: Config) -> None:
-        self.config = config
-        self._lock = threading.Lock()  # one engine at a time in this process
-
-    async def read(self, call: EngineCall) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(self._read_sync, call)
-
-    def _read_sync(self, call: EngineCall) -> dict[str, Any]:
-        with self._lock:
-            try:
-                engine = MemoryEngine(self.config, read_only=True)
-            except EngineError as exc:
-                raise ToolError(str(exc)) from exc
-            try:
-                return call(engine)
-            except EngineError as exc:
-                raise ToolError(str(exc)) from exc
-            finally:
-                engine.close()
-
-    async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
-                        call: EngineCall) -> dict[str, Any]:
-        from desktop_mem.api.mcp_forward import WriterUnreachable, forward_call, writer_endpoint
-
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            done, value = await anyio.to_thread.run_sync(self._write_sync, call)
-            if done:
-                return value
-            root = self.config.store_path.expanduser().resolve()
-            endpoint = writer_endpoint(root)
-            if endpoint is not None:
-                token = str(self.config["server.token"]) or None
-                try:
-                    return await forward_call(endpoint, tool, arguments, client, token)
-                except WriterUnreachable:  # the writer is starting or stopping: ask again
-                    if time.monotonic() > deadline:
-                        raise ToolError(f"the desktop-mem process at {endpoint} does not answer") from None
-            elif time.monotonic() > deadline:
-                raise ToolError(
-                    f"The store {root} is open for writing by {describe_holder(read_holder(root))}, "
-                    "which does not accept forwarded writes; close it, or open the store in the "
-                    "desktop-mem app or `desktop-mem serve` instead.")
-            await anyio.sleep(0.2)
-
-    def _write_sync(self, call: EngineCall) -> tuple[bool, dict[str, Any]]:
-        """Run `call` as the writer if the lock is free: (True, result); (False, {}) if held."""
-        with self._lock:
-            try:
-                engine = MemoryEngine(self.config)
-            except StoreLockedError:
-                return False, {}
-            except EngineError as exc:
-                raise ToolError(str(exc)) from exc
-            try:
-                return True, call(engine)
-            except EngineError as exc:
-                raise ToolError(str(exc)) from exc
-            finally:
-                engine.close()
 
 
 def client_of(ctx: Context) -> Implementation | None:
@@ -160,12 +78,58 @@ ReadOnly = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempote
                            open_world_hint=False)
 
 
-def build_server(backend: Backend) -> MCPServer:
-    """The MCP server with the memory tools and resources, running calls through `backend`."""
+class ConfirmDelete(BaseModel):
+    """The question a delete asks the user (a client with elicitation shows it as a form)."""
+
+    forget: bool = Field(description="Forget them (they move to deleted/ and can be restored)")
+
+
+async def ask_before_deleting(ids: list[str], ctx: Context) -> Elicit[ConfirmDelete] | str:
+    """Ask the user before a delete when the client can ask (elicitation: a request during the
+    call up to 2025-11-25, an `input_required` result at 2026-07-28); else go ahead (see the tool)."""
+    caps = ctx.client_capabilities
+    if caps is None or caps.elicitation is None or (caps.elicitation.form is None
+                                                    and caps.elicitation.url is not None):
+        return "not asked"
+    shown = [f"- {t[:120]}" for t in await _texts(ctx, ids)]
+    lines = "\n".join(shown[:10]) + (f"\n(+{len(shown) - 10} more)" if len(shown) > 10 else "")
+    who = client_name(client_of(ctx))
+    return Elicit(f"{who} wants to forget {len(ids)} memor{'y' if len(ids) == 1 else 'ies'} in "
+                  f"desktop-mem:\n{lines or '(ids not found)'}\nForget them?", ConfirmDelete)
+
+
+async def _texts(ctx: Context, ids: list[str]) -> list[str]:
+    backend: Backend = ctx.mcp_server.backend  # type: ignore[attr-defined]
+
+    def read(engine: MemoryEngine) -> list[str]:
+        found = []
+        for memory_id in ids:
+            try:
+                found.append(engine.get(memory_id).text)
+            except Exception:  # unknown ids are reported by the delete itself
+                continue
+        return found
+
+    try:
+        return list(await backend.read(read))
+    except Exception:
+        return []
+
+
+def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
+    """The MCP server with the memory tools and resources, running calls through `backend`;
+    `feed` delivers change notifications (a new one if not given)."""
+    feed = feed or ChangeFeed()
+
+    async def observe(ctx: Any, call_next: Any) -> Any:
+        feed.saw(ctx.session, ctx.protocol_version)  # the loop, and 2025-era sessions to notify
+        return await call_next(ctx)
+
     server: MCPServer = MCPServer(
         "desktop-mem", title="desktop-mem memory", version=__version__, instructions=INSTRUCTIONS,
-        log_level="WARNING",
+        log_level="WARNING", subscriptions=feed.bus, middleware=[observe],
     )
+    server.backend = backend  # type: ignore[attr-defined]  # for the delete confirmation's resolver
 
     @server.tool(
         name="search_memory",
@@ -180,7 +144,7 @@ def build_server(backend: Backend) -> MCPServer:
         conversation: Conversation = None,
         top_k: Annotated[int | None, Field(ge=1, le=50, description="How many hits (default 5).")] = None,
         as_of: AsOf = None,
-    ) -> dict[str, Any]:
+    ) -> SearchJSON:
         args = {"query": query, "conversation": conversation, "top_k": top_k, "as_of": as_of}
         return await backend.at_writer("search_memory", args, client_of(ctx),
                                        lambda e: mcp_tools.search(e, query, conversation, top_k, as_of))
@@ -224,15 +188,16 @@ def build_server(backend: Backend) -> MCPServer:
         limit: Annotated[int | None, Field(ge=1, le=500, description="Page size (default 50).")] = None,
         offset: Annotated[int | None, Field(ge=0, description="Skip this many (paging).")] = None,
         as_of: AsOf = None,
-    ) -> dict[str, Any]:
+    ) -> MemoryPageJSON:
         return await backend.read(lambda e: mcp_tools.list_memories(e, conversation, kind, limit, offset,
                                                                     as_of))
 
-    @server.tool(name="get_memory", description="Get one memory by id (also a deleted one).",
+    @server.tool(name="get_memory", description="Get one memory by id (also a deleted one), with its "
+                 "front matter: kind, source, the client that wrote it, validity, what replaced it.",
                  annotations=ReadOnly)
     async def get_memory(
         id: Annotated[str, Field(description="The memory's id (or a unique prefix of 6+ chars).")],  # noqa: A002
-    ) -> dict[str, Any]:
+    ) -> MemoryJSON:
         return await backend.read(lambda e: mcp_tools.get(e, id))
 
     @server.tool(
@@ -254,17 +219,27 @@ def build_server(backend: Backend) -> MCPServer:
     @server.tool(
         name="delete_memories",
         description="Forget memories that are wrong or that the user asks to forget. Soft delete: "
-        "files move under deleted/ and can be brought back with restore_memory.",
+        "files move under deleted/ and can be brought back with restore_memory. Clients that "
+        "support elicitation are asked to confirm with the user first.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                                     open_world_hint=False),
     )
     async def delete_memories(
         ctx: Context,
         ids: Annotated[list[str], Field(description="Ids of the memories to delete.")],
+        confirmation: Annotated[ElicitationResult[ConfirmDelete], Resolve(ask_before_deleting)],
     ) -> dict[str, Any]:
+        asked = confirmation.action == "accept" and isinstance(confirmation.data, ConfirmDelete)
+        if confirmation.action != "accept" or (asked and not confirmation.data.forget):
+            return {"deleted": [], "skipped": [{"id": i, "reason": "the user said no"} for i in ids],
+                    "confirmed": "declined"}
         info = client_of(ctx)
-        return await backend.at_writer("delete_memories", {"ids": ids}, info,
-                                       lambda e: mcp_tools.delete(e, ids, client_name(info)))
+        out = await backend.at_writer("delete_memories", {"ids": ids}, info,
+                                      lambda e: mcp_tools.delete(e, ids, client_name(info)))
+        # A client that cannot ask its user (no elicitation) deletes at once: soft, restorable,
+        # and shown in the app with Undo.
+        return {**out, "confirmed": "by the user" if asked else "not asked: the client cannot ask; "
+                "restore_memory brings them back"}
 
     @server.tool(
         name="restore_memory",
@@ -294,10 +269,35 @@ def build_server(backend: Backend) -> MCPServer:
     ) -> dict[str, Any]:
         return await backend.read(lambda e: mcp_tools.history(e, id, limit))
 
+    @server.tool(
+        name="review_memory_changes",
+        description="Review mode (setting memory.review): changes the memory model proposed that wait "
+        "for the user. action=list shows them; accept (optionally with your own `text`) or reject one "
+        "by id, one commit each. Ask the user before accepting or rejecting on their behalf.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                    open_world_hint=False),
+    )
+    async def review_memory_changes(
+        ctx: Context,
+        action: Annotated[str, Field(description="list, accept or reject.")] = "list",
+        id: Annotated[str | None, Field(description="The proposal's id (accept, reject).")] = None,  # noqa: A002
+        text: Annotated[str | None, Field(description="Accept with this text instead.")] = None,
+    ) -> dict[str, Any]:
+        if action == "list":
+            return await backend.read(lambda e: mcp_tools.review(e, "list", None, None))
+        return await backend.at_writer("review_memory_changes", {"action": action, "id": id, "text": text},
+                                       client_of(ctx), lambda e: mcp_tools.review(e, action, id, text))
+
     @server.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json",
                      description="One memory by id, with its front matter.")
     async def memory_resource(memory_id: str) -> dict[str, Any]:
         return await backend.read(lambda e: mcp_tools.get(e, memory_id))
+
+    @server.resource(LIST_URI, name="memories", mime_type="application/json",
+                     description="The newest live memories (first page of list_memories); updated "
+                     "whenever a memory is added, changed or deleted, by anyone.")
+    async def list_resource() -> dict[str, Any]:
+        return dict(await backend.read(lambda e: mcp_tools.list_memories(e, None, None, 50, 0)))
 
     @server.resource("memory://conversations/{conversation}/summary", name="conversation summary",
                      mime_type="application/json",
@@ -306,12 +306,27 @@ def build_server(backend: Backend) -> MCPServer:
         return await backend.read(lambda e: {"conversation": conversation,
                                              "summary": mcp_tools.summary(e, conversation)})
 
+    _serve_change_notifications(server, feed)
     return server
 
 
 def run_stdio(config: Config) -> None:
-    """Serve MCP over stdin/stdout until the client closes it (`desktop-mem mcp`)."""
-    build_server(StdioBackend(config)).run()
+    """Serve MCP over stdin/stdout until the client closes it (`desktop-mem mcp`): one warm
+    engine for the session, and a watch on the store's files for change notifications."""
+    backend = StdioBackend(config)
+    feed = ChangeFeed()
+    server = build_server(backend, feed)
+
+    async def serve() -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch_store, backend.root, backend.snapshot, feed)
+            await server.run_stdio_async()
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(serve)
+    finally:
+        backend.close()
 
 
 def mcp_http_app(engine: MemoryEngine) -> tuple[list[Any], Callable[[], Any]]:
@@ -323,8 +338,36 @@ def mcp_http_app(engine: MemoryEngine) -> tuple[list[Any], Callable[[], Any]]:
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
-    app = build_server(EngineBackend(engine)).streamable_http_app(
+    backend, feed = EngineBackend(engine), ChangeFeed()
+    backend.subscribe(feed.store_changed)  # every change of the store, whoever made it
+    app = build_server(backend, feed).streamable_http_app(
         streamable_http_path="/mcp",
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return list(app.routes), lambda: app.router.lifespan_context(app)
+
+
+def _serve_change_notifications(server: MCPServer, feed: ChangeFeed) -> None:
+    """`resources/subscribe` / `unsubscribe` for 2025-era clients, and `listChanged` in their
+    capabilities. MCPServer registers neither and has no public hook for it: its lowlevel server
+    (whose `add_request_handler` is public) is reached through the private attribute."""
+    low = server._lowlevel_server  # noqa: SLF001
+
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        feed.subscribe(ctx.session, str(params.uri))
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        feed.unsubscribe(ctx.session, str(params.uri))
+        return EmptyResult()
+
+    low.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+    options = low.create_initialization_options
+
+    def with_list_changed(notification_options: NotificationOptions | None = None, *args: Any,
+                          **kwargs: Any) -> Any:
+        chosen = notification_options or NotificationOptions(resources_changed=True)
+        return options(chosen, *args, **kwargs)
+
+    low.create_initialization_options = with_list_changed  # type: ignore[method-assign]
