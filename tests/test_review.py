@@ -167,3 +167,31 @@ def test_the_cli_lists_accepts_and_rejects(make_config: Callable[..., Any], scri
     assert done.returncode == 0, done.stderr
     with MemoryEngine(make_config()) as reopened:
         assert _facts(reopened) == ["The user lives in Leuven"]
+
+
+def test_the_mcp_tool_lists_and_rejects(make_config: Callable[..., Any], scripted_llm: Any) -> None:
+    import anyio
+
+    from tests.mcp_clients import call, stdio_session
+
+    engine = _review_engine(make_config, scripted_llm)
+    try:
+        _move(engine, scripted_llm)
+        [proposal], _ = engine.proposals()
+        root = engine.root
+    finally:
+        engine.close()
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], Any]:
+        async with stdio_session(root) as s:
+            listed = await call(s, "review_memory_changes")
+            rejected = await call(s, "review_memory_changes", action="reject", id=proposal.id)
+            missing = await s.call_tool("review_memory_changes", {"action": "accept"})
+        return listed, rejected, missing
+
+    listed, rejected, missing = anyio.run(scenario)
+    assert [p["summary"] for p in listed["proposals"]] == [proposal.describe()]
+    assert rejected["rejected"]["id"] == proposal.id and rejected["commit"]
+    assert missing.is_error and "needs the proposal's id" in missing.content[0].text
+    with MemoryEngine(make_config()) as reopened:
+        assert reopened.proposals() == ([], []) and _facts(reopened) == ["The user lives in Ghent"]
