@@ -95,10 +95,12 @@ ENGINE_NOT_READS: dict[str, str] = {
     "rename_conversation": "write", "apply_decisions": "write (reconciled decisions, one commit)",
     "undo_update": "write",
     "resolve_held_back": "write (the user's answer)",
+    "accept_proposal": "write (review mode: the user's answer)", "reject_proposal": "write (review mode)",
     "apply_external_changes": "write (the watcher's)", "commit_all": "write", "reindex": "write",
     "open_index": "opens the index (returns counts)", "refresh": "re-reads the store (returns None)",
     "chat": "a chat turn: what it sends is checked in test_hand_edit_secrets",
-    "llm_check": "probes the LLM endpoint", "close": "lifecycle", "start_watcher": "lifecycle",
+    "llm_check": "probes the LLM endpoint", "open": "lifecycle (opens a store)", "close": "lifecycle",
+    "start_watcher": "lifecycle",
     "stop_watcher": "lifecycle", "wait_idle": "lifecycle", "subscribe": "events: see the UI bridge test",
     "subscribe_held_back": "events (a SecretHeldBack carries no secret)",
     "subscribe_outcomes": "events", "chat_service": "a part (its reads go through these doors)",
@@ -179,6 +181,7 @@ def _cli_reads(s: HeldStore, out: Path) -> dict[str, list[list[str]]]:
         "diff": [[c.sha] for c in s.app.history(limit=3)],
         "doctor": [[]],
         "secrets": [["list"]],
+        "review": [["list"]],
         "search": [[q] for q in QUERIES[:2]] + [[QUERIES[1], "--conversation", "trip"]],
         "config": [[]],
         "export": [["--output", str(out / "all.json"), "--force"],
@@ -250,13 +253,14 @@ def test_no_rest_route_gives_out_a_held_back_hand_edit(store: HeldStore) -> None
 
 MCP_WRITES: dict[str, str] = {
     "add_memories": "write", "update_memory": "write", "delete_memories": "write", "restore_memory": "write",
+    "review_memory_changes": "write (accept / reject a proposal; list is tested in test_review)",
 }
 
 
 def _tool_arguments(schema: dict[str, Any], s: HeldStore) -> list[dict[str, Any]]:
     values: dict[str, list[Any]] = {
         "id": [m.id for m in s.held], "query": list(QUERIES), "conversation": ["trip", None],
-        "limit": [50], "offset": [0], "kind": [None], "top_k": [5],
+        "limit": [50], "offset": [0], "kind": [None], "top_k": [5], "as_of": [None, "2099-01-01"],
     }
     props = list(schema.get("properties", {}))
     missing = [p for p in props if p not in values]

@@ -199,3 +199,20 @@ def summary(engine: MemoryEngine, conversation: str) -> str:
         raise NotFoundError(f"conversation {conversation!r} has no summary yet")
     return engine.get(memory.id).text  # a held-back summary is refused (HeldBackError), not redacted
 
+
+def review(engine: MemoryEngine, action: str, proposal_id: str | None, text: str | None) -> dict[str, Any]:
+    """Review mode's proposals: list them, or accept (optionally with `text`) / reject one."""
+    from dataclasses import asdict
+
+    if action == "list":
+        found, broken = engine.proposals()
+        return {"proposals": [{**asdict(p), "summary": p.describe()} for p in found], "unreadable": broken}
+    if action not in ("accept", "reject"):
+        raise ValidationError(f"action {action!r} is not one of list, accept, reject")
+    if not proposal_id:
+        raise ValidationError(f"{action} needs the proposal's id; action=list shows them")
+    if action == "accept":
+        proposal, commit = engine.accept_proposal(proposal_id, text)
+    else:
+        proposal, commit = engine.reject_proposal(proposal_id)
+    return {action + "ed": {**asdict(proposal), "summary": proposal.describe()}, "commit": commit}
