@@ -125,11 +125,20 @@ def plan(client: str, command: str, args: Sequence[str], path: Path | None = Non
     except (OSError, UnicodeDecodeError) as exc:
         raise SetupError(f"cannot read {path}: {exc}") from exc
     entry = entry_for(client, command, args)
+    snippet = snippet_for(client, command, args)
     if client == "codex":
-        return SetupPlan(client, path, before, _merge_toml(path, before, entry), _toml_table(entry))
+        return SetupPlan(client, path, before, _merge_toml(path, before, entry), snippet)
     key = "servers" if client == "vscode" else "mcpServers"
-    snippet = json.dumps({key: {SERVER_NAME: entry}}, indent=2) + "\n"
     return SetupPlan(client, path, before, _merge_json(path, before, key, entry), snippet)
+
+
+def snippet_for(client: str, command: str, args: Sequence[str]) -> str:
+    """What to paste into the client's config by hand, in its format."""
+    entry = entry_for(client, command, args)
+    if client == "codex":
+        return _toml_table(entry)
+    key = "servers" if client == "vscode" else "mcpServers"
+    return json.dumps({key: {SERVER_NAME: entry}}, indent=2) + "\n"
 
 
 def _merge_json(path: Path, before: str | None, key: str, entry: dict[str, Any]) -> str:

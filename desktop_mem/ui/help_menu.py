@@ -1,11 +1,17 @@
-"""The Help menu's two windows: every keyboard shortcut, and About."""
+"""The Help menu's windows: every keyboard shortcut, connecting an AI tool, and About."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMenu, QMenuBar, QMessageBox, QWidget
 
 from desktop_mem import __version__
+
+if TYPE_CHECKING:
+    from desktop_mem.ui.task_runner import TaskRunner
 
 # Shortcuts that belong to a widget rather than to a menu action.
 WIDGET_SHORTCUTS = (("Send message (in the message box)", "Ctrl+Enter"),
@@ -37,3 +43,12 @@ def show_about(parent: QWidget, store_path: str) -> None:
         f"Markdown in git, in <code>{store_path}</code>.</p><p>The same store from a terminal: "
         "<code>desktop-mem --help</code>; as an OpenAI-compatible endpoint: "
         "<code>desktop-mem serve</code>.</p>"))
+
+
+def show_connect(parent: QWidget, store_path: Path, runner: TaskRunner) -> None:
+    """Help → Connect an AI tool…: add desktop-mem to an MCP client's settings (connect_dialog.py)."""
+    from desktop_mem.ui.connect_dialog import ConnectDialog
+
+    dialog = ConnectDialog(store_path, runner, parent)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()

@@ -31,7 +31,7 @@ from desktop_mem.ui.app_overrides import apply_app_overrides
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.held_back_notice import HeldBackNotice
-from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_shortcuts
+from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_connect, show_shortcuts
 from desktop_mem.ui.long_operations import (
     LongOperations,
     describe_import,
@@ -225,6 +225,7 @@ class MainWindow(QMainWindow):
         help_menu = bar.addMenu("&Help")
         self.shortcuts_action = self._action(help_menu, "&Keyboard shortcuts", "F1",
                                              self._on_shortcuts_triggered)
+        self._action(help_menu, "C&onnect an AI tool…", None, self._on_connect_triggered)
         self._action(help_menu, "&About desktop-mem", None, self._on_about_triggered)
 
     def _action(self, menu: object, text: str, shortcut: QKeySequence.StandardKey | str | None,
@@ -585,6 +586,10 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_shortcuts_triggered(self) -> None:
         show_shortcuts(self, self.menuBar())
+
+    @Slot()
+    def _on_connect_triggered(self) -> None:
+        show_connect(self, self.config.store_path, self.runner)
 
     @Slot()
     def _on_about_triggered(self) -> None:
