@@ -16,10 +16,16 @@ Handler = Callable[[argparse.Namespace, Config], int]
 
 def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
     """Add the three commands to the `desktop-mem` parser and their handlers to `handlers`."""
-    p = subparsers.add_parser("import", help="import a ChatGPT export, a JSON list of memories or Markdown "
-                              "bullets (one commit; re-importing adds nothing)")
-    p.add_argument("file", type=Path, help="conversations.json (or the ChatGPT export .zip), .json or .md")
-    p.add_argument("--format", choices=["chatgpt", "json", "markdown"], help="default: guessed from the file")
+    p = subparsers.add_parser("import", help="import a ChatGPT or Claude data export, a mem0 / OpenMemory "
+                              "export, a JSON list of memories or Markdown bullets (one commit; "
+                              "re-importing adds nothing)")
+    p.add_argument("file", type=Path, help="the export .zip as downloaded, conversations.json, "
+                   "memories.json, "
+                   ".json or .md")
+    # The engine checks the name (an unknown one is an error listing the formats), so the list
+    # is not repeated here.
+    p.add_argument("--format", metavar="{chatgpt,claude,mem0,json,markdown}",
+                   help="default: guessed from the file")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would be added and skipped; write nothing")
     p.add_argument("--extract", action="store_true",
@@ -49,7 +55,7 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
 
     from desktop_mem.engine.api import apply_import, iter_plan_lines, plan_import
 
-    with MemoryEngine(config) as engine:
+    with MemoryEngine.open(config) as engine:
         plan = plan_import(engine, args.file, args.format, extract=args.extract, secrets=args.secrets)
         if args.dry_run:
             for line in iter_plan_lines(plan):
@@ -83,7 +89,7 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.engine.api import export_json, export_zip
 
     write = export_zip if args.format == "zip" else export_json
-    with MemoryEngine(config, read_only=True) as engine:
+    with MemoryEngine.open(config, read_only=True) as engine:
         result = write(engine, args.output, args.conversation, overwrite=args.force)
     print(f"exported {result.memories} memories ({result.deleted} deleted) in {result.conversations} "
           f"conversations to {result.path}")
@@ -97,7 +103,7 @@ def cmd_sync(args: argparse.Namespace, config: Config) -> int:
     """Sync and say what came in, what went out and which memories conflicted."""
     from desktop_mem.engine.api import sync
 
-    with MemoryEngine(config) as engine:
+    with MemoryEngine.open(config) as engine:
         result = sync(engine)
     print(f"synced with {result.remote} ({result.branch}): {result.incoming_commits} commits in "
           f"({len(result.incoming_paths)} files), {result.outgoing_commits} out")

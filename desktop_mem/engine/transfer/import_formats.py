@@ -1,5 +1,6 @@
-"""The three import formats, parsed into Entries: a ChatGPT export, a JSON list of memories
-(ours or anyone's) and Markdown bullet lists. Pure parsing: nothing here writes to a store."""
+"""Import formats parsed into Entries: a ChatGPT export, a JSON list of memories (ours or
+anyone's) and Markdown bullet lists (Claude and mem0 exports: peer_exports.py). Pure parsing:
+nothing here writes to a store."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def stable_id(*parts: object) -> str:
         return str(uuid.uuid5(NAMESPACE, name.encode("utf-8", "surrogatepass").hex()))
 
 
-def _conversation_for(title: str, source_id: str) -> str:
+def conversation_for(title: str, source_id: str) -> str:
     """A readable, stable conversation id: the title's slug plus a hash of the source id."""
     return f"{slugify_conversation_id(title)[:52].rstrip('-._')}-{stable_id(source_id)[:8]}"
 
@@ -91,7 +92,7 @@ def parse_chatgpt(
         title = str(conv.get("title") or "").strip() or "Untitled"
         label = f"conversation {n} {title!r}"
         source_id = str(conv.get("conversation_id") or conv.get("id") or f"{title}:{conv.get('create_time')}")
-        conv_id = _conversation_for(title, source_id)
+        conv_id = conversation_for(title, source_id)
         nodes, problem = _branch(conv["mapping"], conv.get("current_node"))
         if problem:
             skipped.append(Skipped(label, problem))

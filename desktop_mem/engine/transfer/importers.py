@@ -1,5 +1,6 @@
-"""Bring existing history in: a ChatGPT export, a JSON list of memories (ours or anyone's), or
-Markdown bullet lists -> conversations, turns and facts.
+"""Bring existing history in: a ChatGPT or Claude data export, a mem0 / OpenMemory memory export,
+a JSON list of memories (ours or anyone's), or Markdown bullet lists -> conversations, turns and
+facts.
 
 `plan_import` reads and checks the whole file and writes nothing (the dry run shows it);
 `apply_import` writes every file under the writer lock and makes one commit. Ids are derived
@@ -38,13 +39,19 @@ from desktop_mem.engine.transfer.import_formats import (  # noqa: F401 - Entry, 
     parse_memory_list,
     stable_id,
 )
+from desktop_mem.engine.transfer.peer_exports import (
+    is_claude_conversations,
+    is_mem0,
+    parse_claude,
+    parse_mem0,
+)
 from desktop_mem.engine.transfer.ports import TransferSource
 
 # An id from an import file: printable, one line, not too long (a NUL wrote the file and then
 # crashed the commit; a newline or escape would mislead every listing).
 _ID = re.compile(r"[^\x00-\x1f\x7f-\x9f]{1,200}")
 
-FORMATS = ("chatgpt", "json", "markdown")
+FORMATS = ("chatgpt", "claude", "mem0", "json", "markdown")
 PREVIEW_LINES = 8
 # Limits on what an import may read: a 300 KB zip expanding to 300 MB took 706 MB of memory on
 # a dry run. The decompressed size is checked while reading (a zip's header may lie).
@@ -122,18 +129,22 @@ def plan_import(
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
         raise ImportFileError(f"unknown import format {fmt!r}; use one of {', '.join(FORMATS)}")
-    raw = _read(path)
-    fmt = fmt or _sniff(path, raw)
+    files = _read(path)
+    fmt = fmt or _sniff(path, files)
+    raw = files.get("", files.get("conversations.json", files.get("memories.json", b"")))
+    notes: list[str] = []
     if fmt == "markdown":
         titles, entries, skipped = parse_markdown(raw, path)
-        notes: list[str] = []
+    elif fmt == "claude":
+        titles, entries, skipped, notes = parse_claude(_claude_members(files, path), path)
     else:
         data = _load_json(raw, path)
         if fmt == "chatgpt":
             titles, entries, skipped, notes = parse_chatgpt(data, path)
+        elif fmt == "mem0":
+            titles, entries, skipped, notes = parse_mem0(data, path)
         else:
             titles, entries, skipped = parse_memory_list(data, path)
-            notes = []
     if len(entries) > MAX_IMPORT_ENTRIES:
         raise ImportFileError(f"{path} holds {len(entries):,} entries, over the limit of "
                               f"{MAX_IMPORT_ENTRIES:,} per import; split it")
@@ -188,35 +199,67 @@ def _where(e: Entry) -> str:
     return re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", where)  # printed as is by the CLI
 
 
-def _read(path: Path) -> bytes:
+# What a downloaded export zip holds that an importer reads: ChatGPT's and Claude's
+# conversations.json, Claude's memories.json (+ projects.json for project names), OpenMemory's
+# memories.json. Members are found by base name: exports nest them in a dated folder.
+_ZIP_MEMBERS = ("conversations.json", "memories.json", "projects.json")
+
+
+def _read(path: Path) -> dict[str, bytes]:
+    """The file's bytes (under ""), or for a zip the members an importer reads, by base name;
+    the sizes are capped while reading."""
     try:
-        if path.suffix.lower() == ".zip":  # a ChatGPT export as downloaded
-            with zipfile.ZipFile(path) as archive:
-                members = archive.infolist()
-                if len(members) > MAX_ZIP_MEMBERS:
-                    raise ImportFileError(f"{path} holds {len(members):,} files, over the limit of "
-                                          f"{MAX_ZIP_MEMBERS:,}; is it a ChatGPT export?")
-                names = [m for m in members if m.filename.rsplit("/", 1)[-1] == "conversations.json"]
-                if not names:
-                    raise ImportFileError(f"{path} has no conversations.json inside; is it a ChatGPT export?")
-                with archive.open(names[0]) as handle:
-                    return _capped(handle, path, names[0].file_size)
+        if path.suffix.lower() == ".zip":
+            return _read_zip(path)
         with open(path, "rb") as handle:
-            return _capped(handle, path, os.fstat(handle.fileno()).st_size)
+            return {"": _capped(handle, path, os.fstat(handle.fileno()).st_size)}
     except FileNotFoundError:
         raise ImportFileError(f"{path} does not exist") from None
     except (OSError, zipfile.BadZipFile) as exc:
         raise ImportFileError(f"cannot read {path}: {exc}") from None
 
 
-def _capped(handle: IO[bytes], path: Path, declared: int) -> bytes:
-    """All of `handle`, refusing (before and while reading) more than MAX_IMPORT_BYTES."""
+def _read_zip(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:
+            raise ImportFileError(f"{path} holds {len(members):,} files, over the limit of "
+                                  f"{MAX_ZIP_MEMBERS:,}; is it a ChatGPT, Claude or OpenMemory export?")
+        wanted = {}
+        for member in members:
+            name = member.filename.rsplit("/", 1)[-1]
+            if name in _ZIP_MEMBERS and name not in wanted and not member.is_dir():
+                wanted[name] = member
+        if "conversations.json" not in wanted and "memories.json" not in wanted:
+            raise ImportFileError(f"{path} has no conversations.json or memories.json inside; is it a "
+                                  "ChatGPT, Claude or OpenMemory export?")
+        out: dict[str, bytes] = {}
+        budget = MAX_IMPORT_BYTES
+        for name, member in wanted.items():
+            with archive.open(member) as handle:
+                out[name] = _capped(handle, path, member.file_size, budget)
+            budget -= len(out[name])
+        return out
+
+
+def _claude_members(files: Mapping[str, bytes], path: Path) -> dict[str, Any]:
+    if "" in files:  # conversations.json (or memories.json) given on its own
+        data = _load_json(files[""], path)
+        return {"conversations.json" if isinstance(data, list) and is_claude_conversations(data)
+                else "memories.json": data}
+    return {name: _load_json(raw, path / name) for name, raw in files.items()}
+
+
+def _capped(handle: IO[bytes], path: Path, declared: int, limit: int | None = None) -> bytes:
+    """All of `handle`, refusing (before and while reading) more than `limit` bytes (what is left
+    of MAX_IMPORT_BYTES for this import; all of it by default)."""
+    limit = MAX_IMPORT_BYTES if limit is None else limit
     too_big = ImportFileError(f"{path} expands to more than {MAX_IMPORT_BYTES // (1024 * 1024)} MiB, the "
                               "limit of one import; split it")
-    if declared > MAX_IMPORT_BYTES:
+    if declared > limit:
         raise too_big
-    data = handle.read(MAX_IMPORT_BYTES + 1)
-    if len(data) > MAX_IMPORT_BYTES:
+    data = handle.read(limit + 1)
+    if len(data) > limit:
         raise too_big
     return data
 
@@ -278,7 +321,13 @@ def _redact_values(extra: Mapping[str, Any]) -> dict[str, Any]:
     return {k: redact(v) if isinstance(v, str) else v for k, v in extra.items()}
 
 
-def _sniff(path: Path, raw: bytes) -> str:
+def _sniff(path: Path, files: Mapping[str, bytes]) -> str:
+    if "" not in files:  # a zip: what it holds says whose export it is
+        if "conversations.json" in files:
+            data = _json_or_none(files["conversations.json"])
+            return "claude" if is_claude_conversations(data) else "chatgpt"
+        return "claude" if _is_claude_memories(_json_or_none(files["memories.json"])) else "mem0"
+    raw = files[""]
     if path.suffix.lower() in (".md", ".markdown", ".txt"):
         return "markdown"
     head = raw.lstrip()[:1]
@@ -286,12 +335,25 @@ def _sniff(path: Path, raw: bytes) -> str:
         if path.suffix.lower() == ".json" or not raw.strip():
             return "json"  # let the JSON reader give its precise error
         return "markdown"
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return "json"
+    data = _json_or_none(raw)
     first = data[0] if isinstance(data, list) and data else None
-    return "chatgpt" if isinstance(first, dict) and "mapping" in first else "json"
+    if isinstance(first, dict) and "mapping" in first:
+        return "chatgpt"
+    if is_claude_conversations(data) or _is_claude_memories(data):
+        return "claude"
+    return "mem0" if is_mem0(data) else "json"
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except ValueError:
+        return None
+
+
+def _is_claude_memories(data: Any) -> bool:
+    first = data[0] if isinstance(data, list) and data else data
+    return isinstance(first, dict) and "conversations_memory" in first
 
 
 def _load_json(raw: bytes, path: Path) -> Any:
