@@ -41,6 +41,7 @@ from desktop_mem.ui.long_operations import (
 )
 from desktop_mem.ui.notice_bar import NoticeBar
 from desktop_mem.ui.progress import Cancelled, ProgressReporter
+from desktop_mem.ui.review_pane import ReviewBadge
 from desktop_mem.ui.status_bar import StatusBar, last_commit_line
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.tool_notice import ToolNotice
@@ -89,15 +90,19 @@ class KeptView:
     conversation: str | None
     tab: int
     typed: str
+    failure: tuple[str, str] | None = None  # (conversation, why its last reply failed)
 
     @classmethod
     def of(cls, workspace: Workspace) -> KeptView:
-        """Remember the workspace's conversation, tab and unsent message."""
+        """Remember the workspace's conversation, tab, unsent message and failed reply."""
         return cls(workspace.conversations.current, workspace.tabs.currentIndex(),
-                   workspace.chat.input.toPlainText())
+                   workspace.chat.input.toPlainText(), workspace.chat.failure_note())
 
     def restore(self, workspace: Workspace) -> None:
-        """Show them again in the new workspace (the transcript reloads from the store)."""
+        """Show them again in the new workspace (the transcript reloads from the store; the
+        unanswered message gets its interrupted reply and Retry back from there)."""
+        if self.failure is not None:
+            workspace.chat.keep_failure_note(*self.failure)
         if self.conversation is not None:
             workspace.conversations.select(self.conversation)
         workspace.tabs.setCurrentIndex(self.tab)
@@ -108,7 +113,7 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
     """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
     from desktop_mem.engine.api import MemoryEngine
 
-    engine = MemoryEngine(config, read_only=read_only)
+    engine = MemoryEngine.open(config, read_only=read_only)
     return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
 
 
@@ -308,10 +313,17 @@ class MainWindow(QMainWindow):
         # The chat asks for Settings only about the endpoint: open on that tab.
         self.workspace.settings_requested.connect(lambda: self.open_settings("llm"))
         self.workspace.llm_problem.connect(self.status.show_llm_problem)
+        self.workspace.llm_answered.connect(self.status.on_llm_answered)
+        self.workspace.reply_ended.connect(self.status.on_reply_ended)
+        self.workspace.memory_activity.connect(self.status.set_memory_activity)
+        self.status.cancel_memory_update_requested.connect(self.workspace.chat.cancel_memory_updates)
         self.bridge.store_changed.connect(self.status.on_store_changed)
         self.tool_notice = ToolNotice(engine, self.runner, self)  # AI tools' (MCP) changes + Undo
         self.status.addWidget(self.tool_notice)
         self.bridge.store_changed.connect(self.tool_notice.on_store_changed)
+        self.review_badge = ReviewBadge(engine, self.runner, self)  # review mode: "Review (N)"
+        self.status.addPermanentWidget(self.review_badge)
+        self.bridge.store_changed.connect(self.review_badge.on_store_changed)
         # "Redact or keep?" for hand edits holding a likely secret, those found at start first.
         self.held_back_notice = HeldBackNotice(engine, self.runner, self)
         self._column.insertWidget(1, self.held_back_notice)
@@ -520,11 +532,12 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _on_import_triggered(self) -> None:
-        """Import a JSON list, a desktop-mem export, a ChatGPT export or Markdown (all or nothing)."""
+        """Import a ChatGPT or Claude data export, a mem0 / OpenMemory export, a JSON list, a
+        desktop-mem export or Markdown (all or nothing)."""
         if self.engine is None or self.engine.read_only:
             return
         path, _filter = QFileDialog.getOpenFileName(
-            self, "Import memories", "", "Memories (*.json *.md *.markdown *.txt);;All files (*)")
+            self, "Import memories", "", "Exports and memories (*.zip *.json *.md *.markdown *.txt);;All files (*)")
         if path:
             self.import_file(Path(path))
 
