@@ -65,7 +65,9 @@ def with_validity(
     label on every fact that has a history."""
     now = now or utc_now()
     asked_about_past = about_the_past(message)
-    predecessors = _replaced(reads)
+    # Only a question about the past needs the chains: a present question's turn costs a regex and
+    # a look at the k results, nothing that grows with the store.
+    predecessors = _replaced(reads) if asked_about_past else {}
     past = _superseded(view.results, predecessors, search) if asked_about_past else []
     notes = dict(view.notes)
     results = [*view.results, *past]
