@@ -206,12 +206,16 @@ def test_the_protocol_revisions_served_on_stdio_and_http(tmp_path: Path) -> None
 
     try:
         seen = anyio.run(scenario)
-        old = httpx.post(f"{serve.url}/mcp", headers={"Accept": "application/json, text/event-stream"},
-                         json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                          "clientInfo": {"name": "old", "version": "1"}}}, timeout=30)
+        answered = {version: httpx.post(
+            f"{serve.url}/mcp", headers={"Accept": "application/json, text/event-stream"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": version, "capabilities": {},
+                             "clientInfo": {"name": "old", "version": "1"}}},
+            timeout=30).text.replace(" ", "")
+            for version in ("2024-11-05", "2025-03-26", "2025-06-18")}
     finally:
         serve.stop()
     assert seen == {"stdio-auto": ("2026-07-28", False), "stdio-legacy": ("2025-11-25", False),
                     "http-auto": ("2026-07-28", False), "http-legacy": ("2025-11-25", False)}
-    assert '"protocolVersion":"2025-06-18"' in old.text.replace(" ", "")
+    for version, text in answered.items():  # older clients get their own revision back
+        assert f'"protocolVersion":"{version}"' in text, text
