@@ -93,7 +93,9 @@ ENGINE_NOT_READS: dict[str, str] = {
     "add": "write", "edit": "write", "delete": "write", "restore": "write", "replace": "write",
     "restore_version": "write", "delete_conversation": "write", "new_conversation": "write",
     "rename_conversation": "write", "apply_decisions": "write (reconciled decisions, one commit)",
-    "undo_update": "write",
+    "undo_update": "write", "save_problem_file": "write", "migrate_user_scope": "write",
+    "close_index": "lifecycle",
+    "cancel_write_path": "lifecycle", "subscribe_write_progress": "events",
     "resolve_held_back": "write (the user's answer)",
     "accept_proposal": "write (review mode: the user's answer)", "reject_proposal": "write (review mode)",
     "apply_external_changes": "write (the watcher's)", "commit_all": "write", "reindex": "write",
@@ -120,6 +122,8 @@ def _engine_arguments(s: HeldStore) -> dict[str, list[Any]]:
         "memory": raw,
         "revision": ["HEAD"],
         "moment": [utc_now(), utc_now() + timedelta(days=1)],
+        "rel": [m.path for m in s.held],
+        "turn_id": [s.held[2].id],
     }
 
 

@@ -27,6 +27,7 @@ from desktop_mem.engine.models import (
     CommitInfo,
     HeldBackChoice,
     Memory,
+    NotFoundError,
     Operation,
     Problem,
     SecretHeldBack,
@@ -207,7 +208,10 @@ class MemoryEngine:
         return self._p.problems()
 
     def problem_text(self, rel: str) -> str:
-        """The raw text of a store file (one that failed to parse), undecodable bytes replaced."""
+        """The raw text of a store file that failed to parse (the problem editor's), undecodable
+        bytes replaced. Any other file is refused: a memory is read through `get` (or `raw`)."""
+        if rel not in {p.path for p in self.problems()}:
+            raise NotFoundError(f"{rel} is not a file that failed to read; `desktop-mem doctor` lists them")
         return self.store.abspath(rel).read_bytes().decode("utf-8", errors="replace")
 
     def save_problem_file(self, rel: str, text: str) -> Problem | None:

@@ -28,7 +28,6 @@ NOT_READS: dict[str, str] = {
     "main_window.open_index_and_watch": "lifecycle", "main_window.start_endpoint": "lifecycle",
     "problem_editor.save_raw": "write", "tool_notice.undo_changes": "write",
     "problem_editor.load_raw": "the problem editor: the raw file, asked for by name",
-    "problem_editor._file": "the problem editor: the raw file, asked for by name",
 }
 
 
@@ -39,7 +38,8 @@ def _engine_functions() -> dict[str, Callable[..., Any]]:
         for name, function in inspect.getmembers(module, inspect.isfunction):
             params = list(inspect.signature(function).parameters.values())
             takes_engine = bool(params) and "MemoryEngine" in str(params[0].annotation)
-            if function.__module__ == module.__name__ and takes_engine:
+            # private helpers run inside the public functions called here
+            if function.__module__ == module.__name__ and takes_engine and not name.startswith("_"):
                 found[f"{info.name}.{name}"] = function
     return found
 
