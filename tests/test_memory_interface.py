@@ -98,3 +98,27 @@ def test_summarizing_memory_puts_summary_user_message_before_recent_ones() -> No
 def test_summarizing_memory_rejects_a_zero_limit() -> None:
     with pytest.raises(ValueError, match="max_messages must be at least 1"):
         SummarizingMemory(max_messages=0, summarizer=lambda old: "")
+
+
+def test_the_engines_strategies_are_004_memories_and_the_chat_context_is_their_read() -> None:
+    """A chat turn's strategy is used through read / store / appended: the prior conversation is
+    the initial state, the new message is stored, what is sent is `read()`, and `appended()` is
+    this turn's messages only."""
+    from desktop_mem.engine.chat.context import (
+        SessionState,
+        StrategySettings,
+        context_from,
+        open_memory,
+    )
+    from desktop_mem.engine.chat.token_count import make_counter
+
+    counter = make_counter(None)
+    memory = open_memory(msgs(*(f"m{i}" for i in range(8))), strategy="sliding_window",
+                         settings=StrategySettings(window_messages=4), state=SessionState(), counter=counter)
+    run_step(memory)  # typed as the 004 MessageMemory
+    assert [m["role"] for m in memory.appended()] == ["user", "assistant", "tool", "assistant"]
+    read = memory.read()
+    assert read[0] == {"role": "user", "content": "What's the weather?"}, "the window starts at a user turn"
+    context = context_from(memory, counter=counter, base_prompt="Be brief.")
+    assert context.messages[0]["role"] == "system" and context.messages[1:] == read
+    assert context.strategy == "sliding_window" and context.tokens_before > context.tokens_after

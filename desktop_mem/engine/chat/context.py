@@ -1,7 +1,10 @@
 """In-session context strategies (003, 000): what the model sees each turn, and the system prompt.
 
 Strategies never change the stored transcript; they only shape the list of messages sent. Turns
-are user-anchored: a user message plus the assistant/tool messages after it.
+are user-anchored: a user message plus the assistant/tool messages after it. A strategy is used
+through the 004 ``read / store / appended`` interface (memory_interface.py): `open_memory` puts
+the conversation behind a `StrategyMemory`, the chat path `store`s the new message, and
+`context_from` builds what is sent from its `read()`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Protocol, cast, get_args
 
+from desktop_mem.engine.chat.memory_interface import SimpleMemory
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 from desktop_mem.engine.config import default
 
@@ -408,30 +412,67 @@ class ContextResult:
     sent_ids: frozenset[str] = frozenset()  # stored turns sent verbatim (MESSAGE_ID)
 
 
-def build_context(
+class StrategyMemory(SimpleMemory):
+    """An in-session strategy behind the 004 ``MessageMemory`` interface: `store` keeps a
+    message, `appended` gives this run's new ones, and `read` is what the model sees: the
+    strategy's view of every stored message (system messages left out; the prompt is built in
+    `context_from`). `outcome` holds the last read's token counts and summary bookkeeping."""
+
+    def __init__(self, initial: Sequence[Message], strategy: ContextStrategy, state: SessionState) -> None:
+        super().__init__(m for m in initial if m.get("role") != "system")
+        self.strategy = strategy
+        self.state = state
+        self.outcome: StrategyOutcome | None = None
+
+    def store(self, message: Message) -> None:
+        """Keep a new user, assistant or tool message (a system message is not history)."""
+        if message.get("role") != "system":
+            super().store(message)
+
+    def stored(self) -> list[Message]:
+        """Every message, initial and appended, as stored."""
+        return super().read()
+
+    def read(self) -> list[Message]:
+        """What the model sees: the strategy applied to every stored message (runs it again)."""
+        self.outcome = self.strategy.apply(self.stored(), self.state)
+        return list(self.outcome.messages)
+
+
+def open_memory(
     history: Sequence[Message],
     *,
     strategy: StrategyName,
     settings: StrategySettings,
     state: SessionState,
     counter: TokenCounter,
-    base_prompt: str,
     summarizer: Summarizer | None = None,
+) -> StrategyMemory:
+    """The conversation so far (``history``) behind the named strategy, as a 004 memory."""
+    return StrategyMemory(history, make_strategy(strategy, settings, counter, summarizer), state)
+
+
+def context_from(
+    memory: StrategyMemory,
+    *,
+    counter: TokenCounter,
+    base_prompt: str,
     injected_memories: Recalled = (),
     cross_session: Sequence[tuple[str, str]] = (),
     data_preamble: str = DEFAULT_DATA_PREAMBLE,
 ) -> ContextResult:
-    """One system message (base + data block) followed by the strategy's view of ``history``.
+    """One system message (base + data block) followed by ``memory.read()``.
 
-    ``history`` is the stored transcript ending with the user's new message; its system messages
-    are ignored because the prompt is built here (as in 004). ``tokens_before`` counts the full
-    history, ``tokens_after`` what is sent; both include the same system prompt.
+    ``tokens_before`` counts every stored message, ``tokens_after`` what is sent; both include
+    the same system prompt.
     """
-    chat = [dict(m) for m in history if m.get("role") != "system"]
-    outcome = make_strategy(strategy, settings, counter, summarizer).apply(chat, state)
+    chat = [dict(m) for m in memory.stored()]
+    read = memory.read()
+    outcome = memory.outcome
+    assert outcome is not None
     # The strategy's summary message is folded into the one system prompt: several chat
     # templates of local models reject a second system message.
-    kept = [m for m in outcome.messages if m.get("role") != "system"]
+    kept = [m for m in read if m.get("role") != "system"]
     sent_ids = frozenset(str(m[MESSAGE_ID]) for m in kept if m.get(MESSAGE_ID))
     body = [{k: v for k, v in m.items() if k not in _PRIVATE_KEYS} for m in kept]
     recalled = injected_memories(sent_ids) if callable(injected_memories) else injected_memories
@@ -447,7 +488,7 @@ def build_context(
     }
     return ContextResult(
         messages=[system, *body],
-        strategy=strategy,
+        strategy=memory.strategy.name,
         tokens_before=count_messages(counter, [system, *chat]),
         tokens_after=count_messages(counter, [system, *body]),
         summary=outcome.summary,
@@ -456,3 +497,25 @@ def build_context(
         summary_failed=outcome.summary_failed,
         sent_ids=sent_ids,
     )
+
+
+def build_context(
+    history: Sequence[Message],
+    *,
+    strategy: StrategyName,
+    settings: StrategySettings,
+    state: SessionState,
+    counter: TokenCounter,
+    base_prompt: str,
+    summarizer: Summarizer | None = None,
+    injected_memories: Recalled = (),
+    cross_session: Sequence[tuple[str, str]] = (),
+    data_preamble: str = DEFAULT_DATA_PREAMBLE,
+) -> ContextResult:
+    """`context_from(open_memory(history, ...))`: ``history`` is the stored transcript ending
+    with the user's new message; its system messages are ignored (the prompt is built here, as
+    in 004)."""
+    memory = open_memory(history, strategy=strategy, settings=settings, state=state, counter=counter,
+                         summarizer=summarizer)
+    return context_from(memory, counter=counter, base_prompt=base_prompt, injected_memories=injected_memories,
+                        cross_session=cross_session, data_preamble=data_preamble)

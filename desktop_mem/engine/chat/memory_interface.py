@@ -1,8 +1,11 @@
 """The 004 ``read / store / appended`` message-memory interface and its three implementations.
 
-This is the library-level shape of in-session memory: a run starts from some initial messages,
-stores every new user/assistant/tool message, reads what the model should see, and asks for the
-messages appended during this run. The engine's richer strategies live in ``context.py``.
+This is the shape of in-session memory: a run starts from some initial messages, stores every
+new user/assistant/tool message, reads what the model should see, and asks for the messages
+appended during this run. It is the interface the chat path uses: the engine's strategies
+(``context.py``: none, trimming, sliding_window, summarizing, compacting) implement it through
+``StrategyMemory``, and a chat turn stores the user's message into one and builds the context
+from its ``read()`` (chat/service.py).
 """
 
 from __future__ import annotations

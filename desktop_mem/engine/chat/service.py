@@ -19,7 +19,8 @@ from desktop_mem.engine.chat.context import (
     ContextResult,
     SessionState,
     StrategySettings,
-    build_context,
+    context_from,
+    open_memory,
     resolve_strategy,
 )
 from desktop_mem.engine.chat.currency import (
@@ -216,7 +217,6 @@ class ChatService:
                     else _as_message(m, session_notes.get(m.id)) for m in prompt_turns]
         else:
             past = [dict(m) for m in history if m.get("role") != "system"]
-        past.append({"role": "user", "content": message})
         saved = ports.conversation_strategy(conversation_id)
         name = resolve_strategy(strategy, saved, cfg["context.strategy"])
         shown: list[SearchResult] = view.results[:k]
@@ -239,19 +239,20 @@ class ChatService:
                 shown.append(r)
             return injection_lines(shown, view.notes)
 
-        context = build_context(
+        # The in-session strategy is a 004 memory: the conversation so far, then this message.
+        memory = open_memory(
             past,
             strategy=name,
             settings=strategy_settings(cfg),
             state=SessionState(summary.text if summary else None,
                                (summary.summarized_count or 0) if summary and history is None else 0),
             counter=self.counter,
-            base_prompt=cfg["llm.system_prompt"],
             summarizer=self._summarize_messages,
-            injected_memories=recalled,
-            cross_session=cross,
-            data_preamble=prompts.MEMORY_DATA_PREAMBLE,
         )
+        memory.store({"role": "user", "content": message})
+        context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
+                               injected_memories=recalled, cross_session=cross,
+                               data_preamble=prompts.MEMORY_DATA_PREAMBLE)
         used = MemoryUsed(
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
@@ -483,7 +484,7 @@ def _as_message(m: Memory, note: str | None = None) -> dict[str, Any]:
     text = f"{m.text}\n\n[Memory note: {note}]" if note else m.text
     message: dict[str, Any] = {"role": m.role, "content": text, MESSAGE_ID: m.id}
     if m.extra.get("interrupted") or m.extra.get("truncated"):
-        message[INCOMPLETE] = True  # never summarised; build_context drops the key before sending
+        message[INCOMPLETE] = True  # never summarised; context_from drops the key before sending
     return message
 
 
