@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from desktop_mem.engine.api import MemoryUsed
+from desktop_mem.engine.api import MemoryUsed, TurnMemory
 from desktop_mem.ui.markdown_view import MarkdownView
-from desktop_mem.ui.memory_used_panel import MemoryUsedPanel
+from desktop_mem.ui.memory_used_panel import MemoryUsedPanel, describe_record_update
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def keep_line_breaks(text: str) -> str:
+    """Markdown whose single line breaks stay line breaks, as a chat reader expects them.
+
+    Plain Markdown joins a line break inside a paragraph into a space, which ran a streamed
+    reply's lines (an address, a short list without markers) together. Every line break outside
+    a code block becomes a hard break; blank lines, lists and code blocks render as before.
+    """
+    lines = text.split("\n")
+    fenced = False
+    for i, line in enumerate(lines[:-1]):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if not fenced and line.strip() and lines[i + 1].strip() and not line.endswith("  "):
+            lines[i] = line + "  "
+    return "\n".join(lines)
 
 
 class ChatMessage(QFrame):
@@ -15,6 +36,7 @@ class ChatMessage(QFrame):
 
     memory_requested = Signal(str)  # memory id, from the "memory used" panel
     retry_requested = Signal()  # the Retry button under a failed reply
+    cancel_update_requested = Signal()  # the Cancel beside "Updating memory…"
 
     def __init__(self, role: str, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -25,7 +47,7 @@ class ChatMessage(QFrame):
         self.who = QLabel("You" if role == "user" else "Assistant", self)
         self.who.setObjectName("messageAuthor")
         self.view = MarkdownView(self, auto_height=True)
-        self.view.set_markdown(text)
+        self.view.set_markdown(keep_line_breaks(text))
         self.status_label = QLabel(self)
         self.status_label.setObjectName("errorLabel")
         self.status_label.setWordWrap(True)
@@ -42,13 +64,21 @@ class ChatMessage(QFrame):
         self.outcome_label.setObjectName("outcomeLabel")
         self.outcome_label.setWordWrap(True)
         self.outcome_label.hide()
+        self.cancel_update_button = QPushButton("Cancel", self)
+        self.cancel_update_button.setToolTip("Stop updating memory from this turn; nothing of it is saved")
+        self.cancel_update_button.hide()
+        self.cancel_update_button.clicked.connect(self.cancel_update_requested)
+        outcome_row = QHBoxLayout()
+        outcome_row.setContentsMargins(0, 0, 0, 0)
+        outcome_row.addWidget(self.outcome_label, 1)
+        outcome_row.addWidget(self.cancel_update_button)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(10, 6, 10, 6)
         self._layout.setSpacing(2)
         self._layout.addWidget(self.who)
         self._layout.addWidget(self.view)
         self._layout.addLayout(status_row)
-        self._layout.addWidget(self.outcome_label)
+        self._layout.addLayout(outcome_row)
 
     @property
     def text(self) -> str:
@@ -58,20 +88,29 @@ class ChatMessage(QFrame):
     def set_text(self, text: str) -> None:
         """Replace the text (a finished reply)."""
         self._text = text
-        self.view.set_markdown(text)
+        self.view.set_markdown(keep_line_breaks(text))
 
     def append_text(self, chunk: str) -> None:
         """Add streamed tokens and repaint once (the caller coalesces tokens)."""
         if chunk:
             self.set_text(self._text + chunk)
 
-    def set_used(self, used: MemoryUsed) -> None:
+    def set_used(self, used: MemoryUsed, titles: dict[str, str] | None = None) -> None:
         """Attach the "memory used" panel (once, before the first token)."""
         if self.used_panel is not None:
             return
-        self.used_panel = MemoryUsedPanel(used, self)
+        self.used_panel = MemoryUsedPanel(used, self, titles=titles)
         self.used_panel.memory_requested.connect(self.memory_requested)
         self._layout.insertWidget(1, self.used_panel)
+
+    def set_record(self, record: TurnMemory, titles: dict[str, str] | None = None) -> None:
+        """An older reply: the Memory used / Memory updated record kept with its turn."""
+        if self.used_panel is None:
+            self.used_panel = MemoryUsedPanel(record=record, parent=self, titles=titles)
+            self.used_panel.memory_requested.connect(self.memory_requested)
+            self._layout.insertWidget(1, self.used_panel)
+        if (updated := describe_record_update(record)):
+            self.set_outcome(updated)
 
     def set_status(self, text: str) -> None:
         """A problem with this reply (stopped, failed), shown under it."""
@@ -90,5 +129,19 @@ class ChatMessage(QFrame):
 
     def set_outcome(self, text: str) -> None:
         """The "Memory updated: ..." line once the background write path finished."""
+        self.outcome_label.setProperty("updating", False)
         self.outcome_label.setText(text)
         self.outcome_label.show()
+        self.cancel_update_button.hide()
+
+    def set_updating(self, seconds: int, cancellable: bool) -> None:
+        """The write path runs for this reply: say so, with the time it has taken so far."""
+        self.outcome_label.setProperty("updating", True)
+        self.outcome_label.setText(f"Updating memory… {seconds} s")
+        self.outcome_label.show()
+        self.cancel_update_button.setVisible(cancellable)
+
+    @property
+    def updating(self) -> bool:
+        """True while "Updating memory…" is shown under this reply."""
+        return bool(self.outcome_label.property("updating")) and self.outcome_label.isVisible()

@@ -10,6 +10,7 @@ the write path's outcome arrives later through the EngineBridge.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -28,21 +29,54 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, WriteOutcome
+from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, TurnMemory, WriteOutcome, turn_memory
 from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner
 
 REPAINT_MS = 30
+TICK_MS = 1000  # "Updating memory… N s" counts whole seconds
 EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
               "memory was used.")
 NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new conversation starts "
                         "with it (or press Ctrl+N to name one first).")
 
 
-def load_history(engine: MemoryEngine, conversation_id: str) -> list[tuple[str, str, bool]]:
-    """Run in a worker: (role, text, interrupted) of the stored turns, oldest first."""
-    return [(m.role, m.text, bool(m.extra.get("interrupted"))) for m in engine.transcript(conversation_id)]
+UNANSWERED_TEXT = ("No reply to this message was stored (the last attempt failed). Retry, or Send "
+                   "on the same text, sends it again; it is stored once.")
+QUEUED_TEXT = "Sends when this reply finishes (Esc stops the reply)."
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """One stored turn as the pane shows it."""
+
+    role: str
+    text: str
+    interrupted: bool
+    record: TurnMemory | None = None  # a reply's Memory used / updated, kept with its turn
+
+
+def load_history(engine: MemoryEngine, conversation_id: str) -> list[StoredTurn]:
+    """Run in a worker: the stored turns, oldest first, each reply with its memory record."""
+    turns = engine.transcript(conversation_id)
+    records = turn_memory.records(turns)
+    shown: list[StoredTurn] = []
+    user_id: str | None = None
+    for m in turns:
+        user_id = m.id if m.role == "user" else user_id
+        record = records.get(user_id) if m.role == "assistant" and user_id else None
+        shown.append(StoredTurn(m.role, m.text, bool(m.extra.get("interrupted")), record))
+    return shown
+
+
+def unanswered(turns: list[StoredTurn]) -> StoredTurn | None:
+    """The last user message, when nothing but interrupted replies came after it: the engine
+    reuses its stored turn when it is sent again (retry), so it must be sent as a retry."""
+    last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "user"), None)
+    if last is None or any(not t.interrupted for t in turns[last + 1:]):
+        return None
+    return turns[last]
 
 
 class TokenBuffer:
@@ -77,6 +111,7 @@ class _Turn:
     buffer: TokenBuffer = field(default_factory=TokenBuffer)
     cancel: threading.Event = field(default_factory=threading.Event)
     released: bool = False  # stopped by the user: the pane no longer waits for it
+    answered: bool = False  # its first words arrived
 
 
 @dataclass
@@ -86,6 +121,7 @@ class _Awaiting:
     conversation_id: str
     turn_id: str | None
     message: ChatMessage | None
+    started: float = field(default_factory=time.monotonic)
 
 
 class ChatPane(QWidget):
@@ -99,6 +135,8 @@ class ChatPane(QWidget):
     llm_problem = Signal(str)  # one line for the status bar
     reply_stopped = Signal()  # Stop or Esc released the pane (the request may still end later)
     conversation_created = Signal(str)  # Send with no conversation selected started this one
+    llm_answered = Signal()  # the first words of a reply arrived: the endpoint works
+    memory_activity = Signal(str)  # "Updating memory… 12 s" while write paths run, "" when none
 
     _used_received = Signal(object)  # MemoryUsed, from the chat thread
 
@@ -114,8 +152,13 @@ class ChatPane(QWidget):
         # (conversation, user text, reply widget) of replies whose write path has not reported yet
         self._awaiting_outcome: list[_Awaiting] = []
         self._early_outcomes: dict[str, WriteOutcome] = {}  # by turn id, before their reply arrived
+        self._titles: dict[str, str] = {}  # conversation id -> title, for the Memory used panels
+        self._queued = False  # Send during a reply: the box's text goes once the reply ends
+        self._failure_note: tuple[str, str] | None = None  # (conversation, why) kept over a reload
         self._repaint = QTimer(self)
         self._repaint.setInterval(REPAINT_MS)
+        self._tick = QTimer(self)
+        self._tick.setInterval(TICK_MS)
         self._setup_ui()
         self._connect_signals()
         self._set_busy(False)
@@ -162,6 +205,10 @@ class ChatPane(QWidget):
         self.send_button.setToolTip("Send (Ctrl+Enter)")
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the reply; what arrived so far is kept")
+        self.queued_label = QLabel(QUEUED_TEXT, self)
+        self.queued_label.setObjectName("mutedLabel")
+        self.queued_label.setWordWrap(True)
+        self.queued_label.hide()
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
@@ -175,6 +222,7 @@ class ChatPane(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.banner)
         layout.addWidget(self.scroll_area, 1)
+        layout.addWidget(self.queued_label)
         layout.addLayout(compose)
         self.send_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
         self.send_shortcut_enter = QShortcut(QKeySequence("Ctrl+Enter"), self.input)
@@ -187,6 +235,7 @@ class ChatPane(QWidget):
         self.banner_close.clicked.connect(self.banner.hide)
         self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
         self._repaint.timeout.connect(self._on_repaint_timeout)
+        self._tick.timeout.connect(self._on_tick_timeout)
         self._used_received.connect(self._on_used_received, Qt.ConnectionType.QueuedConnection)
         self.scroll_area.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
 
@@ -230,7 +279,11 @@ class ChatPane(QWidget):
         it once, with the new reply under it.
         """
         text = self.input.toPlainText().strip()
-        if not text or self._turn is not None or self._creating:
+        if not text or self._creating:
+            return
+        if self._turn is not None:  # one reply at a time: this message goes once it ends
+            self._queued = True
+            self.queued_label.show()
             return
         if self._engine.read_only:
             self.show_problem("This window opened the store read-only (another desktop-mem is writing "
@@ -283,6 +336,48 @@ class ChatPane(QWidget):
         self.input.setPlainText(text)
         self.send()
 
+    @property
+    def queued(self) -> bool:
+        """True when Send was pressed during a reply: the typed message goes once it ends."""
+        return self._queued
+
+    @property
+    def updating_memory(self) -> int:
+        """How many replies' write paths have not reported yet."""
+        return len(self._awaiting_outcome)
+
+    @property
+    def can_cancel_memory_update(self) -> bool:
+        """The engine can stop a turn's write path (issue 21: engine side)."""
+        return callable(getattr(self._engine, "cancel_memory_update", None))
+
+    @Slot()
+    def cancel_memory_updates(self) -> None:
+        """Cancel every running write path (the status bar's Cancel)."""
+        for pending in list(self._awaiting_outcome):
+            self._cancel_update(pending)
+
+    def set_titles(self, titles: dict[str, str]) -> None:
+        """Conversation titles: the Memory used panels name conversations by title."""
+        self._titles = dict(titles)
+
+    def keep_failure_note(self, conversation_id: str, why: str) -> None:
+        """Say `why` under the conversation's unanswered message once it is shown again (the
+        window reopens the store after Settings are saved)."""
+        self._failure_note = (conversation_id, why)
+
+    def failure_note(self) -> tuple[str, str] | None:
+        """(conversation, why) of the shown conversation's failed last reply, if any."""
+        failed = self._failed
+        if failed is None or failed.message is None or not isValid(failed.message):
+            return None
+        return failed.conversation_id, failed.message.status_label.text()
+
+    def _cancel_update(self, pending: _Awaiting) -> None:
+        cancel = getattr(self._engine, "cancel_memory_update", None)
+        if cancel is not None and pending.turn_id is not None:
+            self._runner.submit(cancel, pending.turn_id)
+
     def _set_aside(self, failed: _Turn) -> None:
         """A retry replaces the failed reply: gone if nothing of it arrived (nothing was stored),
         else kept as it is stored (marked interrupted) without its Retry button."""
@@ -317,6 +412,12 @@ class ChatPane(QWidget):
 
     def on_outcome(self, outcome: WriteOutcome) -> None:
         """The write path of a turn finished: say what changed under that reply."""
+        try:
+            self._show_outcome(outcome)
+        finally:
+            self._on_tick_timeout()
+
+    def _show_outcome(self, outcome: WriteOutcome) -> None:
         match = next((p for p in self._awaiting_outcome
                       if outcome.turn_id is not None and p.turn_id == outcome.turn_id), None)
         if match is None:  # an engine without turn ids: the oldest reply of that conversation
@@ -370,8 +471,8 @@ class ChatPane(QWidget):
             self._messages.removeWidget(message)
             message.setParent(None)
             message.deleteLater()
-        self._awaiting_outcome = [p for p in self._awaiting_outcome
-                                  if p.conversation_id == self._conversation]
+        for pending in self._awaiting_outcome:  # still counted in the status bar until they report
+            pending.message = None
         self.empty_label.setText(EMPTY_HINT if self._conversation is not None else NO_CONVERSATION_HINT)
         self.empty_label.show()
 
@@ -388,7 +489,37 @@ class ChatPane(QWidget):
             self.last_token_count = turn.buffer.count
         if turn is not None and turn.message is not None:
             turn.message.append_text(turn.buffer.drain())
+        if self._queued:
+            QTimer.singleShot(0, self._send_queued)
         return turn
+
+    @Slot()
+    def _send_queued(self) -> None:
+        """The reply before it ended: send the message queued with Send / Ctrl+Enter meanwhile,
+        unless that reply failed (then the user decides: Retry first, or Send)."""
+        self._queued = False
+        self.queued_label.hide()
+        if self._failed is None:
+            self.send()
+
+    @Slot()
+    def _on_tick_timeout(self) -> None:
+        """Say under each reply, and in the status bar, that its memory update is running."""
+        pending = self._awaiting_outcome
+        if not pending:
+            self._tick.stop()
+            self.memory_activity.emit("")
+            return
+        now = time.monotonic()
+        cancellable = self.can_cancel_memory_update
+        for p in pending:
+            if p.message is not None and isValid(p.message) and p.conversation_id == self._conversation:
+                p.message.set_updating(int(now - p.started), cancellable)
+        longest = int(now - min(p.started for p in pending))
+        more = f" ({len(pending)} replies)" if len(pending) > 1 else ""
+        self.memory_activity.emit(f"Updating memory… {longest} s{more}")
+        if not self._tick.isActive():
+            self._tick.start()
 
     @Slot()
     def _on_repaint_timeout(self) -> None:
@@ -399,24 +530,30 @@ class ChatPane(QWidget):
         if chunk:
             turn.message.append_text(chunk)
             self.reply_progressed.emit(turn.message.text)
+            if not turn.answered:
+                turn.answered = True
+                self.llm_answered.emit()
 
     @Slot(object)
     def _on_used_received(self, used: MemoryUsed) -> None:
         turn = self._turn
         if turn is not None and turn.message is not None and used.conversation_id == turn.conversation_id:
-            turn.message.set_used(used)
+            turn.message.set_used(used, self._titles)
 
     def _on_reply(self, turn: _Turn, reply: ChatReply) -> None:
         if turn is self._turn:
             self._finish_turn()
         message = turn.message if turn.message is not None and isValid(turn.message) else None
-        self._awaiting_outcome.append(_Awaiting(turn.conversation_id, reply.turn_id, message))
+        pending = _Awaiting(turn.conversation_id, reply.turn_id, message)
+        self._awaiting_outcome.append(pending)
+        if message is not None:
+            message.cancel_update_requested.connect(partial(self._cancel_update, pending))
         early = self._early_outcomes.pop(reply.turn_id, None) if reply.turn_id else None
         if message is not None:
             if reply.text != message.text:
                 message.set_text(reply.text)
             if message.used_panel is None:
-                message.set_used(reply.used)
+                message.set_used(reply.used, self._titles)
             if reply.cancelled or turn.released:
                 message.set_interrupted(retry=False)
                 message.set_status(stopped_text(len(reply.text)))
@@ -435,6 +572,8 @@ class ChatPane(QWidget):
         self.reply_finished.emit(reply)
         if early is not None:
             self.on_outcome(early)
+        else:
+            self._on_tick_timeout()
 
     def _on_chat_error(self, turn: _Turn, error: BaseException) -> None:
         if turn is self._turn:
@@ -453,11 +592,32 @@ class ChatPane(QWidget):
         if not reply_text and turn.conversation_id == self._conversation and not self.input.toPlainText():
             self.input.setPlainText(turn.user_text)
 
-    def _on_history_loaded(self, messages: list[tuple[str, str, bool]]) -> None:
-        for role, text, interrupted in messages:
-            message = self._add_message(role, text)
-            if interrupted:
+    def _on_history_loaded(self, turns: list[StoredTurn]) -> None:
+        message: ChatMessage | None = None
+        for turn in turns:
+            message = self._add_message(turn.role, turn.text)
+            if turn.interrupted:
                 message.set_interrupted(retry=False)
+            if turn.record is not None:
+                message.set_record(turn.record, self._titles)
+        self._offer_retry(turns, message)
+
+    def _offer_retry(self, turns: list[StoredTurn], last: ChatMessage | None) -> None:
+        """The last message was never answered (its reply failed, then the store was reopened by
+        Settings or a restart): show its interrupted reply with Retry, and make Send on the same
+        text a retry, so the message is stored once whatever path the user takes."""
+        question = unanswered(turns)
+        if question is None or self._conversation is None or self._turn is not None:
+            return
+        if last is None or last.role != "assistant":
+            last = self._add_message("assistant", "")
+        last.set_interrupted(retry=True)
+        note, self._failure_note = self._failure_note, None
+        last.set_status(note[1] if note is not None and note[0] == self._conversation and note[1]
+                        else UNANSWERED_TEXT)
+        failed = _Turn(self._conversation, question.text, last)
+        last.retry_requested.connect(lambda t=failed: self.retry(t.user_text))
+        self._failed = failed
 
     def _on_history_failed(self, error: BaseException) -> None:
         self.show_problem(f"Could not load this conversation: {error}")

@@ -68,6 +68,10 @@ class ConversationListModel(QAbstractListModel):
         """The row showing this conversation."""
         return next((r for r, c in enumerate(self._rows) if c.id == conversation_id), None)
 
+    def rows(self) -> list[Conversation]:
+        """Every conversation shown, in order."""
+        return list(self._rows)
+
     def ids(self) -> list[str]:
         """Every conversation id shown, in order."""
         return [c.id for c in self._rows]
@@ -119,8 +123,9 @@ class ConversationList(QWidget):
         buttons = QHBoxLayout()
         buttons.setSpacing(4)
         for button in (self.new_button, self.rename_button, self.delete_button):
-            button.setEnabled(not self._engine.read_only)
             buttons.addWidget(button)
+        self.new_button.setEnabled(not self._engine.read_only)
+        self._update_buttons(None)  # Rename and Delete need a conversation
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(title)
@@ -184,7 +189,20 @@ class ConversationList(QWidget):
             target = next((c.id for c in rows if c.id != GLOBAL_CONVERSATION), rows[0].id)
         if target is not None:
             self.select(target)
+        else:
+            self._current = None
+            self._update_buttons(None)
         self.loaded.emit()
+
+    def _update_buttons(self, conversation_id: str | None) -> None:
+        """Rename and Delete act on the selected conversation: off with none (and for Global
+        memory, which every conversation shares)."""
+        editable = (conversation_id is not None and not self._engine.read_only
+                    and conversation_id != GLOBAL_CONVERSATION)
+        for button in (self.rename_button, self.delete_button):
+            button.setEnabled(editable)
+            button.setToolTip("" if editable else "Select a conversation first" if conversation_id is None
+                              else "Global memory is shared by every conversation")
 
     def _on_created(self, conversation_id: str) -> None:
         self._current = conversation_id
@@ -200,10 +218,7 @@ class ConversationList(QWidget):
         conv = self._model.conversation_at(current.row())
         if conv is not None:
             self._current = conv.id
-            # Global memory is shared by every conversation: it can be neither renamed nor deleted.
-            editable = not self._engine.read_only and conv.id != GLOBAL_CONVERSATION
-            self.rename_button.setEnabled(editable)
-            self.delete_button.setEnabled(editable)
+            self._update_buttons(conv.id)
             self.conversation_selected.emit(conv.id)
 
     @Slot()

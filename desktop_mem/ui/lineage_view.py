@@ -48,9 +48,10 @@ def _step_label(depth: int) -> str:
 
 
 class LineageModel(RowTableModel[LineageStep]):
-    """The steps of a chain, oldest first: which memory, its commits, its state and text."""
+    """The steps of a chain, oldest first: the text first, then its step, state and commits; the
+    memory's id is in the tooltip (ids first pushed the text behind a sideways scroll)."""
 
-    HEADERS = ("Step", "Memory", "Created in", "Replaced in", "State", "Text")
+    HEADERS = ("Text", "Step", "State", "Created")
 
     def set_lineage(self, chain: Lineage | None) -> None:
         """Show `chain` (None clears)."""
@@ -66,11 +67,14 @@ class LineageModel(RowTableModel[LineageStep]):
         step = self._rows[index.row()]
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            values = (_step_label(step.depth), step.memory_id[:12], _commit_label(step.created_in),
-                      _commit_label(step.replaced_in), _state(step), first_line(step.text or "", 200))
+            created = when(step.created_in.committed_at) if step.created_in else "—"
+            values = (first_line(step.text or "(text unknown)", 200), _step_label(step.depth), _state(step),
+                      created)
             return values[column] if 0 <= column < len(values) else None
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{step.memory_id}\n\n{step.text or '(text unknown)'}"
+            return (f"{step.text or '(text unknown)'}\n\nmemory {step.memory_id}\n"
+                    f"created in {_commit_label(step.created_in)}\n"
+                    f"replaced in {_commit_label(step.replaced_in)}")
         if role == Qt.ItemDataRole.FontRole and step.depth == 0:
             bold = QFont()
             bold.setBold(True)
@@ -105,9 +109,14 @@ class LineageView(QWidget):
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setWordWrap(False)
+        # The text takes what the short columns leave and ends in "…" (whole in the tooltip):
+        # never a sideways scroll that hides it.
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setMinimumSectionSize(40)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.note_label)

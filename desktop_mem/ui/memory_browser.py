@@ -7,6 +7,7 @@ reach the table. All engine calls go through the TaskRunner; the table is a snap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 
@@ -30,7 +31,7 @@ from desktop_mem.engine.api import MemoryEngine, ScoreBreakdown, SearchFilters
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, StoreChange
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.flow_layout import FlowLayout, group
-from desktop_mem.ui.memory_model import SCORE_COLUMN, MemoryTableModel, ProblemsModel
+from desktop_mem.ui.memory_model import SCORE_COLUMN, STATUS_COLUMN, MemoryTableModel, ProblemsModel
 from desktop_mem.ui.task_runner import TaskRunner
 
 SEARCH_DELAY_MS = 250
@@ -40,7 +41,13 @@ SEARCH_TOP_K = 100
 # match_similarity: MiniLM 0.35, e5 0.78, each measured on the LoCoMo dev set). The read path
 # ranks every memory, so without a cut "seafood" listed the whole store. "Show all ranked" shows
 # the rest, in order.
+# A text this short matches by keyword only: the embedding of "Understood." or "Thanks!" is
+# generic and came as close as 0.43 to "daughter" (MiniLM), above the 0.35 cut-off.
+SHORT_TEXT_WORDS = 3
 ANY = "Any"
+# Fixed widths of the short columns (Conversation, Type, Created, Status, Score): the Text
+# column stretches over the rest and so keeps most of the table at 1280 px.
+COLUMN_WIDTHS = ((1, 130), (2, 90), (3, 90), (4, 64), (5, 60))
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,14 @@ class BrowserPage:
     searched: bool = False  # the rows answer a search (rank order), not a listing
 
 
-def is_match(scores: ScoreBreakdown, threshold: float) -> bool:
-    """A keyword hit, or close enough in meaning (dense similarity >= threshold)."""
-    return scores.keyword is not None or (scores.dense is not None and scores.dense >= threshold)
+def is_match(scores: ScoreBreakdown, threshold: float, text: str = "") -> bool:
+    """A keyword hit, or close enough in meaning (dense similarity >= threshold) for a text long
+    enough for its meaning to say something (SHORT_TEXT_WORDS)."""
+    if scores.keyword is not None:
+        return True
+    if text and len(text.split()) < SHORT_TEXT_WORDS:
+        return False
+    return scores.dense is not None and scores.dense >= threshold
 
 
 def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
@@ -98,7 +110,8 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     if query.conversation_id is not None:  # the read path adds global memories to a scope
         results = [r for r in results if r.memory.conversation_id == query.conversation_id]
     threshold = engine.match_similarity()
-    shown = results if query.show_all_ranked else [r for r in results if is_match(r.scores, threshold)]
+    shown = results if query.show_all_ranked else [r for r in results
+                                                   if is_match(r.scores, threshold, r.memory.text)]
     return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
                        problems, below_cutoff=len(results) - len(shown), searched=True)
 
@@ -198,8 +211,10 @@ class MemoryBrowser(QWidget):
         # No arrow until the user sorts: a list is newest first and search results are in rank
         # order, neither of which is a column's order.
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        for column, width in ((1, 120), (2, 80), (3, 80), (4, 130), (5, 70), (6, 60)):
+        for column, width in COLUMN_WIDTHS:
             self.table.setColumnWidth(column, width)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+        self.table.setColumnHidden(STATUS_COLUMN, True)  # shown with "Include deleted"
 
         self.problems_table = QTableView(self)
         self.problems_table.setModel(self._problems)
@@ -271,14 +286,19 @@ class MemoryBrowser(QWidget):
         self.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search_edit.selectAll()
 
-    def set_conversations(self, conversations: list[str]) -> None:
-        """Offer these conversations in the filter (keeps the current choice if still there)."""
+    def set_conversations(self, conversations: Sequence[str | tuple[str, str]]) -> None:
+        """Offer these conversations, (id, title) or ids, in the filter by title (keeps the current
+        choice if still there); the table shows their titles too."""
+        rows = [c if isinstance(c, tuple) else (c, c) for c in conversations]
+        self._model.set_titles(dict(rows))
         current = self.conversation_combo.currentData()
         self.conversation_combo.blockSignals(True)
         self.conversation_combo.clear()
         self.conversation_combo.addItem("All conversations", None)
-        for conv in conversations:
-            self.conversation_combo.addItem(conv, conv)
+        for conv, title in rows:
+            self.conversation_combo.addItem(title, conv)
+            self.conversation_combo.setItemData(self.conversation_combo.count() - 1, conv,
+                                                Qt.ItemDataRole.ToolTipRole)
         found = self.conversation_combo.findData(current)
         self.conversation_combo.setCurrentIndex(max(found, 0))
         self.conversation_combo.blockSignals(False)
@@ -356,6 +376,7 @@ class MemoryBrowser(QWidget):
         elif header.sortIndicatorSection() >= 0:
             self._model.sort(header.sortIndicatorSection(), header.sortIndicatorOrder())
         self.table.setColumnHidden(SCORE_COLUMN, not page.searched)
+        self.table.setColumnHidden(STATUS_COLUMN, not any(m.deleted for m in page.memories))
         self._problems.set_problems(page.problems)
         self.tabs.setTabText(1, f"Problems ({len(page.problems)})" if page.problems else "Problems")
         searching = page.searched

@@ -56,19 +56,29 @@ def first_line(text: str, limit: int = 160) -> str:
     return ""
 
 
-def _kind_label(m: Memory) -> str:
-    return m.kind or ""
+_TURN_TYPES = {"user": "your message", "assistant": "reply", "summary": "summary"}
+
+
+def type_label(m: Memory) -> str:
+    """One word for what a row is: a fact's kind (fact, preference, context), or the kind of
+    turn ("your message", "reply") or "summary" (one column: the Text column keeps the width)."""
+    return _TURN_TYPES.get(m.role, m.kind or "fact")
+
+
+def day(value: datetime | None) -> str:
+    """The date alone (the table's Created column; the minute is in its tooltip)."""
+    return value.astimezone().strftime("%Y-%m-%d") if value is not None else ""
 
 
 _Column = tuple[str, Callable[[Memory], str], Callable[[Memory], Any]]
 COLUMNS: tuple[_Column, ...] = (
     ("Text", lambda m: first_line(m.text), lambda m: m.text.lower()),
     ("Conversation", lambda m: m.conversation_id, lambda m: m.conversation_id),
-    ("Role", lambda m: m.role, lambda m: m.role),
-    ("Kind", _kind_label, _kind_label),
-    ("Created", lambda m: when(m.created_at), lambda m: m.created_at),
+    ("Type", type_label, type_label),
+    ("Created", lambda m: day(m.created_at), lambda m: m.created_at),
     ("Status", lambda m: "deleted" if m.deleted else "", lambda m: m.deleted),
 )
+CONVERSATION_COLUMN, CREATED_COLUMN, STATUS_COLUMN = 1, 3, 4
 SCORE_COLUMN = len(COLUMNS)
 
 
@@ -80,8 +90,16 @@ class MemoryTableModel(QAbstractTableModel):
         self._rows: list[Memory] = []
         self._scores: dict[str, ScoreBreakdown] = {}
         self._loaded = 0
+        self._titles: dict[str, str] = {}  # conversation id -> title, shown instead of the slug
 
     # ------------------------------------------------------------- content
+
+    def set_titles(self, titles: Mapping[str, str]) -> None:
+        """Show these conversation titles in the Conversation column."""
+        self._titles = dict(titles)
+        if self._loaded:
+            self.dataChanged.emit(self.index(0, CONVERSATION_COLUMN),
+                                  self.index(self._loaded - 1, CONVERSATION_COLUMN))
 
     def set_memories(self, memories: Sequence[Memory],
                      scores: Mapping[str, ScoreBreakdown] | None = None) -> None:
@@ -154,10 +172,16 @@ class MemoryTableModel(QAbstractTableModel):
             if column == SCORE_COLUMN:
                 score = self._scores.get(memory.id)
                 return f"{score.final:.3f}" if score is not None else ""
+            if column == CONVERSATION_COLUMN:
+                return self._titles.get(memory.conversation_id, memory.conversation_id)
             return COLUMNS[column][1](memory)
         if role == Qt.ItemDataRole.ToolTipRole and column == 0:
             text = memory.text
             return text if len(text) <= 600 else text[:599] + "…"
+        if role == Qt.ItemDataRole.ToolTipRole and column == CONVERSATION_COLUMN:
+            return memory.conversation_id
+        if role == Qt.ItemDataRole.ToolTipRole and column == CREATED_COLUMN:
+            return when(memory.created_at)
         if role == Qt.ItemDataRole.ForegroundRole and memory.deleted:
             return _DELETED_BRUSH
         if role == Qt.ItemDataRole.FontRole and memory.deleted:

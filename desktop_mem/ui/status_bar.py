@@ -1,4 +1,5 @@
-"""The status bar: LLM endpoint reachable (or why not), memory count, index, watcher, last commit.
+"""The status bar: LLM endpoint reachable (or why not), fact count, index, watcher, last commit,
+and "Updating memory… N s" with Cancel while a reply's write path runs.
 
 Every value is computed off the GUI thread (the LLM probe is a network call) and refreshed after
 store changes and every minute for the endpoint. The last commit is read once when the store
@@ -11,8 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QTimer, Slot
-from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+from PySide6.QtCore import QTimer, Signal, Slot
+from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QWidget
 
 from desktop_mem.ui.flow_layout import ElidedLabel
 from desktop_mem.ui.memory_model import when
@@ -29,15 +30,29 @@ LLM_FIRST_CHECK_MS = 5_000
 
 @dataclass(frozen=True)
 class StoreStatus:
-    """Counts read in a worker."""
+    """Counts read in a worker: facts apart from chat messages and summaries."""
 
-    memories: int
+    facts: int
     problems: int
+    turns: int = 0
+    summaries: int = 0
+
+    def line(self) -> str:
+        """'12 facts' (the messages and summaries are in the tooltip)."""
+        problems = f" · {self.problems} problem file(s)" if self.problems else ""
+        return f"{self.facts:,} fact{'' if self.facts == 1 else 's'}{problems}"
+
+    def breakdown(self) -> str:
+        """Every kind of stored file, counted."""
+        return (f"{self.facts:,} facts remembered, {self.turns:,} chat messages, "
+                f"{self.summaries:,} conversation summaries")
 
 
 def read_status(engine: MemoryEngine) -> StoreStatus:
     """Run in a worker."""
-    return StoreStatus(len(engine.list_memories()), len(engine.problems()))
+    listed = engine.list_memories()
+    return StoreStatus(sum(m.is_fact for m in listed), len(engine.problems()),
+                       sum(m.is_turn for m in listed), sum(m.is_summary for m in listed))
 
 
 def last_commit_line(engine: MemoryEngine) -> str:
@@ -53,23 +68,38 @@ def last_commit_line(engine: MemoryEngine) -> str:
 class StatusBar(QStatusBar):
     """Permanent labels for the window's health; set_engine() starts the checks."""
 
+    cancel_memory_update_requested = Signal()
+
     def __init__(self, runner: TaskRunner, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._runner = runner
         self._engine: MemoryEngine | None = None
         self._last_failure = ""  # why the last reply failed, kept in the LLM label's tooltip
         self._llm_checked = False
+        # Probes are numbered: one sent before a reply started streaming must not, when it fails
+        # late, paint "unreachable" over a server that is answering right now.
+        self._llm_probe = 0
+        self._llm_answered_at = 0
+        self._streaming = False  # a reply streams: the endpoint is known to work, do not probe it
         self.progress = ProgressPanel(self)  # long work: indexing, import, sync (cancellable)
         self.saving_label = QLabel(self)  # pending writes: every save is visibly under way
         self.saving_label.hide()
+        self.memory_label = QLabel(self)  # a reply's write path: "Updating memory… 12 s"
+        self.memory_label.setObjectName("memoryActivityLabel")
+        self.memory_label.hide()
+        self.memory_cancel = QPushButton("Cancel", self)
+        self.memory_cancel.setToolTip("Stop updating memory from the last reply(s)")
+        self.memory_cancel.setFlat(True)
+        self.memory_cancel.hide()
+        self.memory_cancel.clicked.connect(self.cancel_memory_update_requested)
         self.llm_label = QLabel("LLM: not checked", self)
         self.count_label = QLabel(self)
         self.index_label = QLabel(self)
         self.watcher_label = QLabel(self)
         self.commit_label = ElidedLabel("", self)  # a long subject must not widen the window
         self.commit_label.setObjectName("mutedLabel")
-        for label in (self.saving_label, self.llm_label, self.count_label, self.index_label,
-                      self.watcher_label):
+        for label in (self.memory_label, self.memory_cancel, self.saving_label, self.llm_label,
+                      self.count_label, self.index_label, self.watcher_label):
             self.addPermanentWidget(label)
         self.addWidget(self.commit_label, 1)
         self.addWidget(self.progress)
@@ -82,8 +112,10 @@ class StatusBar(QStatusBar):
         """Follow this engine (None while the store is closed or loading)."""
         self._engine = engine
         self._llm_checked = False
+        self._streaming = False
         if engine is None:
             self._llm_timer.stop()
+            self.set_memory_activity("")
             for label in (self.count_label, self.index_label, self.watcher_label, self.commit_label):
                 label.clear()
             return
@@ -107,12 +139,35 @@ class StatusBar(QStatusBar):
     @Slot()
     def check_llm(self) -> None:
         """Probe the chat endpoint (a network call, so in a worker)."""
-        if self._engine is not None:
+        if self._engine is not None and not self._streaming:
+            # (A one-request-at-a-time local server would time the probe out behind the reply.)
             if not self._llm_checked:  # a busy or slow server can take its whole timeout
                 self.llm_label.setText("LLM: checking…")
             self._llm_checked = True
+            self._llm_probe += 1
+            probe = self._llm_probe
             self._runner.submit(self._engine.llm_check, key="llm-check",
-                                on_result=self._on_llm_ok, on_error=self._on_llm_failed)
+                                on_result=self._on_llm_ok,
+                                on_error=lambda error: self._on_llm_failed(error, probe))
+
+    @Slot()
+    def on_llm_answered(self) -> None:
+        """A reply is streaming: the endpoint works, whatever an earlier probe said."""
+        self._llm_answered_at = self._llm_probe
+        self._streaming = True
+        self._last_failure = ""
+        self._on_llm_ok("The chat model is answering.")
+
+    @Slot()
+    def on_reply_ended(self) -> None:
+        """The reply finished or was stopped: the minute's probes resume."""
+        self._streaming = False
+
+    def set_memory_activity(self, text: str, cancellable: bool = False) -> None:
+        """'Updating memory… 12 s' while write paths run ('' hides it), with Cancel if possible."""
+        self.memory_label.setText(text)
+        self.memory_label.setVisible(bool(text))
+        self.memory_cancel.setVisible(bool(text) and cancellable)
 
     def set_last_commit(self, text: str) -> None:
         """The newest change of the store, one line."""
@@ -151,8 +206,8 @@ class StatusBar(QStatusBar):
         self.saving_label.setVisible(count > 0)
 
     def _on_status(self, status: StoreStatus) -> None:
-        problems = f" · {status.problems} problem file(s)" if status.problems else ""
-        self.count_label.setText(f"{status.memories:,} memories{problems}")
+        self.count_label.setText(status.line())
+        self.count_label.setToolTip(status.breakdown())
 
     def _on_llm_ok(self, message: str) -> None:
         self.llm_label.setText("LLM: connected")
@@ -161,7 +216,9 @@ class StatusBar(QStatusBar):
         self.llm_label.setToolTip(message + last)
         self._repolish()
 
-    def _on_llm_failed(self, error: BaseException) -> None:
+    def _on_llm_failed(self, error: BaseException, probe: int | None = None) -> None:
+        if probe is not None and probe <= self._llm_answered_at:
+            return  # sent before a reply streamed: out of date
         # An LLMError carries .kind and a user-facing .message (imported lazily: openai is slow to load).
         message = str(getattr(error, "message", error))
         kind = str(getattr(error, "kind", "error"))

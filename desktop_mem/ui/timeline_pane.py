@@ -43,6 +43,7 @@ from desktop_mem.engine.api import (
     timeline_page,
 )
 from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, StoreChange, TimelineEvent
+from desktop_mem.ui.conversation_list import Conversation, load_conversations
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.diff_view import DiffView
@@ -52,6 +53,7 @@ from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
 
 PAGE_SIZE = 50
+EVENT_ROWS = 4  # the event list of a commit shows at least this many rows
 ALL_CONVERSATIONS = "All conversations"
 _SEARCH_DELAY_MS = 300
 
@@ -76,6 +78,9 @@ class TimelinePane(QWidget):
         self._page_size = page_size
         self._generation = 0  # bumped on every reload; older page results are dropped
         self._key = f"timeline-{id(self)}"
+        # Events an action was done for (Restore, Revert): their button stays off, so a second
+        # press cannot ask a confusing "changed since" question about our own action.
+        self._done: dict[tuple[str, str | None, EventType], str] = {}
         self.model = CommitTimelineModel(self)
         self.events_model = EventListModel(self)
         self.snapshot_dialog: Any = None  # the last "Open as it was" dialog
@@ -87,7 +92,7 @@ class TimelinePane(QWidget):
 
     def _setup_ui(self) -> None:
         self.conversation_combo = QComboBox(self)
-        self.conversation_combo.addItem(ALL_CONVERSATIONS)
+        self.conversation_combo.addItem(ALL_CONVERSATIONS, None)
         self.conversation_combo.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.conversation_combo.setMinimumContentsLength(14)
@@ -140,6 +145,9 @@ class TimelinePane(QWidget):
         # Long "old → new" lines end in "…" (the whole line is in the diff below), no sideways scroll.
         self.event_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.event_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.event_view.setUniformItemSizes(True)
+        row = self.event_view.fontMetrics().height() + 6
+        self.event_view.setMinimumHeight(row * EVENT_ROWS + 2 * self.event_view.frameWidth())
         self.restore_button = QPushButton("Restore", self)
         self.revert_button = QPushButton("Revert replacement", self)
         self.summary_button = QPushButton("Restore this summary version", self)
@@ -164,7 +172,10 @@ class TimelinePane(QWidget):
         right = QSplitter(Qt.Orientation.Vertical, self)
         right.addWidget(top_right)
         right.addWidget(self.detail_tabs)
-        right.setSizes([110, 560])
+        right.setChildrenCollapsible(False)  # the event list never shrinks below EVENT_ROWS
+        right.setStretchFactor(0, 1)
+        right.setStretchFactor(1, 2)
+        right.setSizes([220, 440])
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(left)
         splitter.addWidget(right)
@@ -198,7 +209,7 @@ class TimelinePane(QWidget):
 
     def query(self) -> TimelineQuery:
         """The filters as set in the bar."""
-        conversation = self.conversation_combo.currentText()
+        conversation = self.conversation_combo.currentData() or ALL_CONVERSATIONS
         types = {kind for kind, action in self.type_actions.items() if action.isChecked()}
         since = until = None
         if self.dates_check.isChecked():
@@ -225,7 +236,7 @@ class TimelinePane(QWidget):
         self._runner.submit(timeline_page, self._engine, query, None, self._page_size, key=self._key,
                             on_result=lambda page: self._on_page(generation, page, first=True),
                             on_error=self._on_page_failed)
-        self._runner.submit(self._engine.conversations, key=f"{self._key}-conversations",
+        self._runner.submit(load_conversations, self._engine, key=f"{self._key}-conversations",
                             on_result=self._on_conversations)
 
     def on_store_changed(self, _change: StoreChange) -> None:
@@ -279,15 +290,20 @@ class TimelinePane(QWidget):
         self.model.failed()
         self.count_label.setText(f"Could not read the history: {error}")
 
-    def _on_conversations(self, conversations: list[str]) -> None:
-        current = self.conversation_combo.currentText()
-        self.conversation_combo.blockSignals(True)
-        self.conversation_combo.clear()
-        self.conversation_combo.addItems([ALL_CONVERSATIONS, *conversations])
-        if current != ALL_CONVERSATIONS and current not in conversations:
-            self.conversation_combo.addItem(current)  # a filter stays as set, even if now empty
-        self.conversation_combo.setCurrentText(current)
-        self.conversation_combo.blockSignals(False)
+    def _on_conversations(self, conversations: list[Conversation]) -> None:
+        """Offer the conversations by title (the id is the item's data and tooltip)."""
+        current = self.conversation_combo.currentData()
+        combo = self.conversation_combo
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem(ALL_CONVERSATIONS, None)
+        for conv in conversations:
+            combo.addItem(conv.title, conv.id)
+            combo.setItemData(combo.count() - 1, conv.id, Qt.ItemDataRole.ToolTipRole)
+        if current is not None and combo.findData(current) < 0:
+            combo.addItem(current, current)  # a filter stays as set, even if now empty
+        combo.setCurrentIndex(max(combo.findData(current), 0))
+        combo.blockSignals(False)
 
     def _show_count(self) -> None:
         more = " · scroll for older" if self.model.cursor is not None else " · start of history"
@@ -343,12 +359,20 @@ class TimelinePane(QWidget):
 
     def _update_actions(self, event: TimelineEvent | None) -> None:
         self.restore_button.setToolTip("")
+        self.revert_button.setToolTip("")
         kind = event.type if event else None
         writable = not self._engine.read_only
         self.restore_button.setEnabled(writable and kind in (EventType.DELETE, EventType.EVICT))
         self.revert_button.setEnabled(writable and kind == EventType.UPDATE)
         self.summary_button.setEnabled(writable and kind == EventType.SUMMARY)
         self.open_button.setEnabled(event is not None and bool(event.memory_id))
+        done = self._done.get(_event_key(event)) if event is not None else None
+        if done is not None:
+            for button in (self.restore_button, self.revert_button):
+                if button.isEnabled():
+                    button.setEnabled(False)
+                    button.setToolTip(f"{done} already (see the newest commit).")
+            self.status_label.setText(f"{done} already.")
 
     # ---------------------------------------------------------------- filters
 
@@ -415,12 +439,17 @@ class TimelinePane(QWidget):
             retry = lambda: self._act(done, fn, *args, forced=None, **{**kwargs, **forced})  # noqa: E731
 
         self.status_label.setText("Working…")
+        event = self.current_event()
         self._runner.submit_write(fn, self._engine, *args, **kwargs,
-                                  on_result=lambda _result: self._on_action_done(done),
+                                  on_result=lambda _result: self._on_action_done(done, event),
                                   on_error=lambda exc: self._on_action_error(exc, retry))
 
-    def _on_action_done(self, done: str) -> None:
+    def _on_action_done(self, done: str, event: TimelineEvent | None = None) -> None:
         message = f"{done}."
+        if event is not None and event.type in (EventType.DELETE, EventType.EVICT, EventType.UPDATE):
+            self._done[_event_key(event)] = done
+            if event == self.current_event():
+                self._update_actions(event)
         self.status_label.setText(message)
         self.action_finished.emit(message)
 
@@ -435,6 +464,10 @@ class TimelinePane(QWidget):
             message = f"Nothing was changed: {error}"
         self.status_label.setText(message)
         self.action_failed.emit(message)
+
+
+def _event_key(event: TimelineEvent) -> tuple[str, str | None, EventType]:
+    return event.commit, event.memory_id, event.type
 
 
 def _local_midnight(day: QDate) -> datetime:

@@ -6,7 +6,7 @@ through its constructor; this widget connects their signals in one place.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import MemoryEngine
@@ -22,6 +22,8 @@ from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline_pane import TimelinePane
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)
+MEMORIES_SHARE = (63, 37)  # list : editor
+BROWSER_MIN_WIDTH, EDITOR_MIN_WIDTH = 420, 340
 
 
 class Workspace(QWidget):
@@ -29,6 +31,9 @@ class Workspace(QWidget):
 
     settings_requested = Signal()
     llm_problem = Signal(str)
+    llm_answered = Signal()  # a reply is streaming
+    reply_ended = Signal()  # it finished, failed or was stopped
+    memory_activity = Signal(str, bool)  # "Updating memory… N s" ('' when idle), cancellable
 
     def __init__(self, engine: MemoryEngine, runner: TaskRunner, bridge: EngineBridge, confirm: Confirm,
                  parent: QWidget | None = None) -> None:
@@ -50,8 +55,17 @@ class Workspace(QWidget):
         self.memories_splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.memories_splitter.addWidget(self.browser)
         self.memories_splitter.addWidget(self.editor)
-        self.memories_splitter.setStretchFactor(0, 3)
-        self.memories_splitter.setStretchFactor(1, 2)
+        # Fixed proportions: explicit minimum widths (not the editor's content, whose path label
+        # and buttons used to widen it on every selection) and a 63/37 share that only a drag
+        # changes.
+        self.browser.setMinimumWidth(BROWSER_MIN_WIDTH)
+        self.editor.setMinimumWidth(EDITOR_MIN_WIDTH)
+        self.memories_splitter.setChildrenCollapsible(False)
+        self.memories_splitter.setStretchFactor(0, MEMORIES_SHARE[0])
+        self.memories_splitter.setStretchFactor(1, MEMORIES_SHARE[1])
+        self.memories_splitter.setSizes(list(MEMORIES_SHARE))
+        self._memories_dragged = False  # a drag of the handle wins over the share from then on
+        self.memories_splitter.installEventFilter(self)
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.chat, "Chat")
@@ -73,12 +87,17 @@ class Workspace(QWidget):
         self.chat.memory_requested.connect(self.open_memory)
         self.chat.settings_requested.connect(self.settings_requested)
         self.chat.llm_problem.connect(self.llm_problem)
+        self.chat.llm_answered.connect(self.llm_answered)
+        self.chat.reply_finished.connect(self.reply_ended)
+        self.chat.reply_stopped.connect(self.reply_ended)
+        self.chat.memory_activity.connect(self._on_chat_memory_activity)
         self.chat.conversation_created.connect(self.conversations.show_created)
         self.browser.memory_activated.connect(self._on_browser_memory_activated)
         self.browser.problem_activated.connect(self._on_browser_problem_activated)
         self._bridge.store_changed.connect(self._on_bridge_store_changed)
         self._bridge.outcome_ready.connect(self.chat.on_outcome)
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
+        self.memories_splitter.splitterMoved.connect(self._on_memories_splitter_moved)
 
     def start(self) -> None:
         """Load the first content of the panes in view; the timeline loads when first shown.
@@ -90,6 +109,19 @@ class Workspace(QWidget):
         self.browser.refresh()
         self._timeline_loaded = False
         self._on_tabs_current_changed(self.tabs.currentIndex())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        """Keep the Memories split at MEMORIES_SHARE as the window resizes (until dragged)."""
+        if watched is self.memories_splitter and event.type() == QEvent.Type.Resize \
+                and not self._memories_dragged:
+            width = self.memories_splitter.width()
+            browser = width * MEMORIES_SHARE[0] // sum(MEMORIES_SHARE)
+            self.memories_splitter.setSizes([browser, width - browser])
+        return super().eventFilter(watched, event)
+
+    @Slot(int, int)
+    def _on_memories_splitter_moved(self, _pos: int, _index: int) -> None:
+        self._memories_dragged = True
 
     @Slot(int)
     def _on_tabs_current_changed(self, index: int) -> None:
@@ -127,13 +159,19 @@ class Workspace(QWidget):
             self.browser.select_memory(memory.id)
 
     @Slot(str)
+    def _on_chat_memory_activity(self, text: str) -> None:
+        self.memory_activity.emit(text, self.chat.can_cancel_memory_update)
+
+    @Slot(str)
     def _on_conversations_conversation_selected(self, conversation_id: str) -> None:
         self.chat.set_conversation(conversation_id)
         self.summary.set_conversation(conversation_id)
 
     @Slot()
     def _on_conversations_loaded(self) -> None:
-        self.browser.set_conversations(self.conversations.model.ids())
+        rows = [(c.id, c.title) for c in self.conversations.model.rows()]
+        self.browser.set_conversations(rows)
+        self.chat.set_titles(dict(rows))
 
     @Slot(object)
     def _on_browser_memory_activated(self, memory: Memory) -> None:

@@ -65,7 +65,7 @@ def test_send_streams_the_reply_then_shows_memory_used_and_memory_updated(
         panel.memory_buttons[texts.index("The user has a sister called Anna")].click()
     assert indexed_engine.get(requested.args[0]).text == "The user has a sister called Anna"
 
-    qtbot.waitUntil(lambda: assistant.outcome_label.isVisible(), timeout=30000)
+    qtbot.waitUntil(lambda: assistant.outcome_label.isVisible() and not assistant.updating, timeout=30000)
     assert assistant.outcome_label.text().startswith("Memory updated: added")
     assert "The user lives in Berlin" in assistant.outcome_label.text()
     runner.wait_for_done()

@@ -50,7 +50,7 @@ def test_lists_filters_and_hides_deleted_until_asked(qtbot: Any, indexed_engine:
     settle(runner)
     assert "The user owns a red bicycle" in _texts(browser)
     row = _texts(browser).index("The user owns a red bicycle")
-    assert browser.model.index(row, 5).data() == "deleted"
+    assert browser.model.index(row, 4).data() == "deleted"
 
 
 def test_search_combines_meaning_and_keywords_and_shows_scores(qtbot: Any, indexed_engine: Any, runner: Any,
@@ -65,13 +65,13 @@ def test_search_combines_meaning_and_keywords_and_shows_scores(qtbot: Any, index
     texts = _texts(browser)
     assert texts[0] == "The user drinks green tea every morning"
     assert browser.count_label.text().startswith("1 match")
-    assert not browser.table.isColumnHidden(6)
-    assert float(browser.model.index(0, 6).data()) > 0
+    assert not browser.table.isColumnHidden(5)
+    assert float(browser.model.index(0, 5).data()) > 0
 
     browser.search_edit.clear()
     qtbot.waitUntil(lambda: not browser.model.searching, timeout=5000)
     settle(runner)
-    assert len(_texts(browser)) == 3 and browser.table.isColumnHidden(6)
+    assert len(_texts(browser)) == 3 and browser.table.isColumnHidden(5)
 
 
 def test_search_shows_only_matches_until_all_ranked_is_asked_for(qtbot: Any, indexed_engine: Any,

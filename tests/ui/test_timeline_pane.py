@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QDate
+from PySide6.QtCore import QDate, Qt
 from PySide6.QtWidgets import QMessageBox, QPlainTextEdit
 
 from desktop_mem.engine.models import EventType
@@ -226,13 +226,14 @@ def test_lineage_of_the_selected_event_and_in_a_dialog(
     model = pane.lineage_view.model
     qtmodeltester.check(model)
     assert [model.step_at(r).memory_id for r in range(model.rowCount())] == [built.a, built.b, built.c]  # type: ignore[union-attr]
-    assert [model.index(r, 4).data() for r in range(3)] == ["replaced", "replaced", "live"]
-    assert [model.index(r, 5).data() for r in range(3)] == [
+    assert [model.index(r, 2).data() for r in range(3)] == ["replaced", "replaced", "live"]
+    assert [model.index(r, 0).data() for r in range(3)] == [
         "User lives in Munich.", "User lives in Hamburg.", "User lives in Hamburg, Altona."]
     created = [model.step_at(r).created_in for r in range(3)]  # type: ignore[union-attr]
-    assert all(c is not None and model.index(r, 2).data().startswith(c.sha[:8])
-               for r, c in enumerate(created))
-    assert model.index(1, 0).data() == "this memory"
+    tips = [model.index(r, 0).data(Qt.ItemDataRole.ToolTipRole) for r in range(3)]
+    assert all(c is not None and f"created in {c.sha[:8]}" in t for t, c in zip(tips, created, strict=True))
+    assert model.index(1, 1).data() == "this memory"
+    assert built.b in model.index(1, 0).data(Qt.ItemDataRole.ToolTipRole)  # the id: on hover
 
     dialog = show_lineage_dialog(None, runner, pane._engine, built.c)
     qtbot.addWidget(dialog)
@@ -240,7 +241,7 @@ def test_lineage_of_the_selected_event_and_in_a_dialog(
     view = dialog.findChild(LineageView, "lineageView")
     assert view is not None and view.lineage is not None
     assert [s.memory_id for s in view.lineage.chain] == [built.a, built.b, built.c]
-    assert view.model.index(2, 0).data() == "this memory"
+    assert view.model.index(2, 1).data() == "this memory"
 
 
 def test_restore_a_git_rm_and_an_eviction(qtbot: Any, engine: Any, built: Built, make_pane: Any, runner: Any,
@@ -270,6 +271,26 @@ def test_revert_a_replacement(qtbot: Any, engine: Any, built: Built, make_pane: 
     assert not engine.get(built.b).deleted and engine.get(built.c).deleted
     # The lineage shown follows the store: b is live again, c a tombstone.
     assert pane.lineage_view.lineage is not None and pane.lineage_view.lineage.current.live
+
+
+def test_revert_and_restore_are_off_once_done_so_a_second_press_asks_nothing(
+        qtbot: Any, engine: Any, built: Built, make_pane: Any, runner: Any, settle: Any) -> None:
+    """Pressing Revert (or Restore) a second time used to ask a confusing "changed since" question
+    about the app's own action. Once done, the button is off and says so, also when the event is
+    selected again."""
+    subject = "Update fact: User lives in Hamburg. -> User lives in Hamburg, Altona."
+    pane = make_pane()
+    select(pane, runner, settle, subject, EventType.UPDATE)
+    committed(qtbot, pane, runner, settle, pane.revert_button.click)
+    assert not pane.revert_button.isEnabled() and "already" in pane.revert_button.toolTip()
+    select(pane, runner, settle, "forget the cat", EventType.DELETE)
+    committed(qtbot, pane, runner, settle, pane.restore_button.click)
+    assert not pane.restore_button.isEnabled()
+    select(pane, runner, settle, subject, EventType.UPDATE)  # back to the reverted event
+    assert not pane.revert_button.isEnabled()
+    assert "already" in pane.status_label.text()
+    heads = subjects(pane)[:2]
+    assert heads[0].startswith("Restore") and heads[1].startswith("Revert update")
 
 
 def test_restore_an_older_summary_version(qtbot: Any, engine: Any, built: Built, make_pane: Any, runner: Any,

@@ -1,0 +1,109 @@
+"""Steady layouts at 1280×720 and 1366×768 (issue 21, item 7): widths and heights per pane and
+selection, measured on the real window over the demo store.
+
+- Memories: the editor keeps its share whatever file is selected (a long path used to widen it
+  and squeeze the Text column to "T…"); the splitter never moves on selection; the Text column
+  keeps most of the table; Save stays on the row of the other buttons.
+- Timeline: a commit's event list shows several rows; Lineage shows the text first, with no
+  sideways scroll; an action's result message is shown whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop_mem.engine.models import EventType
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.timeline_pane import EVENT_ROWS
+from desktop_mem.ui.workspace import MEMORIES_TAB, TIMELINE_TAB
+from tests.ui.conftest import open_demo
+
+SIZES = ((1280, 720), (1366, 768))
+LONG_CONVERSATION = "a-really-long-conversation-name-about-the-garden-next-spring"
+
+
+def _resize(qtbot: Any, window: MainWindow, width: int, height: int) -> None:
+    window.resize(width, height)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == (width, height), timeout=2000)
+    qtbot.wait(50)
+
+
+def _memories_geometry(ws: Any) -> dict[str, Any]:
+    table, editor = ws.browser.table, ws.editor
+    return {
+        "splitter": tuple(ws.memories_splitter.sizes()),
+        "text": table.columnWidth(0),
+        "viewport": table.viewport().width(),
+        "save_y": editor.save_button.mapTo(editor, editor.save_button.rect().topLeft()).y(),
+        "delete_y": editor.delete_button.mapTo(editor, editor.delete_button.rect().topLeft()).y(),
+    }
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_memories_keep_their_proportions_whatever_is_selected(
+        qtbot: Any, opened_window: MainWindow, width: int, height: int) -> None:
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    assert window.engine is not None
+    window.engine.add("The user plans raised beds " * 4, conversation_id=LONG_CONVERSATION)
+    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=30000)
+    window.show_tab(MEMORIES_TAB)
+    _resize(qtbot, window, width, height)
+    qtbot.waitUntil(lambda: ws.browser.model.row_of(
+        next(m.id for m in window.engine.list_memories(conversation_id=LONG_CONVERSATION))) is not None,
+        timeout=10000)
+
+    seen = []
+    for row in range(min(ws.browser.model.rowCount(), 8)):
+        memory = ws.browser.model.memory_at(row)
+        ws.browser.table.selectRow(row)
+        qtbot.waitUntil(lambda m=memory: ws.editor.memory is not None and ws.editor.memory.id == m.id,
+                        timeout=5000)
+        qtbot.wait(30)
+        geometry = _memories_geometry(ws)
+        seen.append((memory.path, geometry))
+        assert geometry["text"] >= 0.5 * geometry["viewport"], (width, memory.path, geometry)
+        assert geometry["save_y"] == geometry["delete_y"], (width, "Save wrapped onto its own row", geometry)
+    splitters = {g["splitter"] for _path, g in seen}
+    assert len(splitters) == 1, f"the splitter moved on selection at {width}: {seen}"
+    assert any(LONG_CONVERSATION in path for path, _g in seen)
+    browser, editor = next(iter(splitters))
+    assert browser > editor, "the list keeps the larger share"
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_timeline_event_list_lineage_and_messages_are_readable(
+        qtbot: Any, opened_window: MainWindow, width: int, height: int) -> None:
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    window.show_tab(TIMELINE_TAB)
+    _resize(qtbot, window, width, height)
+    pane = ws.timeline
+    qtbot.waitUntil(lambda: pane.model.rowCount() > 3, timeout=30000)
+    row = next(r for r in range(pane.model.rowCount())
+               if any(e.type == EventType.UPDATE for e in pane.model.commit_at(r).events))
+    pane.select_commit(row)
+    qtbot.waitUntil(lambda: pane.events_model.rowCount() > 0, timeout=10000)
+    qtbot.wait(50)
+    row_height = pane.event_view.sizeHintForRow(0)
+    assert pane.event_view.viewport().height() >= EVENT_ROWS * row_height, (
+        width, pane.event_view.viewport().height(), row_height)
+
+    qtbot.waitUntil(lambda: pane.lineage_view.lineage is not None, timeout=10000)
+    pane.detail_tabs.setCurrentWidget(pane.lineage_view)
+    qtbot.wait(50)
+    table = pane.lineage_view.table
+    assert pane.lineage_view.model.headerData(0, Qt.Orientation.Horizontal) == "Text"
+    assert not table.horizontalScrollBar().isVisible()
+    assert table.columnWidth(0) >= 0.4 * table.viewport().width()
+
+    message = ("Nothing was changed: this memory changed since the commit you selected, and the "
+               "newer version is kept; open the Memories pane to compare them side by side.")
+    pane.status_label.setText(message)
+    qtbot.wait(50)
+    label = pane.status_label
+    assert label.height() >= label.heightForWidth(label.width()), "the message is clipped"
+    assert label.visibleRegion().boundingRect().height() >= label.heightForWidth(label.width())
