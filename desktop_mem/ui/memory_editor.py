@@ -42,7 +42,7 @@ from desktop_mem.engine.models import (
     ValidationError,
 )
 from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
-from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout
+from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout, group
 from desktop_mem.ui.lineage_view import show_lineage_dialog
 from desktop_mem.ui.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -108,6 +108,7 @@ class MemoryEditor(QWidget):
         self.expires_edit = QDateTimeEdit(self)
         self.expires_edit.setCalendarPopup(True)
         self.expires_edit.setDisplayFormat("yyyy-MM-dd HH:mm")
+        self.expires_edit.setSpecialValueText("never")  # unchecked: no date shown, none saved
         expires = QHBoxLayout()
         expires.addWidget(self.expires_check)
         expires.addWidget(self.expires_edit, 1)
@@ -150,8 +151,8 @@ class MemoryEditor(QWidget):
         buttons.addWidget(self.new_button)
         buttons.addWidget(self.external_button)
         buttons.addWidget(self.lineage_button)
-        buttons.addWidget(self.delete_button)
-        buttons.addWidget(self.save_button)
+        # Delete and Save wrap together: Save never ends up alone on a row of its own.
+        buttons.addWidget(group(self, self.delete_button, self.save_button))
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 0, 0, 0)
@@ -176,7 +177,7 @@ class MemoryEditor(QWidget):
         self.lineage_button.clicked.connect(self._on_lineage_button_clicked)
         self.reload_button.clicked.connect(self.reload)
         self.keep_button.clicked.connect(self.keep_mine)
-        self.expires_check.toggled.connect(self.expires_edit.setEnabled)
+        self.expires_check.toggled.connect(self._on_expires_check_toggled)
 
     # --------------------------------------------------------------- public
 
@@ -247,6 +248,8 @@ class MemoryEditor(QWidget):
             meta["kind"] = values.kind
         if values.source != memory.source:
             meta["source"] = values.source
+        elif text is not None and memory.source != "manual":
+            meta["source"] = "manual"  # the words are the user's now, whoever wrote them first
         if values.expires_at != memory.expires_at:
             meta["expires_at"] = values.expires_at
         if memory.role == "memory":
@@ -322,6 +325,15 @@ class MemoryEditor(QWidget):
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._engine.root / self._memory.path)))
 
     @Slot()
+    @Slot(bool)
+    def _on_expires_check_toggled(self, on: bool) -> None:
+        """Unchecked shows "never"; checking it offers a date 30 days ahead."""
+        self.expires_edit.setEnabled(on)
+        if not on:
+            self.expires_edit.setDateTime(self.expires_edit.minimumDateTime())
+        elif self.expires_edit.dateTime() == self.expires_edit.minimumDateTime():
+            self.expires_edit.setDateTime(QDateTime.currentDateTime().addDays(30))
+
     def _on_lineage_button_clicked(self) -> None:
         if self._memory is not None:
             show_lineage_dialog(self, self._runner, self._engine, self._memory.id)
@@ -365,7 +377,7 @@ class MemoryEditor(QWidget):
         self.expires_edit.setEnabled(writable and has_expiry)
         self.expires_edit.setDateTime(
             QDateTime.fromSecsSinceEpoch(int(memory.expires_at.timestamp())) if memory and memory.expires_at
-            else QDateTime.currentDateTime().addDays(30))
+            else self.expires_edit.minimumDateTime())
         is_fact = memory is not None and memory.role == "memory"
         self.valid_from_edit.setText(memory.valid_from or "" if memory else "")
         self.valid_to_edit.setText(memory.valid_to or "" if memory else "")
