@@ -527,6 +527,9 @@ def extend_parser(parser: argparse.ArgumentParser) -> None:
 
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     register(sub, HANDLERS)  # import, export, sync
+    from desktop_mem.cli import endpoints
+
+    endpoints.register(sub, HANDLERS)  # find the user's model servers
 
 
 if __name__ == "__main__":

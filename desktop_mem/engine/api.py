@@ -55,6 +55,8 @@ Listener = Callable[[StoreChange], None]
 _PUBLIC: dict[str, str] = {
     **dict.fromkeys(["ChatReply", "MemoryUsed", "WriteOutcome"], "chat.chat_types"),
     **dict.fromkeys(["LLMClient", "LLMEndpoint", "LLMError"], "chat.llm_client"),
+    **dict.fromkeys(["FoundEndpoint", "discover_endpoints", "nothing_found_advice"],
+                    "chat.endpoint_discovery"),
     **dict.fromkeys(["reconcile", "kind_of"], "chat.extraction"),
     **dict.fromkeys(["TurnMemory", "learned_in", "scope_of"], "chat.turn_memory"),
     "STRATEGY_NAMES": "chat.context", "Planned": "chat.decisions", "Provenance": "chat.provenance",
