@@ -62,6 +62,7 @@ class ChangeFeed:
         self.bus = InMemorySubscriptionBus()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sessions: dict[int, Any] = {}  # handshake-era sessions (ServerSession)
+        self._tasks: set[asyncio.Task[None]] = set()  # the loop keeps only weak references
         self._subscribed: dict[int, set[str]] = {}
 
     def saw(self, session: Any, protocol_version: str | None) -> None:
@@ -88,7 +89,13 @@ class ChangeFeed:
         if loop is None or loop.is_closed():
             return  # no client has asked anything yet: nobody to tell
         chosen = set(uris)
-        loop.call_soon_threadsafe(lambda: loop.create_task(self.publish(chosen, list_changed)))
+
+        def start() -> None:
+            task = loop.create_task(self.publish(chosen, list_changed))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        loop.call_soon_threadsafe(start)
 
     async def publish(self, uris: set[str], list_changed: bool) -> None:
         for uri in sorted(uris):
@@ -110,7 +117,15 @@ class ChangeFeed:
 async def watch_store(root: Path, snapshot: Any, feed: ChangeFeed) -> None:
     """Publish every change of the store's memory files, whoever made it (a `desktop-mem mcp`
     process: the app, `serve`, other MCP clients, a text editor, this session itself).
-    `snapshot()` -> {path: id} of the files as they are now (blocking; run in a thread)."""
+    `snapshot()` -> {path: id} of the files as they are now (blocking; run in a thread).
+    A failing watch stops notifying; it never takes the session down with it."""
+    try:
+        await _watch(root, snapshot, feed)
+    except Exception:  # e.g. no inotify watches left: tools and resources still work
+        log.warning("change notifications stopped: the store cannot be watched", exc_info=True)
+
+
+async def _watch(root: Path, snapshot: Any, feed: ChangeFeed) -> None:
     import anyio
     from watchfiles import awatch
 
