@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.chat_message import ChatMessage
+from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.conversation_list import ConversationList
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.memory_browser import MemoryBrowser
@@ -197,3 +198,43 @@ def test_llm_is_not_shown_unreachable_while_a_retried_reply_streams(
     status._on_llm_failed(Unreachable(), 0)  # a probe sent before the reply, failing late
     assert status.llm_label.text() == "LLM: connected"
     qtbot.waitUntil(lambda: not ws.chat.busy, timeout=30000)
+
+
+def test_an_older_reply_shows_the_memory_record_kept_with_its_turn(
+        qtbot: Any, engine: Any, runner: Any, settle: Any) -> None:
+    """What an old answer used stays checkable after switching conversations, a Settings save or
+    a restart: the pane reads the record kept with the turn (engine/chat/turn_memory.py)."""
+    trip = engine.new_conversation("Weekend plans")
+    home = engine.new_conversation("Home")
+    fact = engine.add("The user works as a nurse", source="llm")
+    engine.add("What is my job?", conversation_id=trip, role="user")
+    reply = engine.add("You work as a nurse.", conversation_id=trip, role="assistant")
+    engine.edit(reply.id, meta={
+        "memory_used": {"version": 1, "model": "local", "strategy": "trimming", "summary": None,
+                        "memories": [{"id": fact.id, "scope": "user", "conversation_id": "global",
+                                      "role": "memory", "text": fact.text, "score": 0.71,
+                                      "from_conversation": home}],
+                        "other_conversations": [home]},
+        "memory_updated": {"version": 1, "added": [{"id": "x", "scope": "user",
+                                                    "text": "The user has a daughter"}],
+                           "updated": [], "deleted": [], "summary_changed": True}})
+    pane = ChatPane(engine, runner)
+    qtbot.addWidget(pane)
+    pane.set_titles({trip: "Weekend plans", home: "Home"})
+    pane.set_conversation(trip)
+    settle(runner)
+    shown = pane.messages()[-1]
+    panel = shown.used_panel
+    assert panel is not None and panel.toggle.text().startswith("Memory used: 1 memory + 1 other")
+    assert [b.text() for b in panel.memory_buttons] == ["The user works as a nurse"]
+    assert panel.origin_labels[0].text().startswith("yours (learned in “Home”)")
+    assert shown.outcome_label.text() == ("Memory updated: added “The user has a daughter” · "
+                                          "summary updated")
+    with qtbot.waitSignal(pane.memory_requested) as requested:
+        panel.memory_buttons[0].click()
+    assert requested.args[0] == fact.id
+    pane.set_conversation(home)  # away and back: the record is read again, not lost
+    settle(runner)
+    pane.set_conversation(trip)
+    settle(runner)
+    assert pane.messages()[-1].used_panel is not None
