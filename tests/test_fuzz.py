@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from desktop_mem.api.rest import create_app
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Memory, ValidationError
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.markdown_store import MarkdownStore
-from desktop_mem.api.rest import create_app
 from tests.scripted_llm import ScriptedLLM
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,6 +17,8 @@ import git
 import pytest
 from starlette.testclient import TestClient
 
+from desktop_mem.api.rest import create_app
+from desktop_mem.api.security import is_loopback
 from desktop_mem.engine.chat.context import build_system_prompt, neutralize_data
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history.git_history import GitHistory
@@ -24,8 +26,6 @@ from desktop_mem.engine.models import StoreLockedError, ValidationError
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.store_lock import INFO_NAME, LOCK_NAME, StoreLock
 from desktop_mem.engine.transfer.git_sync import SyncError, sync
-from desktop_mem.api.rest import create_app
-from desktop_mem.api.security import is_loopback
 
 SECRET = "sk-proj-Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa"
 
