@@ -169,3 +169,11 @@ def test_the_written_command_starts_the_server_outside_the_venv(tmp_path: Path) 
             return {t.name for t in (await session.list_tools()).tools}
 
     assert {"search_memory", "add_memories", "delete_memories"} <= anyio.run(tools)
+
+
+def test_the_packaged_app_points_the_client_at_its_own_executable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = tmp_path / "desktop-mem-app"
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", str(app))
+    assert server_command(tmp_path / "s") == (str(app), ["--store", str(tmp_path / "s"), "mcp"])

@@ -14,7 +14,7 @@ their comments too; only our table's lines change). The old file is kept as a ti
 next to it, the new one is written atomically, and the change is shown as a diff. A file that
 does not parse is an error and is left untouched. The command written is absolute and works
 outside any virtualenv: the installed `desktop-mem` script beside this Python, else this Python
-with `-m desktop_mem.cli`.
+with `-m desktop_mem.cli` (the packaged app: its own executable).
 """
 
 from __future__ import annotations
@@ -101,6 +101,8 @@ def server_command(store: Path, config_file: Path | None = None) -> tuple[str, l
     if config_file is not None:
         args += ["--config", str(config_file.expanduser().absolute())]
     args.append("mcp")
+    if getattr(sys, "frozen", False):  # the packaged app (PyInstaller) is the desktop-mem command
+        return str(here), args
     if script.is_file():
         return str(script), args
     return str(here), ["-m", "desktop_mem.cli", *args]
