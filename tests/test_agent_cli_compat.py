@@ -83,8 +83,13 @@ def test_agent_cli_written_store_opens_in_place(
         assert facts[ids["job"]].text == "The user works as a pastry chef."
         assert facts[ids["city"]].deleted and facts[ids["city"]].replaced_by == ids["city2"]
         assert facts[ids["city"]].conversation_id == "travel"
-        live = [m.text for m in engine.list_memories(conversation_id="travel", role="memory")]
-        assert sorted(live) == ["The user moved to Munich.", "The user works as a pastry chef."]
+        # Facts about the user move to the user scope on open (issue 21), which agent-cli reads
+        # in every conversation too; they remember the conversation they came from.
+        live = [m for c in ("travel", "global")
+                for m in engine.list_memories(conversation_id=c, role="memory")]
+        assert sorted(m.text for m in live) == ["The user moved to Munich.",
+                                                "The user works as a pastry chef."]
+        assert {m.extra.get("from_conversation", m.conversation_id) for m in live} == {"travel"}
         turns = engine.messages("travel")
         assert [t["role"] for t in turns] == ["user", "assistant"]
         assert engine.summary("travel") is not None

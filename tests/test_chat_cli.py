@@ -30,7 +30,11 @@ def chat(
 
 
 def stored(store: Path, config: Any, conv: str, role: str) -> list[str]:
+    """The conversation's turns of `role`; for facts, those it reads: its own and the user's."""
     with MemoryEngine(config(store=store), read_only=True) as engine:
+        if role == "memory":
+            facts = [m for c in (conv, "global") for m in engine.list_memories(conversation_id=c, role=role)]
+            return [m.text for m in sorted(facts, key=lambda m: (m.created_at, m.path))]
         return [m.text for m in engine.list_memories(conversation_id=conv, role=role)]
 
 

@@ -234,3 +234,27 @@ def test_cancel_stops_the_memory_update_with_nothing_half_applied(
     assert not chat_engine.list_memories(role="memory")
     assert chat_engine.git.dirty_paths() == []  # the turn's messages are committed all the same
     assert chat_engine.get(reply.turn_id).text == "I like tea."
+
+
+def test_a_restore_or_a_revert_makes_the_summary_stale_until_it_is_rewritten(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user lives in Antwerp"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": ["The user lives in Ghent"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user lives in Ghent"}]')
+    scripted_llm.script(SUMMARY, "The user lives in Antwerp.", times=1)
+    scripted_llm.script(SUMMARY, "The user lives in Ghent.")
+    scripted_llm.default_reply = "Okay."
+    _tell(chat_engine, "home", "I live in Antwerp.")
+    outcomes: list[Any] = []
+    chat_engine.subscribe_outcomes(outcomes.append)
+    _tell(chat_engine, "home", "I moved to Ghent.")
+    [(tomb, new)] = outcomes[-1].updated
+    fresh = chat_engine.chat("home", "Hello again.")
+    assert chat_engine.wait_idle(30) and not fresh.used.summary_stale
+
+    chat_engine.undo_update([tomb.id, new.id], outcomes[-1].commit)  # the timeline's Revert
+    reply = chat_engine.chat("home", "Where do I live?")
+    system = _system(scripted_llm)
+    assert reply.used.summary_stale and "Ghent" not in system and "The user lives in Antwerp" in system

@@ -40,7 +40,7 @@ def test_a_fact_list_cut_off_before_its_first_item_falls_back_to_pattern_rules(
     chat_engine.subscribe_outcomes(outcomes.append)
     assert chat_engine.chat("cut", "I live in Berlin.").ok
     assert chat_engine.wait_idle(30)
-    facts = chat_engine.list_memories(conversation_id="cut", role="memory")
+    facts = chat_engine.list_memories(role="memory")
     assert [(m.text, m.source) for m in facts] == [("The user lives in Berlin", "pattern")]
     assert any("cut off" in note and "pattern rules" in note for note in outcomes[0].notes)
 
@@ -56,7 +56,7 @@ def test_a_reconciliation_answer_cut_off_adds_the_facts_and_says_so(
     chat_engine.subscribe_outcomes(outcomes.append)
     chat_engine.chat("rc", "I live in Berlin.")
     assert chat_engine.wait_idle(30)
-    texts = {m.text for m in chat_engine.list_memories(conversation_id="rc", role="memory")}
+    texts = {m.text for m in chat_engine.list_memories(role="memory")}
     assert texts == {"The user has a dog", "The user lives in Berlin"}
     assert chat_engine.get(old.id).deleted is False
     assert any("reconciliation failed" in note for note in outcomes[0].notes)

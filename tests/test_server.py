@@ -100,7 +100,7 @@ def test_openai_client_fact_is_stored_injected_and_updated(served: Served) -> No
     assert told.choices[0].message.content == "Nice!" and told.choices[0].finish_reason == "stop"
     assert told.object == "chat.completion" and told.usage is not None and told.usage.completion_tokens > 0
     assert engine.wait_idle(30)
-    [fact] = engine.list_memories(conversation_id="trip", role="memory")
+    [fact] = engine.list_memories(role="memory")
     assert fact.text == "The user lives in Berlin"
     assert (engine.root / fact.path).read_text(encoding="utf-8").endswith("The user lives in Berlin\n")
     added = engine.history(limit=1)[0]
@@ -185,7 +185,7 @@ def test_upstream_faults_give_clear_errors_and_lose_no_turn(
     assert "127.0.0.1" in str(in_stream.value)
     assert served.engine.wait_idle(30)
     assert served.user_turns("pets") == ["I have a cat.", "I have a dog."]
-    facts = [m.text for m in served.engine.list_memories(conversation_id="pets", role="memory")]
+    facts = [m.text for m in served.engine.list_memories(role="memory")]
     assert "The user has a cat" in facts
 
 
@@ -429,5 +429,5 @@ def test_sigterm_finishes_the_queued_write_path_and_releases_the_store(
     assert read_holder(store) == {}
     with MemoryEngine(make_config(**{"store.path": str(store)})) as engine:
         assert not engine.read_only  # the lock was released
-        facts = [m.text for m in engine.list_memories(conversation_id="home", role="memory")]
+        facts = [m.text for m in engine.list_memories(role="memory")]
     assert facts == ["The user lives in Leuven"]
