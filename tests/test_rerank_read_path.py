@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.index.retrieval import RERANK_PROBE_EVERY, SearchFilters
 from tests.tiny_cross_encoder import write_cross_encoder
 
 TURNS = [
@@ -97,3 +98,43 @@ def test_the_time_budget_shrinks_the_pool_then_skips_the_cross_encoder(
         for _ in range(2):
             ranked = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
             assert all(r.scores.rerank is not None for r in ranked)
+
+
+def test_a_tight_budget_scores_the_best_ten_and_still_returns_top_k(
+    make_config: Callable[..., Any],
+) -> None:
+    """On a busy machine the chat turn gets the cross-encoder over the best candidates that fit
+    (never fewer than ten), not the plain fused order, and still gets every result it asked for."""
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=100, retrieval__rerank_pool=20)) as eng:
+        for i in range(8):
+            eng.add(f"Melanie: filler turn {i} about the garden and the weather today.", conversation_id="c1",
+                    role="user")
+        _fill(eng)
+        retriever = eng.retriever
+        # 10 ms per pair under load: the 100 ms budget fits 10 of the pool of 20 (set, not timed,
+        # so the test does not depend on this machine's speed).
+        retriever._ms_per_pair = 10.0
+        results = retriever.search("What did Caroline research?", SearchFilters(conversation_id="c1"),
+                                   top_k=12, rerank=True, use_mmr=False)
+        assert len(results) == 12
+        scored = [r for r in results if r.scores.rerank is not None]
+        assert len(scored) == 10 and results[:10] == scored  # the scored head ranks first
+        assert results[0].memory.text == TURNS[2]
+        tail = results[10:]
+        assert [r.scores.fused for r in tail] == sorted((r.scores.fused for r in tail), reverse=True)
+
+
+def test_a_skipped_cross_encoder_measures_again_after_a_few_searches(
+    make_config: Callable[..., Any],
+) -> None:
+    """A load spike must not turn the cross-encoder off for the rest of the session: after a few
+    skipped searches one scores the minimum pool again and updates the cost."""
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=1)) as eng:
+        _fill(eng)
+        retriever = eng.retriever
+        retriever._ms_per_pair = 1000.0  # as measured during a spike
+        ran = [any(r.scores.rerank is not None for r in
+                   eng.search("What did Caroline research?", conversation_id="c1", rerank=True))
+               for _ in range(RERANK_PROBE_EVERY)]
+        assert ran == [False] * (RERANK_PROBE_EVERY - 1) + [True]
+        assert retriever._ms_per_pair < 1000.0  # re-measured on this machine's real cost
