@@ -48,10 +48,12 @@ def test_edit_and_save_writes_the_file_and_commits(qtbot: Any, indexed_engine: A
     assert indexed_engine.search("green tea")[0].memory.text == "The user likes green tea"
 
 
-def test_validation_blocks_empty_text_and_past_expiry(qtbot: Any, indexed_engine: Any, runner: Any) -> None:
+def test_validation_blocks_empty_text_and_past_expiry(qtbot: Any, indexed_engine: Any, runner: Any,
+                                                      settle: Any) -> None:
     memory = indexed_engine.add("The user likes tea")
     editor = _editor(qtbot, indexed_engine, runner)
     editor.open_memory(memory)
+    settle(runner)  # opening a fact reads its provenance line on the pool
     editor.body_edit.setPlainText("   ")
     editor.save()
     assert "needs some text" in editor.error_label.text()

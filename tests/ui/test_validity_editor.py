@@ -34,11 +34,12 @@ def test_the_editor_shows_and_saves_when_a_fact_was_true(qtbot: Any, engine: Any
 
 
 def test_a_date_that_is_not_one_is_refused_before_anything_is_written(
-        qtbot: Any, engine: Any, runner: Any) -> None:
+        qtbot: Any, engine: Any, runner: Any, settle: Any) -> None:
     fact = engine.add("The user works at Acme")
     before = (engine.root / fact.path).read_bytes()
     editor = _editor(qtbot, engine, runner)
     editor.open_memory(fact)
+    settle(runner)  # the provenance line is read on the pool when a fact opens
     editor.valid_from_edit.setText("last spring")
     assert editor.is_dirty()
     editor.save()
