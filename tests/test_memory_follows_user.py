@@ -258,3 +258,14 @@ def test_a_restore_or_a_revert_makes_the_summary_stale_until_it_is_rewritten(
     reply = chat_engine.chat("home", "Where do I live?")
     system = _system(scripted_llm)
     assert reply.used.summary_stale and "Ghent" not in system and "The user lives in Antwerp" in system
+
+
+def test_a_forgotten_fact_is_not_sent_even_for_a_question_about_the_past(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.default_reply = "I don't know."
+    fact = chat_engine.add("The user has a cat named Miso", conversation_id=GLOBAL_CONVERSATION)
+    chat_engine.delete(fact.id)
+    chat_engine.chat("pets", "What was the name of the cat I had before?")
+    assert "Miso" not in _sent(scripted_llm)

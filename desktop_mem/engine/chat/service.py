@@ -44,7 +44,7 @@ from desktop_mem.engine.index.retrieval import (
     SearchResult,
     injection_lines,
 )
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, Memory, Operation, Role
 from desktop_mem.engine.store.secrets_scan import describe
 
 if TYPE_CHECKING:
@@ -207,8 +207,7 @@ class ChatService:
         # A question about the past brings the facts it replaced, each saying when it was true.
         view = temporal.with_validity(view, message, snap, lambda **kw: ports.search(
             message, conversation_id=conversation_id, top_k=2 * temporal.MAX_PAST, **kw))
-        if gone:
-            view = replace(view, results=_without_forgotten(view.results, gone, live))
+        view = replace(view, results=_without_forgotten(view.results, gone, live))
         cross = self._cross_session(snap, conversation_id) if cfg["context.cross_session"] else []
         if gone:
             cross = [(c, forgetting.mask_text(text, gone, live)) for c, text in cross]
@@ -290,7 +289,7 @@ class ChatService:
         conversation's last user turn if it holds `message` and no complete reply followed it.
         """
         turns = snap.transcript(conv)
-        users = [i for i, m in enumerate(turns) if m.role == "user"]
+        users = [i for i, m in enumerate(turns) if m.role == Role.USER]
         if client_turn_id:
             at = next((i for i in users if turns[i].extra.get(CLIENT_TURN_ID) == client_turn_id), None)
         else:
@@ -327,10 +326,10 @@ class ChatService:
         if not stale:
             return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
-        for c in {r.memory.conversation_id for r in results if r.memory.role == "assistant"} | {conv}:
+        for c in {r.memory.conversation_id for r in results if r.memory.role == Role.ASSISTANT} | {conv}:
             previous_user = ""
             for turn in own if c == conv else snap.transcript(c):
-                if turn.role == "user":
+                if turn.role == Role.USER:
                     previous_user = turn.id
                 else:
                     replies_to[turn.id] = previous_user
@@ -382,7 +381,7 @@ class ChatService:
         with writer.transaction(Operation.TURN, conversation=conversation_id, publish=False) as tx:
             text, found = tx.redact(text)
             memory = tx.add(text, conversation_id=conversation_id, role=role,
-                            source="llm" if role == "assistant" else "manual", extra=extra)
+                            source="llm" if role == Role.ASSISTANT else "manual", extra=extra)
         if found:
             notes.append(f"A likely secret ({describe(found)}) was redacted from the stored {role} turn "
                          "(security.secrets).")
@@ -456,7 +455,7 @@ def _replies_to(turns: Sequence[Memory]) -> dict[str, str]:
     replies: dict[str, str] = {}
     previous_user = ""
     for turn in turns:
-        if turn.role == "user":
+        if turn.role == Role.USER:
             previous_user = turn.id
         else:
             replies[turn.id] = previous_user
@@ -466,10 +465,14 @@ def _replies_to(turns: Sequence[Memory]) -> dict[str, str]:
 def _without_forgotten(
     results: Sequence[SearchResult], gone: dict[str, list[Superseded]], live: Sequence[Memory]
 ) -> list[SearchResult]:
-    """Recalled turns with what was forgotten masked; a turn that said nothing else is left out."""
+    """Recalled turns with what was forgotten masked; a turn that said nothing else is left out.
+    A fact deleted without a replacement (forgotten) is never sent, not even to a question about
+    the past: only replaced facts have a "before"."""
     kept: list[SearchResult] = []
     for r in results:
-        if r.memory.role in ("user", "assistant"):
+        if r.memory.role == Role.MEMORY and r.memory.deleted and not r.memory.replaced_by:
+            continue
+        if gone and r.memory.role in TURN_ROLES:
             text = forgetting.mask_text(r.memory.text, gone, live)
             if text != r.memory.text:
                 if not text.replace(forgetting.FORGOTTEN, "").strip(" .!?\n"):
