@@ -8,6 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import MemoryUsed, TurnMemory
+from desktop_mem.engine.models import Role
 from desktop_mem.ui.markdown_view import MarkdownView
 from desktop_mem.ui.memory_used_panel import MemoryUsedPanel, describe_record_update
 
@@ -43,8 +44,8 @@ class ChatMessage(QFrame):
         self.role = role
         self._text = text
         self.used_panel: MemoryUsedPanel | None = None
-        self.setObjectName("userMessage" if role == "user" else "assistantMessage")
-        self.who = QLabel("You" if role == "user" else "Assistant", self)
+        self.setObjectName("userMessage" if role == Role.USER else "assistantMessage")
+        self.who = QLabel("You" if role == Role.USER else "Assistant", self)
         self.who.setObjectName("messageAuthor")
         self.view = MarkdownView(self, auto_height=True)
         self.view.set_markdown(keep_line_breaks(text))
@@ -134,10 +135,11 @@ class ChatMessage(QFrame):
         self.outcome_label.show()
         self.cancel_update_button.hide()
 
-    def set_updating(self, seconds: int, cancellable: bool) -> None:
-        """The write path runs for this reply: say so, with the time it has taken so far."""
+    def set_updating(self, seconds: int, cancellable: bool, stage: str = "") -> None:
+        """The write path runs for this reply: say so, with its step and the time so far."""
         self.outcome_label.setProperty("updating", True)
-        self.outcome_label.setText(f"Updating memory… {seconds} s")
+        step = f" ({stage})" if stage else ""
+        self.outcome_label.setText(f"Updating memory…{step} {seconds} s")
         self.outcome_label.show()
         self.cancel_update_button.setVisible(cancellable)
 

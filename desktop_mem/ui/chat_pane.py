@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 from shiboken6 import isValid
 
 from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, TurnMemory, WriteOutcome, turn_memory
+from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner
@@ -64,8 +66,8 @@ def load_history(engine: MemoryEngine, conversation_id: str) -> list[StoredTurn]
     shown: list[StoredTurn] = []
     user_id: str | None = None
     for m in turns:
-        user_id = m.id if m.role == "user" else user_id
-        record = records.get(user_id) if m.role == "assistant" and user_id else None
+        user_id = m.id if m.role == Role.USER else user_id
+        record = records.get(user_id) if m.role == Role.ASSISTANT and user_id else None
         shown.append(StoredTurn(m.role, m.text, bool(m.extra.get("interrupted")), record))
     return shown
 
@@ -73,7 +75,7 @@ def load_history(engine: MemoryEngine, conversation_id: str) -> list[StoredTurn]
 def unanswered(turns: list[StoredTurn]) -> StoredTurn | None:
     """The last user message, when nothing but interrupted replies came after it: the engine
     reuses its stored turn when it is sent again (retry), so it must be sent as a retry."""
-    last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "user"), None)
+    last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == Role.USER), None)
     if last is None or any(not t.interrupted for t in turns[last + 1:]):
         return None
     return turns[last]
@@ -122,6 +124,8 @@ class _Awaiting:
     turn_id: str | None
     message: ChatMessage | None
     started: float = field(default_factory=time.monotonic)
+    stage: str = ""  # the write path's step now ("extracting facts", ...), from its progress events
+    cancelled: bool = False  # the user pressed Cancel
 
 
 class ChatPane(QWidget):
@@ -348,8 +352,8 @@ class ChatPane(QWidget):
 
     @property
     def can_cancel_memory_update(self) -> bool:
-        """The engine can stop a turn's write path (issue 21: engine side)."""
-        return callable(getattr(self._engine, "cancel_memory_update", None))
+        """A running memory update can be cancelled (not in a read-only window: none runs)."""
+        return not self._engine.read_only
 
     @Slot()
     def cancel_memory_updates(self) -> None:
@@ -374,9 +378,32 @@ class ChatPane(QWidget):
         return failed.conversation_id, failed.message.status_label.text()
 
     def _cancel_update(self, pending: _Awaiting) -> None:
-        cancel = getattr(self._engine, "cancel_memory_update", None)
-        if cancel is not None and pending.turn_id is not None:
-            self._runner.submit(cancel, pending.turn_id)
+        """Cancel one reply's memory update: honoured between its steps, nothing half-applied
+        (only a flag is set here; the write path stops on its own thread)."""
+        if pending.turn_id is None or pending not in self._awaiting_outcome:
+            return
+        pending.cancelled = True
+        self._engine.cancel_write_path(pending.turn_id)
+        if pending.message is not None and isValid(pending.message):
+            pending.message.cancel_update_button.setEnabled(False)
+
+    @Slot(object)
+    def on_write_progress(self, progress: Any) -> None:
+        """A WriteProgress event: show the step, or end "Updating memory…" when the write path
+        failed (no outcome comes then; the turn's messages are on disk)."""
+        pending = next((p for p in self._awaiting_outcome if p.turn_id == progress.turn_id), None)
+        if pending is None:
+            return
+        if progress.running:
+            pending.stage = progress.stage
+            self._on_tick_timeout()
+            return
+        if progress.state == "failed":
+            self._awaiting_outcome.remove(pending)
+            if pending.message is not None and isValid(pending.message):
+                pending.message.set_outcome("Memory was not updated from this turn: the update failed "
+                                            "(the messages are saved; see the log).")
+            self._on_tick_timeout()
 
     def _set_aside(self, failed: _Turn) -> None:
         """A retry replaces the failed reply: gone if nothing of it arrived (nothing was stored),
@@ -432,6 +459,8 @@ class ChatPane(QWidget):
         if message is None or not isValid(message) or match.conversation_id != self._conversation:
             return  # its conversation is not shown any more
         text = outcome.describe()
+        if match.cancelled:
+            text = f"Memory update cancelled: {text[0].lower()}{text[1:]}"
         message.set_outcome(text)
         self.outcome_shown.emit(text)
 
@@ -514,7 +543,8 @@ class ChatPane(QWidget):
         cancellable = self.can_cancel_memory_update
         for p in pending:
             if p.message is not None and isValid(p.message) and p.conversation_id == self._conversation:
-                p.message.set_updating(int(now - p.started), cancellable)
+                p.message.set_updating(int(now - p.started), cancellable and not p.cancelled,
+                                       "cancelling" if p.cancelled else p.stage)
         longest = int(now - min(p.started for p in pending))
         more = f" ({len(pending)} replies)" if len(pending) > 1 else ""
         self.memory_activity.emit(f"Updating memory… {longest} s{more}")
@@ -609,7 +639,7 @@ class ChatPane(QWidget):
         question = unanswered(turns)
         if question is None or self._conversation is None or self._turn is not None:
             return
-        if last is None or last.role != "assistant":
+        if last is None or last.role != Role.ASSISTANT:
             last = self._add_message("assistant", "")
         last.set_interrupted(retry=True)
         note, self._failure_note = self._failure_note, None

@@ -24,10 +24,12 @@ class EngineBridge(QObject):
     store_changed = Signal(object)  # StoreChange
     outcome_ready = Signal(object)  # WriteOutcome
     secret_held_back = Signal(object)  # SecretHeldBack: a hand edit with a likely secret awaits an answer
+    write_progressed = Signal(object)  # WriteProgress: a reply's memory update started, moved on or ended
 
     _change_posted = Signal(object)
     _outcome_posted = Signal(object)
     _held_back_posted = Signal(object)
+    _progress_posted = Signal(object)
 
     def __init__(self, engine: MemoryEngine, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -36,9 +38,11 @@ class EngineBridge(QObject):
         self._change_posted.connect(self._on_change_posted, queued)
         self._outcome_posted.connect(self._on_outcome_posted, queued)
         self._held_back_posted.connect(self._on_held_back_posted, queued)
+        self._progress_posted.connect(self.write_progressed, queued)
         self._unsubscribe.append(engine.subscribe(self._change_posted.emit))
         self._unsubscribe.append(engine.subscribe_outcomes(self._outcome_posted.emit))
         self._unsubscribe.append(engine.subscribe_held_back(self._held_back_posted.emit))
+        self._unsubscribe.append(engine.subscribe_write_progress(self._progress_posted.emit))
 
     def close(self) -> None:
         """Stop listening (the engine is about to close)."""

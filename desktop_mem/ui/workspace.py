@@ -96,6 +96,7 @@ class Workspace(QWidget):
         self.browser.problem_activated.connect(self._on_browser_problem_activated)
         self._bridge.store_changed.connect(self._on_bridge_store_changed)
         self._bridge.outcome_ready.connect(self.chat.on_outcome)
+        self._bridge.write_progressed.connect(self.chat.on_write_progress)
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.memories_splitter.splitterMoved.connect(self._on_memories_splitter_moved)
 

@@ -238,3 +238,66 @@ def test_an_older_reply_shows_the_memory_record_kept_with_its_turn(
     pane.set_conversation(trip)
     settle(runner)
     assert pane.messages()[-1].used_panel is not None
+
+
+def test_cancel_stops_the_memory_update_of_a_reply(qtbot: Any, opened_window: MainWindow,
+                                                   scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, Fault.delay(3, then='["The user has a daughter called Lena"]'), times=1)
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(is_chat, "Lovely name!")
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    window.show_tab(CHAT_TAB)
+    qtbot.waitUntil(lambda: ws.chat.conversation is not None, timeout=10000)
+    ws.chat.input.setPlainText("My daughter is called Lena.")
+    with qtbot.waitSignal(ws.chat.reply_finished, timeout=60000):
+        ws.chat.send_button.click()
+    reply = ws.chat.messages()[-1]
+    assert reply.updating and not reply.cancel_update_button.isHidden()
+    assert not window.status.memory_cancel.isHidden()  # the status bar's Cancel too
+    reply.cancel_update_button.click()
+    qtbot.waitUntil(lambda: not reply.updating, timeout=60000)
+    assert reply.outcome_label.text().startswith("Memory update cancelled")
+    assert window.engine is not None
+    texts = [m.text for m in window.engine.list_memories(role="memory")]
+    assert "The user has a daughter called Lena" not in texts
+    assert window.engine.transcript(ws.chat.conversation or "")[-1].text == "Lovely name!"  # kept
+
+
+def test_memory_used_and_updated_stay_under_a_reply_after_switching_and_a_settings_save(
+        qtbot: Any, opened_window: MainWindow, scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, '["The user has a daughter called Lena"]', times=1)
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(is_chat, "Lovely name!")
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    window.show_tab(CHAT_TAB)
+    qtbot.waitUntil(lambda: ws.conversations.model.row_of("garden") is not None, timeout=10000)
+    ws.conversations.select("trip-to-lisbon")
+    qtbot.waitUntil(lambda: ws.chat.conversation == "trip-to-lisbon" and bool(ws.chat.messages()),
+                    timeout=10000)
+    ws.chat.input.setPlainText("My daughter is called Lena.")
+    with qtbot.waitSignal(ws.chat.reply_finished, timeout=60000):
+        ws.chat.send_button.click()
+    reply = ws.chat.messages()[-1]
+    qtbot.waitUntil(lambda: not reply.updating and reply.outcome_label.isVisibleTo(reply), timeout=60000)
+    used, updated = reply.used_panel.toggle.text(), reply.outcome_label.text()  # type: ignore[union-attr]
+    assert updated.startswith("Memory updated: added")
+
+    def shown_again(workspace: Any) -> None:
+        qtbot.waitUntil(lambda: bool(workspace.chat.messages())
+                        and workspace.chat.messages()[-1].text == "Lovely name!", timeout=10000)
+        again = workspace.chat.messages()[-1]
+        assert again.used_panel is not None and again.used_panel.toggle.text().startswith("Memory used:")
+        assert again.used_panel.record is not None  # read back from the turn, not kept in the window
+        assert again.outcome_label.text() == updated, (used, updated)
+
+    ws.conversations.select("garden")
+    qtbot.waitUntil(lambda: ws.chat.conversation == "garden", timeout=10000)
+    ws.conversations.select("trip-to-lisbon")
+    shown_again(ws)
+    ws.chat.settings_requested.emit()
+    with qtbot.waitSignal(window.store_opened, timeout=60000):
+        window.settings_dialog.save()
+    assert window.workspace is not None and window.workspace is not ws
+    shown_again(window.workspace)
