@@ -195,3 +195,22 @@ def test_the_mcp_tool_lists_and_rejects(make_config: Callable[..., Any], scripte
     assert missing.is_error and "needs the proposal's id" in missing.content[0].text
     with MemoryEngine(make_config()) as reopened:
         assert reopened.proposals() == ([], []) and _facts(reopened) == ["The user lives in Ghent"]
+
+
+def test_an_ai_tools_reconciled_update_waits_too(make_config: Callable[..., Any], scripted_llm: Any) -> None:
+    from desktop_mem.engine.chat.decisions import Planned
+
+    engine = _review_engine(make_config, scripted_llm)
+    try:
+        ghent = engine.add("The user lives in Ghent")
+        before = _commits(engine)
+        decisions = [Planned("UPDATE", "The user lives in Leuven", ghent.id),
+                     Planned("ADD", "The user likes jazz", None)]
+        applied = engine.apply_decisions("global", decisions, source="mcp")
+        assert [m.text for m in applied.added] == ["The user likes jazz"] and applied.updated == []
+        assert _commits(engine) == before + 1  # the ADD and the proposal: one commit
+        [proposal], _ = engine.proposals()
+        assert proposal.describe() == "Update: The user lives in Ghent → The user lives in Leuven"
+        assert _facts(engine) == ["The user likes jazz", "The user lives in Ghent"]
+    finally:
+        engine.close()

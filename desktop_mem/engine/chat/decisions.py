@@ -76,9 +76,14 @@ def apply_as_one_commit(
     operation = Operation.ADD if all(d.event == Decision.ADD for d in changes) else Operation.UPDATE
     with engine.writer.transaction(operation, conversation=conv, trailers=dict(trailers),
                                    publish=False) as tx:
+        from desktop_mem.engine.chat import review  # review mode builds on this module
+
+        held = len(checked)
+        checked = review.hold_for_review(engine.config, engine.lookup, tx, conv, checked, extra)
         applied = apply_decisions(tx, engine.get, conv, checked, extra)
-        tx.subject = _subject(applied)
-        change = tx.publish() if (applied.added or applied.updated or applied.deleted) else None
+        held -= len(checked)
+        tx.subject = _subject(applied) + (f" ({held} for review)" if held else "")
+        change = tx.publish() if (applied.added or applied.updated or applied.deleted or held) else None
     applied.commit = change.commit if change is not None else None
     return applied
 
