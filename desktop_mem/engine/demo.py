@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.models import Operation, utc_now
+from desktop_mem.engine.models import Operation, Role, utc_now
 
 _TURNS = {
     "trip-to-lisbon": [
@@ -34,7 +34,7 @@ def create_demo_store(engine: MemoryEngine) -> None:
     engine.new_conversation("Work notes")
     for conv, turns in _TURNS.items():
         for role, text in turns:
-            engine.add(text, conversation_id=conv, role=role, source="manual" if role == "user" else "llm")
+            engine.add(text, conversation_id=conv, role=role, source="manual" if role == Role.USER else "llm")
     engine.add("The user travels with their sister Anna", conversation_id="trip-to-lisbon")
     engine.add("The user likes quiet places and seafood", conversation_id="trip-to-lisbon", kind="preference")
     engine.add("The user waters the tomatoes in the evening", conversation_id="garden")

@@ -38,6 +38,7 @@ from desktop_mem.engine.models import (
     SOURCES,
     ConflictError,
     Memory,
+    Role,
     StoreChange,
     ValidationError,
 )
@@ -226,7 +227,7 @@ class MemoryEditor(QWidget):
         if values.expires_at is not None and values.expires_at <= created:
             errors.append("Expiry must be later than the creation time "
                           f"({when(created)}); untick Expires for no expiry.")
-        if self._memory is not None and self._memory.role == "memory":
+        if self._memory is not None and self._memory.role == Role.MEMORY:
             try:
                 since = validity.normalize(values.valid_from, validity.VALID_FROM)
                 until = validity.normalize(values.valid_to, validity.VALID_TO)
@@ -252,7 +253,7 @@ class MemoryEditor(QWidget):
             meta["source"] = "manual"  # the words are the user's now, whoever wrote them first
         if values.expires_at != memory.expires_at:
             meta["expires_at"] = values.expires_at
-        if memory.role == "memory":
+        if memory.role == Role.MEMORY:
             for key, typed, held in ((validity.VALID_FROM, values.valid_from, memory.valid_from),
                                      (validity.VALID_TO, values.valid_to, memory.valid_to)):
                 try:
@@ -355,7 +356,7 @@ class MemoryEditor(QWidget):
 
     def _is_fact(self) -> bool:
         return self._new_conversation is not None or (self._memory is not None
-                                                      and self._memory.role == "memory")
+                                                      and self._memory.role == Role.MEMORY)
 
     def _show(self, memory: Memory | None, new_conversation: str | None = None) -> None:
         self._memory = memory
@@ -378,7 +379,7 @@ class MemoryEditor(QWidget):
         self.expires_edit.setDateTime(
             QDateTime.fromSecsSinceEpoch(int(memory.expires_at.timestamp())) if memory and memory.expires_at
             else self.expires_edit.minimumDateTime())
-        is_fact = memory is not None and memory.role == "memory"
+        is_fact = memory is not None and memory.role == Role.MEMORY
         self.valid_from_edit.setText(memory.valid_from or "" if memory else "")
         self.valid_to_edit.setText(memory.valid_to or "" if memory else "")
         for edit in (self.valid_from_edit, self.valid_to_edit):
@@ -419,7 +420,7 @@ class MemoryEditor(QWidget):
             parts.append(f"deleted {when(memory.deleted_at)}")
         if memory.replaced_by:
             parts.append(f"replaced by {memory.replaced_by[:8]}")
-        if memory.role == "memory" and (memory.valid_from or memory.valid_to):
+        if memory.role == Role.MEMORY and (memory.valid_from or memory.valid_to):
             parts.append(validity.span(memory))
         parts.append(memory.path)
         return " · ".join(parts)

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.api import MemoryEngine, Proposal
-from desktop_mem.engine.models import StoreChange
+from desktop_mem.engine.models import Decision, StoreChange
 from desktop_mem.ui.task_runner import TaskRunner
 
 PROPOSAL_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -163,7 +163,7 @@ class ReviewDialog(QDialog):
         chosen = self.current()
         for button in (self.accept_button, self.reject_button):
             button.setEnabled(not busy and chosen is not None and not self._engine.read_only)
-        self.edit_button.setEnabled(not busy and chosen is not None and chosen.event != "DELETE"
+        self.edit_button.setEnabled(not busy and chosen is not None and chosen.event != Decision.DELETE
                                     and not self._engine.read_only)
 
     @Slot()

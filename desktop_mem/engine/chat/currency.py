@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from desktop_mem.engine.index.retrieval import SearchResult
-from desktop_mem.engine.models import Memory
+from desktop_mem.engine.models import TURN_ROLES, Memory, Role
 
 FROM_TURNS = "from_turns"
 MAX_CHAIN = 50
@@ -130,13 +130,13 @@ def stale_notes(
 def _entries(
     memory: Memory, stale: dict[str, list[Superseded]], replies_to: dict[str, str]
 ) -> list[Superseded]:
-    if memory.role not in ("user", "assistant"):
+    if memory.role not in TURN_ROLES:
         return []
     return stale.get(memory.id) or stale.get(replies_to.get(memory.id, ""), [])
 
 
 def _stale_note(role: str, entries: Sequence[Superseded]) -> str:
-    what = "earlier message" if role == "user" else "earlier reply"
+    what = "earlier message" if role == Role.USER else "earlier reply"
     # A deleted fact is never quoted: it was forgotten at the user's request (chat/forgetting.py).
     parts = [f"{e.old} -> now: {e.current.text}" for e in entries if e.current is not None]
     if len(parts) < len(entries):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.currency import Superseded
 from desktop_mem.engine.chat.extraction import stale_matcher
-from desktop_mem.engine.models import Memory
+from desktop_mem.engine.models import TURN_ROLES, Memory, Role
 
 FORGOTTEN = "[forgotten at the user's request]"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
@@ -57,15 +57,15 @@ def mask_transcript(
         return {}
     masked: dict[str, str] = {}
     for turn in turns:
-        if turn.role not in ("user", "assistant"):
+        if turn.role not in TURN_ROLES:
             continue
-        anchor = turn.id if turn.role == "user" else replies_to.get(turn.id, "")
+        anchor = turn.id if turn.role == Role.USER else replies_to.get(turn.id, "")
         relevant = [g for g in gone if g.forgotten or anchor in g.turns]
         if not relevant:
             continue
         text, hit = _mask_sentences(turn.text, relevant)
         carried = [g for g in relevant if anchor in g.turns]
-        if turn.role == "user" and turn.id in {t for g in carried for t in g.turns} and not hit:
+        if turn.role == Role.USER and turn.id in {t for g in carried for t in g.turns} and not hit:
             # The fact came from this message, in words no sentence test recognises: mask it whole.
             text, hit = " ".join(dict.fromkeys(g.label for g in carried)), True
         if hit:

@@ -42,7 +42,15 @@ from desktop_mem.engine.chat.write_progress import (
     quiet,
 )
 from desktop_mem.engine.index.retrieval import SearchFilters
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, utc_now
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    TURN_ROLES,
+    Memory,
+    Operation,
+    Role,
+    utc_now,
+)
+from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is extraction's
 from desktop_mem.engine.store.secrets_scan import describe
 from desktop_mem.engine.store.transaction import Transaction
 
@@ -89,7 +97,7 @@ def run_write_path(
         track.stage(EXTRACTING)
         decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track)
         superseded = _superseded(snap, decisions)
-        new_texts = [d.text for d in decisions if d.event in ("ADD", "UPDATE")]
+        new_texts = [d.text for d in decisions if d.event in (Act.ADD, Act.UPDATE)]
         track.stage(SUMMARIZING)
         summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm)
         track.stage(SAVING)
@@ -102,7 +110,7 @@ def run_write_path(
     with ports.writer.transaction(Operation.TURN, conversation=conv, turn_id=turn.user.id,
                                   publish=False) as tx:
         tx.adopt(turn.user, turn.assistant, *turn.written)
-        mine = [d for d in decisions if d.event == "ADD" and d.text in user_scoped]
+        mine = [d for d in decisions if d.event == Act.ADD and d.text in user_scoped]
         # Review mode: the changes it holds become proposals in this commit (chat/review.py).
         rest = review.hold_for_review(ports.config, ports.lookup, tx, conv,
                                       [d for d in decisions if d not in mine], origin, turn.user.id, notes)
@@ -224,8 +232,8 @@ def _superseded(snap: ConversationSnapshot, decisions: Sequence[Planned]) -> lis
     result: list[tuple[str, str | None]] = []
     for d in decisions:
         old = snap.lookup(d.target_id) if d.target_id else None
-        if old is not None and d.event in ("UPDATE", "DELETE"):
-            result.append((old.text, d.text if d.event == "UPDATE" else None))
+        if old is not None and d.event in (Act.UPDATE, Act.DELETE):
+            result.append((old.text, d.text if d.event == Act.UPDATE else None))
     return result
 
 
@@ -257,7 +265,7 @@ def _forget_targets(
     what the user named."""
     live = _facts(snap, conv)
     if not request:
-        previous = [m for m in snap.transcript(conv) if m.role == "user" and m.id != turn.user.id]
+        previous = [m for m in snap.transcript(conv) if m.role == Role.USER and m.id != turn.user.id]
         if not previous:
             return ()
         last = previous[-1].id
@@ -356,7 +364,7 @@ def _complete(turn: Memory) -> bool:
 
 
 def _summary_line(turn: Memory) -> str:
-    limit = SUMMARY_USER_CHARS if turn.role == "user" else SUMMARY_REPLY_CHARS
+    limit = SUMMARY_USER_CHARS if turn.role == Role.USER else SUMMARY_REPLY_CHARS
     text = " ".join(turn.text.split())
     return f"{turn.role}: {text[:limit]}" + ("..." if len(text) > limit else "")
 
@@ -386,13 +394,13 @@ def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: 
     limit = ports.config["memory.max_entries"]
     mine = [m for m in tx.written if m.conversation_id == conv]
     live = [m for m in _still_live(ports, [*snap.list_memories(conversation_id=conv), *mine])
-            if m.role != "summary"]
+            if m.role != Role.SUMMARY]
     excess = len(live) - limit
     if excess <= 0:
         return []
     live.sort(key=lambda m: (m.created_at, m.path))
     evicted = [tx.soft_delete(m) for m in live[:excess]]
-    turns_gone = sum(1 for m in evicted if m.role in ("user", "assistant"))
+    turns_gone = sum(1 for m in evicted if m.role in TURN_ROLES)
     summary = ports.summary(conv)
     if summary is not None and turns_gone and summary.summarized_count and (
             summary.id not in ports.held_back_ids()):  # a held-back summary is not committed as it is

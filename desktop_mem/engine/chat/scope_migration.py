@@ -21,7 +21,7 @@ from typing import Any
 
 from desktop_mem.engine.chat import scopes
 from desktop_mem.engine.chat.turn_memory import FROM_CONVERSATION
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.markdown_store import atomic_write, fsync_dir
 
@@ -54,7 +54,7 @@ def mark_done(root: Path) -> None:
 def to_move(facts: Iterable[Memory], held: frozenset[str] = frozenset()) -> list[Memory]:
     """The live facts the write path filed under a conversation that are about the user."""
     return [m for m in facts
-            if m.role == "memory" and not m.deleted and m.conversation_id != GLOBAL_CONVERSATION
+            if m.role == Role.MEMORY and not m.deleted and m.conversation_id != GLOBAL_CONVERSATION
             and m.id not in held and (m.source or "llm") in MOVED_SOURCES
             and scopes.classify(m.text) == scopes.USER]
 

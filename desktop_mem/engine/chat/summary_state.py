@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards, scopes
 from desktop_mem.engine.chat.turn_memory import learned_in
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 DIGEST_KEY = "facts_digest"
 MAX_CORE = 8
@@ -34,7 +34,7 @@ class SummaryView:
 
 def own_facts(facts: Iterable[Memory], conversation_id: str) -> list[Memory]:
     """Facts (live or not) learned in ``conversation_id``: filed there, or the user's with it as origin."""
-    return [m for m in facts if m.role == "memory" and (
+    return [m for m in facts if m.role == Role.MEMORY and (
         m.conversation_id == conversation_id
         or (m.conversation_id == GLOBAL_CONVERSATION and learned_in(m) == conversation_id))]
 
@@ -67,7 +67,7 @@ def view(summary: Memory | None, facts: Sequence[Memory], conversation_id: str) 
         return SummaryView(None, False)
     if not is_stale(summary, facts, conversation_id):
         return SummaryView(summary.text, False)
-    live = [m for m in facts if not m.deleted and m.role == "memory"]
+    live = [m for m in facts if not m.deleted and m.role == Role.MEMORY]
     lines = [m.text for m in own_facts(live, conversation_id)][-MAX_FALLBACK_FACTS:]
     lines += [t for t in core_facts(live) if t not in lines]
     return SummaryView("\n".join(f"- {t}" for t in lines) or None, True)
@@ -75,7 +75,7 @@ def view(summary: Memory | None, facts: Sequence[Memory], conversation_id: str) 
 
 def core_facts(live_facts: Iterable[Memory]) -> list[str]:
     """The user's core facts (name, family, home, work, health) now, newest last."""
-    found = [m for m in live_facts if m.role == "memory" and not m.deleted
+    found = [m for m in live_facts if m.role == Role.MEMORY and not m.deleted
              and m.conversation_id == GLOBAL_CONVERSATION and scopes.is_core(m.text)]
     found.sort(key=lambda m: (m.created_at, m.path))
     return [m.text for m in found][-MAX_CORE:]

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from desktop_mem.engine.chat.currency import CurrentView
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
-from desktop_mem.engine.models import Memory, utc_now
+from desktop_mem.engine.models import Memory, Role, utc_now
 from desktop_mem.engine.store import validity
 
 MAX_PAST = 4  # superseded facts brought in per question (beyond top_k; they are short)
@@ -74,7 +74,7 @@ def with_validity(
     for result in results:
         memory = result.memory
         ended = validity.valid_to(memory)
-        if memory.role != "memory" or not (asked_about_past or (ended is not None and ended <= now)):
+        if memory.role != Role.MEMORY or not (asked_about_past or (ended is not None and ended <= now)):
             continue  # a present question keeps today's labels; only a fact that ended says so
         label = _label(memory, predecessors, reads, now)
         if not label:

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.chat_types import MemoryUsed, WriteOutcome
@@ -178,7 +178,7 @@ def records(transcript: Iterable[Memory]) -> dict[str, TurnMemory]:
     found: dict[str, TurnMemory] = {}
     user: Memory | None = None
     for turn in transcript:
-        if turn.role == "user":
+        if turn.role == Role.USER:
             user = turn
             record = read(turn.id, turn)
         elif user is not None:

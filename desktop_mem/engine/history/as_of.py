@@ -19,7 +19,7 @@ from typing import Any
 from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
-from desktop_mem.engine.models import Memory, ValidationError
+from desktop_mem.engine.models import Memory, Role, ValidationError
 from desktop_mem.engine.store import front_matter, layout, validity
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ SEARCH_POOL = 60  # candidates a search as of T looks through (many may not have
 
 def was_live(memory: Memory, moment: datetime) -> bool:
     """True when the memory was in force at `moment`."""
-    if memory.role == "memory":
+    if memory.role == Role.MEMORY:
         return validity.live_at(memory, moment)
     if memory.created_at > moment:
         return False
@@ -163,4 +163,4 @@ def _matches(m: Memory, conversation_id: str | None, role: str | None, kind: str
         return False
     if kind is not None and m.kind != kind:
         return False
-    return include_summaries or m.role != "summary"
+    return include_summaries or m.role != Role.SUMMARY

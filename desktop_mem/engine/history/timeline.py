@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from desktop_mem.engine.history.git_history import FileChange, RawCommit
-from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
+from desktop_mem.engine.models import TURN_ROLES, CommitInfo, EventType, Role, TimelineEvent
 from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.front_matter import FrontMatterError
 
@@ -130,7 +130,7 @@ def _classify_change(
             return _event(EventType.RESTORE, sha, old, new)
         return _event(EventType.EDIT, sha, old, new)
     if change.status == "M" and old and new:
-        if new.role == "summary":
+        if new.role == Role.SUMMARY:
             return _event(EventType.SUMMARY, sha, old, new)
         if layout.in_deleted(new.path):
             if old.text == new.text:
@@ -141,9 +141,9 @@ def _classify_change(
 
 
 def _kind_of_new(side: _Side) -> EventType:
-    if side.role == "summary":
+    if side.role == Role.SUMMARY:
         return EventType.SUMMARY
-    if side.role in ("user", "assistant"):
+    if side.role in TURN_ROLES:
         return EventType.TURN
     return EventType.ADD
 

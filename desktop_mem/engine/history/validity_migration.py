@@ -17,7 +17,7 @@ from typing import Any
 from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.lineage import moves_into_deleted
 from desktop_mem.engine.history.ports import HistorySource
-from desktop_mem.engine.models import Memory, Operation, ValidationError
+from desktop_mem.engine.models import Memory, Operation, Role, ValidationError
 from desktop_mem.engine.store import layout, validity
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def mark_done(root: Path) -> None:
 
 def missing_validity(engine: HistorySource, memory: Memory) -> dict[str, Any]:
     """The front-matter values a fact lacks, derived from its file, its chain and git."""
-    if memory.role != "memory":
+    if memory.role != Role.MEMORY:
         return {}
     updates: dict[str, Any] = {}
     if not memory.valid_from:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
-from desktop_mem.engine.models import Memory, NotFoundError, Problem, ValidationError
+from desktop_mem.engine.models import Memory, NotFoundError, Problem, Role, ValidationError
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.manifest import Manifest
 from desktop_mem.engine.store.markdown_store import SYMLINK_REASON, MarkdownStore
@@ -174,7 +174,7 @@ class Catalog:
             and (kind is None or m.kind == kind)
             and (include_deleted or only_deleted or not m.deleted)
             and (not only_deleted or m.deleted)
-            and (include_summaries or m.role != "summary")
+            and (include_summaries or m.role != Role.SUMMARY)
             and (since is None or m.created_at >= since)
             and (until is None or m.created_at <= until)
         ]

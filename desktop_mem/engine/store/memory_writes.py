@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, ValidationError, utc_now
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Role, ValidationError, utc_now
 from desktop_mem.engine.store.ports import MemoryView, Writer
 from desktop_mem.engine.store.transaction import clip, noun
 
@@ -65,7 +65,7 @@ class MemoryWrites:
         with writer.transaction(Operation.ADD, conversation=conversation_id,
                                 trailers=provenance_trailers(source, client) if client else None) as tx:
             memory = tx.add(text, conversation_id=conversation_id, role=role,
-                            kind=kind if role == "memory" else None, source=source, expires_at=expires_at,
+                            kind=kind if role == Role.MEMORY else None, source=source, expires_at=expires_at,
                             created_at=created_at, memory_id=memory_id, extra=client_meta(client))
             tx.subject = f"Add {noun(memory)}: {clip(text)}"
         return memory

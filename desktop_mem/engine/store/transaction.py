@@ -31,6 +31,7 @@ from desktop_mem.engine.models import (
     Memory,
     Operation,
     ReadOnlyError,
+    Role,
     StoreChange,
     ValidationError,
 )
@@ -262,7 +263,7 @@ class Transaction:
         """UPDATE: a new memory, and the old one tombstoned with `replaced_by`. (tombstone, new)."""
         self._writer.check_not_held(memory)  # before the new memory is written
         new = self.add(text, conversation_id=memory.conversation_id, role=memory.role,
-                       kind=(kind or memory.kind) if memory.role == "memory" else None,
+                       kind=(kind or memory.kind) if memory.role == Role.MEMORY else None,
                        source=source, extra=extra)
         # the old fact was true until the new one began (a date the user gave, else now)
         return self.soft_delete(memory, replaced_by=new.id, ended=new.valid_from), new

@@ -29,7 +29,7 @@ from git.exc import GitCommandError
 
 from desktop_mem.engine.chat import review
 from desktop_mem.engine.history.git_history import format_message
-from desktop_mem.engine.models import EngineError, Memory, Operation, ValidationError
+from desktop_mem.engine.models import EngineError, Memory, Operation, Role, ValidationError
 from desktop_mem.engine.store import layout
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.markdown_store import atomic_write
@@ -362,12 +362,12 @@ def _save_copies(
             tx.touch([rel])
             saved[path] = rel
             continue
-        if theirs.role == "summary":
+        if theirs.role == Role.SUMMARY:
             saved[path] = "the other machine's summary is in the history; the summary here was kept"
             continue
         extra = {"conflict_of": theirs.id, **{k: v for k, v in theirs.extra.items() if k != "conflict_of"}}
         copy = tx.add(theirs.text, conversation_id=theirs.conversation_id, role=theirs.role,
-                      kind=theirs.kind if theirs.role == "memory" else None, source="import",
+                      kind=theirs.kind if theirs.role == Role.MEMORY else None, source="import",
                       created_at=theirs.created_at, expires_at=theirs.expires_at, extra=extra)
         if theirs.deleted:
             copy = tx.soft_delete(copy)

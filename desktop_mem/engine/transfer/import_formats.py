@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.chat.extraction import kind_of
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, ValidationError
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, TURN_ROLES, Role, ValidationError
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.markdown_store import parse_when
@@ -106,7 +106,7 @@ def parse_chatgpt(
             role = author.get("role") if isinstance(author, dict) else None
             meta = message.get("metadata")
             meta = meta if isinstance(meta, dict) else {}
-            if role not in ("user", "assistant") or meta.get("is_visually_hidden_from_conversation"):
+            if role not in TURN_ROLES or meta.get("is_visually_hidden_from_conversation"):
                 hidden += 1
                 continue
             text, why = _message_text(message)
@@ -214,10 +214,10 @@ def _memory_entry(item: Any, n: int, ours: bool) -> Entry:
     if "\x00" in text:
         raise ValidationError("the text contains a NUL character")
     role = str(item.get("role") or "memory")
-    if role not in ("memory", "user", "assistant") and not (ours and role == "summary"):
+    if role not in ("memory", "user", "assistant") and not (ours and role == Role.SUMMARY):
         raise ValidationError(f"role {role!r} is not one of memory, user, assistant")
     kind = item.get("kind", item.get("type"))
-    if role != "memory":
+    if role != Role.MEMORY:
         kind = None
     elif kind is None:
         kind = kind_of(text)

@@ -23,7 +23,7 @@ from typing import IO, Any
 import yaml
 
 from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
-from desktop_mem.engine.models import Memory, Operation, ValidationError
+from desktop_mem.engine.models import TURN_ROLES, Memory, Operation, Role, ValidationError
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
@@ -82,12 +82,12 @@ class ImportPlan:
     @property
     def turns(self) -> int:
         """New user and assistant turns."""
-        return sum(1 for e in self.entries if e.role in ("user", "assistant"))
+        return sum(1 for e in self.entries if e.role in TURN_ROLES)
 
     @property
     def facts(self) -> int:
         """New facts (before any extraction at import time)."""
-        return sum(1 for e in self.entries if e.role == "memory")
+        return sum(1 for e in self.entries if e.role == Role.MEMORY)
 
     def preview(self, n: int = PREVIEW_LINES) -> list[str]:
         """The first new entries as one line each, for the dry run."""
@@ -167,7 +167,7 @@ def _finish_plan(
             skipped.append(Skipped(_where(e), problem))
         elif e.id in seen or engine.raw.lookup(e.id) is not None:  # raw: a held-back id is taken too
             present += 1
-        elif e.role == "summary" and (e.conversation_id in summaries
+        elif e.role == Role.SUMMARY and (e.conversation_id in summaries
                                       or _has_summary(engine, e.conversation_id)):
             current = engine.raw.summary(e.conversation_id)
             if current is not None and current.text == e.text:
@@ -177,7 +177,7 @@ def _finish_plan(
                                        "the imported one would replace it and was left out"))
         else:
             seen.add(e.id)
-            summaries.update([e.conversation_id] if e.role == "summary" else [])
+            summaries.update([e.conversation_id] if e.role == Role.SUMMARY else [])
             fresh.append(e)
     # A title is written only for a conversation that has none yet (never overwrite the user's).
     new_titles = {c: t for c, t in titles.items() if not engine.store.conversation_meta(c).get("title")}
@@ -276,7 +276,8 @@ def entry_problem(store: StoreFiles, e: Entry) -> str | None:
         raw = front_matter.render(meta, e.text).encode("utf-8")
         if len(raw) > store.max_file_bytes:
             return f"the memory would be {len(raw):,} bytes, over the store.max_file_bytes limit"
-        folder = "facts" if e.role == "memory" else "summaries" if e.role == "summary" else f"turns/{e.role}"
+        folder = ("facts" if e.role == Role.MEMORY else "summaries" if e.role == Role.SUMMARY
+                  else f"turns/{e.role}")
         store.memory_from_bytes(f"entries/{e.conversation_id}/{folder}/x.md", raw)
     except UnicodeEncodeError:
         return "it holds text that is not valid Unicode (a lone surrogate)"
@@ -398,8 +399,8 @@ def apply_import(
             if progress is not None:
                 progress(i, len(todo))
         written = list(tx.written)
-        turns = sum(1 for m in written if m.role in ("user", "assistant"))
-        facts_n = sum(1 for m in written if m.role == "memory")
+        turns = sum(1 for m in written if m.role in TURN_ROLES)
+        facts_n = sum(1 for m in written if m.role == Role.MEMORY)
         convs = len({m.conversation_id for m in written} | set(plan.titles))
         sha = None
         if tx.paths:
@@ -413,7 +414,7 @@ def apply_import(
 
 def _write(tx: Transaction, e: Entry) -> Memory:
     extra = {k: v for k, v in e.extra.items() if k != "imported_from"}
-    if e.role == "summary":
+    if e.role == Role.SUMMARY:
         memory = tx.write_summary(e.conversation_id, e.text, e.summarized_count)
         return tx.rewrite(memory, {"created_at": e.created_at, **extra} if e.created_at else extra)
     memory = tx.add(e.text, conversation_id=e.conversation_id, role=e.role, kind=e.kind, source=e.source,
@@ -430,7 +431,7 @@ def _extract(engine: TransferSource, entries: list[Entry], llm: ChatModel | None
         llm = engine.memory_llm
     facts: list[Entry] = []
     failures = 0
-    for turn in (e for e in entries if e.role == "user"):
+    for turn in (e for e in entries if e.role == Role.USER):
         if llm is None:
             found = pattern_facts(turn.text)
         else:
@@ -451,7 +452,7 @@ def iter_plan_lines(plan: ImportPlan) -> Iterator[str]:
     if plan.already_present:
         yield f"already in the store (left out): {plan.already_present}"
     if plan.extract:
-        users = sum(1 for e in plan.entries if e.role == "user")
+        users = sum(1 for e in plan.entries if e.role == Role.USER)
         yield f"facts would also be extracted from {users} user turns"
     for line in plan.preview():
         yield f"  {line}"
