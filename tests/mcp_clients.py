@@ -21,6 +21,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, Implementation, TextContent
 
+from desktop_mem.engine.config import load_config
+
 ROOT = Path(__file__).resolve().parents[1]
 CLAUDE = Implementation(name="claude-ai", title="Claude Desktop", version="0.14.0")
 CURSOR = Implementation(name="cursor-vscode", version="1.0.0")
@@ -86,7 +88,8 @@ def free_port() -> int:
 class ServeProcess:
     """`desktop-mem serve` in its own process, holding the store's writer lock."""
 
-    def __init__(self, store: Path, *, token: str | None = None, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, store: Path, *, token: str | None = None, extra_args: tuple[str, ...] = (),
+                 no_token: bool = False) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.token = token
@@ -94,18 +97,27 @@ class ServeProcess:
                 "--port", str(self.port)]
         if token:
             args += ["--token", token]
+        if no_token:  # the explicit opt-out (loopback only): for clients that cannot send a header
+            args += ["--no-token"]
+        self.no_token = no_token
         self.log = store.parent / f"serve-{self.port}.log"
         self._log = self.log.open("wb")
         self.proc = subprocess.Popen(args, env=cli_env(), stdout=self._log, stderr=subprocess.STDOUT)
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a client sends: serve requires a bearer token by default (issue #22)."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
     def wait_ready(self, timeout: float = 120) -> ServeProcess:
         deadline = time.monotonic() + timeout
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited: {self.log.read_text(errors='replace')}")
+            if self.token is None and not self.no_token:  # generated, kept in the settings file
+                self.token = str(load_config()["server.token"]) or None
             try:
-                if httpx.get(f"{self.url}/health", headers=headers, timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/health", headers=self.headers, timeout=2).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

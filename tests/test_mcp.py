@@ -120,7 +120,7 @@ def test_stdio_forwards_writes_to_serve_holding_the_store(tmp_path: Path) -> Non
         assert read_holder(store)["endpoint"].startswith("unix:")
         # A web page must not reach the tools: cross-origin requests are refused before MCP.
         cross = httpx.post(f"{serve.url}/mcp", json={}, headers={"Origin": "https://evil.example"})
-        assert cross.status_code == 403
+        assert cross.status_code == 401  # a page cannot know the token serve requires (issue #22)
 
         async def scenario() -> dict[str, Any]:
             out: dict[str, Any] = {}
@@ -151,7 +151,7 @@ def test_stdio_forwards_writes_to_serve_holding_the_store(tmp_path: Path) -> Non
             "RESTORE", "DELETE", "ADD"]
         assert out["history"]["commits"][2]["subject"].startswith("Update fact:")
         # serve wrote it all (it holds the lock) and knows it at once.
-        api = httpx.get(f"{serve.url}/api/memories/{new_id}").json()
+        api = httpx.get(f"{serve.url}/api/memories/{new_id}", headers=serve.headers).json()
         assert api["content"] == "The user's cat is called Mochi" and api["source"] == "mcp"
         log = git(store, "log", "--format=%(trailers:key=Desktop-Mem-Client,valueonly,separator=)", "-4")
         assert log.split() == ["cursor-vscode"] * 4
@@ -208,7 +208,7 @@ def test_no_lost_or_interleaved_writes_serve_and_two_mcp_clients(tmp_path: Path)
                     await call(s, "add_memories", text=f"{tag} fact number {i}")
 
         async def rest_writer() -> None:
-            async with httpx.AsyncClient(base_url=serve.url, timeout=60) as http:
+            async with httpx.AsyncClient(base_url=serve.url, timeout=60, headers=serve.headers) as http:
                 for i in range(per_writer):
                     r = await http.post("/api/memories", json={"content": f"rest fact number {i}"})
                     assert r.status_code == 201, r.text

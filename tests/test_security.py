@@ -162,7 +162,7 @@ def test_the_api_key_never_enters_the_store_or_its_git_history(
         for i in range(3):
             assert eng.chat("bees", f"I keep bees, hive {i}.").ok
         assert eng.wait_idle(30)
-        assert eng.list_memories(conversation_id="bees", role="memory")
+        assert eng.list_memories(role="memory")  # facts about the user go to the user scope
         scripted_llm.require_key = "another"
         failed = eng.chat("bees", "and now?")  # an auth error message must not echo the key
         assert failed.error and marker not in failed.error
@@ -247,9 +247,14 @@ def test_serve_binds_loopback_by_default_and_needs_a_token_elsewhere(tmp_path: P
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert f"on http://127.0.0.1:{port}/v1" in line and "token" not in line
+        assert f"on http://127.0.0.1:{port}/v1" in line and "bearer token required" in line
+        token = load_config(env={"DESKTOP_MEM_CONFIG": str(tmp_path / "none.yaml")})["server.token"]
+        assert len(token) >= 24 and token in proc.stdout.readline()  # shown to the user who started it
+        assert stat.S_IMODE((tmp_path / "none.yaml").stat().st_mode) == 0o600
         listening = _wait_for(lambda: _can_connect("127.0.0.1", port))
-        assert listening and httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        assert listening and httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 401
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", headers=auth).status_code == 200
         other = _non_loopback_address()
         if other is not None:
             assert not _can_connect(other, port), f"serve also listens on {other}"

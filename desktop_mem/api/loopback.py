@@ -163,8 +163,11 @@ def start_app_endpoint(engine: MemoryEngine) -> LoopbackEndpoint | None:
     """Start the app's endpoint for a writing engine (None if read-only or `server.app_endpoint` off)."""
     if engine.read_only or not engine.config["server.app_endpoint"] or id(engine) in _RUNNING:
         return _RUNNING.get(id(engine))
+    from desktop_mem.api.security import server_token
+
+    # a token by default (the TCP fallback); over the private Unix socket only this user connects
     endpoint = LoopbackEndpoint(engine, port=int(engine.config["server.app_port"]),
-                                token=str(engine.config["server.token"]) or None)
+                                token=server_token(engine.config))
     _RUNNING[id(engine)] = endpoint
     endpoint.start()
     return endpoint

@@ -31,7 +31,7 @@ from desktop_mem.api.loopback import (
     private_socket,
     remove_private_socket,
 )
-from desktop_mem.api.security import Guard, check_bind, loopback_endpoint
+from desktop_mem.api.security import Guard, check_bind, loopback_endpoint, server_token
 from desktop_mem.engine.api import (
     STRATEGY_NAMES,
     ChatReply,
@@ -46,12 +46,10 @@ from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
-    TURN_ROLES,
     ConflictError,
     EngineError,
     NotFoundError,
     ReadOnlyError,
-    Role,
     StoreLockedError,
     ValidationError,
 )
@@ -229,7 +227,7 @@ def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any
     """
     last = messages[-1]
     text = _text(last.content)
-    if last.role != Role.USER:
+    if last.role != "user":
         raise ValidationError(f"the last message must be a user message, not {last.role!r}")
     if not text.strip():
         raise ValidationError("the last user message is empty")
@@ -351,7 +349,7 @@ def _session(engine: MemoryEngine, conv: str) -> dict[str, Any]:
         "id": conv, "title": engine.conversation_title(conv),
         "summary": summary.text if summary else None,
         "summarizedCount": (summary.summarized_count or 0) if summary else 0,
-        "messageCount": sum(1 for m in items if m.role in TURN_ROLES),
+        "messageCount": sum(1 for m in items if m.role in ("user", "assistant")),
         "updatedAt": updated.isoformat() if updated else None,
     }
 
@@ -408,14 +406,18 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def serve(
-    config: Config, host: str | None = None, port: int | None = None, *, token: str | None = None
+    config: Config, host: str | None = None, port: int | None = None, *, token: str | None = None,
+    no_token: bool = False,
 ) -> None:
-    """Open the store once, index it, watch it, and serve until Ctrl-C (one worker)."""
+    """Open the store once, index it, watch it, and serve until Ctrl-C (one worker).
+
+    A bearer token is required by default (server.token, generated the first time: another local
+    user must not read the memories); `no_token` opts out, on loopback only (#22)."""
     import uvicorn
 
     host = host or str(config["server.host"])
     port = port or int(config["server.port"])
-    token = token or str(config["server.token"]) or None
+    token = None if no_token else (token or server_token(config))
     check_bind(host, token)
     engine = MemoryEngine(config)
     endpoint: str | None = None
@@ -426,7 +428,11 @@ def serve(
         settings = uvicorn.Config(create_app(engine, token), host=host, port=port, workers=1,
                                   log_level="info", lifespan="on")
         print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
-              f"{' (bearer token required)' if token else ''}", flush=True)
+              f"{' (bearer token required)' if token else ' (no token: any local user can connect)'}",
+              flush=True)
+        if token:  # the user's own terminal: what to give an OpenAI client as its api_key
+            print(f"desktop-mem: bearer token (api_key for OpenAI clients; server.token in "
+                  f"{config.file or 'the settings'}): {token}", flush=True)
         sockets = [settings.bind_socket()]
         endpoint = loopback_endpoint(host, port)
         if has_unix_sockets():  # `desktop-mem mcp` forwards over a private socket, not the port

@@ -117,7 +117,10 @@ def _add_chat_parsers(sub: Any) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible endpoint with memory (+ sessions and memory API)")
     p.add_argument("--host", help="address to bind (default: server.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: server.port, 8100)")
-    p.add_argument("--token", help="bearer token clients must send (default: DESKTOP_MEM_TOKEN)")
+    p.add_argument("--token", help="bearer token clients must send (default: server.token / "
+                   "DESKTOP_MEM_TOKEN, generated and kept in the settings file the first time)")
+    p.add_argument("--no-token", action="store_true",
+                   help="serve without a token (loopback only): any local user can then read your memories")
 
     p = sub.add_parser("mcp", help="MCP server over stdio for Claude Desktop, Cursor, VS Code ... "
                        "(forwards writes to the app or `serve` when one of them has the store open)")
@@ -496,7 +499,7 @@ def cmd_chat(args: argparse.Namespace, config: Config) -> int:
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.api.rest import serve
 
-    serve(config, args.host, args.port, token=args.token)
+    serve(config, args.host, args.port, token=args.token, no_token=args.no_token)
     return 0
 
 
