@@ -327,12 +327,7 @@ class ChatService:
             return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
         for c in {r.memory.conversation_id for r in results if r.memory.role == Role.ASSISTANT} | {conv}:
-            previous_user = ""
-            for turn in own if c == conv else snap.transcript(c):
-                if turn.role == Role.USER:
-                    previous_user = turn.id
-                else:
-                    replies_to[turn.id] = previous_user
+            replies_to.update(_replies_to(own if c == conv else snap.transcript(c)))
         return prefer_current(results, stale, replies_to), stale_notes(own, stale, replies_to)
 
     def _cross_session(self, snap: ConversationSnapshot, conv: str) -> list[tuple[str, str]]:
