@@ -46,10 +46,12 @@ from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
+    TURN_ROLES,
     ConflictError,
     EngineError,
     NotFoundError,
     ReadOnlyError,
+    Role,
     StoreLockedError,
     ValidationError,
 )
@@ -227,7 +229,7 @@ def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, Any
     """
     last = messages[-1]
     text = _text(last.content)
-    if last.role != "user":
+    if last.role != Role.USER:
         raise ValidationError(f"the last message must be a user message, not {last.role!r}")
     if not text.strip():
         raise ValidationError("the last user message is empty")
@@ -349,7 +351,7 @@ def _session(engine: MemoryEngine, conv: str) -> dict[str, Any]:
         "id": conv, "title": engine.conversation_title(conv),
         "summary": summary.text if summary else None,
         "summarizedCount": (summary.summarized_count or 0) if summary else 0,
-        "messageCount": sum(1 for m in items if m.role in ("user", "assistant")),
+        "messageCount": sum(1 for m in items if m.role in TURN_ROLES),
         "updatedAt": updated.isoformat() if updated else None,
     }
 

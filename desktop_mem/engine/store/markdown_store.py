@@ -23,10 +23,12 @@ import yaml
 from desktop_mem.engine.models import (
     KINDS,
     ROLES,
+    TURN_ROLES,
     ConflictError,
     Listing,
     Memory,
     Problem,
+    Role,
     ValidationError,
     utc_now,
 )
@@ -273,12 +275,12 @@ class MarkdownStore:
         """Write a new fact or turn file and return it."""
         validate_conversation_id(conversation_id)
         _check_text(text)
-        if role not in ROLES or role == "summary":
+        if role not in ROLES or role == Role.SUMMARY:
             raise ValidationError(f"role {role!r} is not one of memory, user, assistant")
         if kind is not None and kind not in KINDS:
             raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
         # Turns keep microseconds so a user message and its reply always sort in order.
-        created = created_at or (datetime.now(UTC) if role in ("user", "assistant") else utc_now())
+        created = created_at or (datetime.now(UTC) if role in TURN_ROLES else utc_now())
         mid = memory_id or str(uuid.uuid4())
         stamp = created.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         rel = f"{layout.role_dir(conversation_id, role)}/{stamp}__{_safe_name(mid)}.md"
@@ -286,14 +288,14 @@ class MarkdownStore:
             "id": mid,
             "role": role,
             "conversation_id": conversation_id,
-            "kind": kind if role == "memory" else None,
+            "kind": kind if role == Role.MEMORY else None,
             "source": source,
             "created_at": created,
             "expires_at": expires_at,
         }
         # extra may add the user's own keys (or updated_at/expires_at), never who or where it is
         meta.update({k: v for k, v in (extra or {}).items() if k not in _IDENTITY_KEYS})
-        if role == "memory":  # a fact is true from when it was said, unless a date was given
+        if role == Role.MEMORY:  # a fact is true from when it was said, unless a date was given
             given = validity.normalize(meta.get(validity.VALID_FROM), validity.VALID_FROM)
             stated = given or validity.stated_start(text, created)
             meta[validity.VALID_FROM] = validity.for_file(stated or validity.stamp(created))
@@ -363,9 +365,9 @@ class MarkdownStore:
         moved = self._move(memory, target or self.moved_path(memory))
         now = utc_now()
         stamps: dict[str, Any] = {"deleted_at": now, "replaced_by": replaced_by}
-        if memory.role == "memory" and not memory.valid_to:  # replaced or forgotten: true until now
+        if memory.role == Role.MEMORY and not memory.valid_to:  # replaced or forgotten: true until now
             stamps[validity.VALID_TO] = validity.for_file(_ended(memory, ended) or validity.stamp(now))
-        if memory.role == "summary":
+        if memory.role == Role.SUMMARY:
             # The live summary's id is fixed (summary-<conversation>); a deleted version gets its
             # own, or it could not be named for restore once a newer summary holds that id.
             stamps["id"] = f"{memory.id}-{now.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
@@ -379,10 +381,10 @@ class MarkdownStore:
         target = target or self._unique(live)
         moved = self._move(memory, target)
         updates: dict[str, Any] = {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()}
-        if memory.role == "memory" and memory.valid_to and memory.deleted_at is not None \
+        if memory.role == Role.MEMORY and memory.valid_to and memory.deleted_at is not None \
                 and validity.start(memory.valid_to) >= memory.deleted_at:
             updates[validity.VALID_TO] = None  # true again (a valid_to the user gave stays)
-        if memory.role == "summary" and target == live:
+        if memory.role == Role.SUMMARY and target == live:
             updates["id"] = f"summary-{memory.conversation_id}"  # back in place: the fixed id again
         return self.rewrite(moved, updates)
 
@@ -531,7 +533,7 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
         text=doc.body,
         created_at=created,
         path=rel,
-        kind=kind if kind is not None else ("fact" if role == "memory" else None),
+        kind=kind if kind is not None else ("fact" if role == Role.MEMORY else None),
         source=_opt_str(meta.get("source")),
         updated_at=parse_when(meta.get("updated_at"), "updated_at"),
         deleted_at=parse_when(meta.get("deleted_at"), "deleted_at"),
