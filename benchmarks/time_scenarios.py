@@ -218,8 +218,10 @@ def main() -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    wanted = {w for w in args.only.split(",") if w}
+    wanted = [w for w in args.only.split(",") if w]
     chosen = [s for s in SCENARIOS if not wanted or s.category in wanted or s.name in wanted]
+    if wanted:  # in the order asked for (a slow model: the most telling ones first)
+        chosen.sort(key=lambda s: wanted.index(s.name) if s.name in wanted else wanted.index(s.category))
     log(f"{len(chosen)} time scenarios against {args.llm_url} ({args.model})")
     report = {"llm_url": args.llm_url, "model": args.model, **run(args.llm_url, args.model, chosen, log)}
     log(f"passed {report['passed']}/{report['scenarios']} per category {report['per_category']} "
