@@ -19,6 +19,7 @@ from desktop_mem.engine.models import (
     KINDS,
     CommitInfo,
     NotFoundError,
+    SecretsPolicy,
     ValidationError,
 )
 from desktop_mem.engine.schema import (
@@ -69,7 +70,7 @@ def add(
         raise ValidationError("nothing to add: give `text` or a non-empty `texts` list")
     if kind is not None and kind not in KINDS:
         raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
-    policy = "keep" if engine.config["security.secrets"] == "keep" else "redact"
+    policy = SecretsPolicy.unattended(engine.config["security.secrets"])
     conv = conversation or GLOBAL_CONVERSATION
     if reconcile and engine.config["llm.base_url"]:
         return _add_reconciled(engine, items, conv, kind, client, policy)
@@ -137,7 +138,7 @@ def update(engine: MemoryEngine, memory_id: str, text: str, client: str) -> dict
     current = engine.get(memory_id)
     if current.deleted:
         raise ValidationError(f"memory {current.id} is deleted; restore_memory it first")
-    policy = "keep" if engine.config["security.secrets"] == "keep" else "redact"
+    policy = SecretsPolicy.unattended(engine.config["security.secrets"])
     tomb, new = engine.replace(current.id, text, source=SOURCE, secrets=policy, client=client)
     return {"updated": memory_json(new), "replaced": tomb.id}
 

@@ -18,7 +18,7 @@ from desktop_mem import __version__
 from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.api import MemoryEngine, SecretDetectedError
 from desktop_mem.engine.config import SETTINGS, Config, load_config
-from desktop_mem.engine.models import EngineError, Memory, StoreLockedError
+from desktop_mem.engine.models import EngineError, HeldBackChoice, Memory, StoreLockedError
 from desktop_mem.engine.schema import MemoryQuery, memory_json
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
@@ -435,7 +435,7 @@ def cmd_secrets(args: argparse.Namespace, config: Config) -> int:
         if not held:
             print("no hand-edited file is held back for a likely secret")
     else:
-        done = "redacted and committed" if args.action == "redact" else "committed as written"
+        done = "redacted and committed" if args.action == HeldBackChoice.REDACT else "committed as written"
         print(terminal_safe(f"{args.path}: {done} ({(change.commit or 'not committed')[:10]})"))
     return 0
 

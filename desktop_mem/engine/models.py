@@ -43,6 +43,12 @@ class SecretsPolicy(StrEnum):
     REDACT = "redact"  # replace each likely secret by [redacted:<kind>]
     KEEP = "keep"  # save it as written
 
+    @classmethod
+    def unattended(cls, setting: str) -> SecretsPolicy:
+        """The policy for text written with nobody there to ask (turns, extracted facts, an AI
+        tool's write): redact, unless the setting keeps secrets as written."""
+        return cls.KEEP if setting == cls.KEEP else cls.REDACT
+
 
 class Decision(StrEnum):
     """What reconciliation decided for an extracted fact (001 §4.3)."""

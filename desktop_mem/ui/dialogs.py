@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from desktop_mem.engine.models import SecretsPolicy
+
 Confirm = Callable[[QWidget | None, str, str], bool]
 
 
@@ -32,7 +34,7 @@ def ask_secret(parent: QWidget | None, findings: str) -> str | None:
     box.exec()
     clicked = box.clickedButton()
     if clicked is redact:
-        return "redact"
+        return SecretsPolicy.REDACT
     if clicked is keep:
-        return "keep"
+        return SecretsPolicy.KEEP
     return None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from desktop_mem.engine.models import Memory, Operation, Problem, StoreChange
+from desktop_mem.engine.models import Memory, Operation, Problem, SecretsPolicy, StoreChange
 from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.held_back import HeldBackFiles, safe_preview
@@ -118,14 +118,14 @@ class OutsideEdits:
         out of the index, announced to `subscribe_held_back`) until they choose, unless they kept
         that same secret before; under keep it is committed as it is."""
         policy = str(self._policy())
-        if policy == "keep":
+        if policy == SecretsPolicy.KEEP:
             return memories
         kept: list[Memory] = []
         for memory in memories:
             findings = secrets_scan.scan(memory.text)
             if not findings:
                 kept.append(memory)
-            elif policy == "redact":
+            elif policy == SecretsPolicy.REDACT:
                 kept.append(tx.rewrite(memory, {}, secrets_scan.redact(memory.text, findings)))
             elif unasked := self._held.unasked(memory):
                 self._held.hold(memory, unasked)
@@ -139,10 +139,10 @@ class OutsideEdits:
         policy ran on them (on a read-only engine: as the writer would run it, in memory only)."""
         suspects = self._held.suspects(dirty)
         policy = str(self._policy())
-        if policy == "ask":
+        if policy == SecretsPolicy.ASK:
             return self._held.hold_unasked(suspects)
         self._held.keep_only(())
-        if not suspects or policy == "keep":
+        if not suspects or policy == SecretsPolicy.KEEP:
             return set()
         if self._read_only:  # the writer redacts these files as soon as it sees them: show them so
             for memory in suspects:

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from desktop_mem.engine.models import EngineError
+from desktop_mem.engine.models import EngineError, SecretsPolicy
 
 SecretPolicy = Literal["ask", "redact", "keep"]
-POLICIES: Final = ("ask", "redact", "keep")
+POLICIES: Final = tuple(p.value for p in SecretsPolicy)
 REDACTED_PREFIX: Final = "[redacted:"
 HELD_BACK_HINT: Final = (
     "answer in the window, or run `desktop-mem secrets redact <file>` (or `keep`) to commit it "
@@ -186,12 +186,12 @@ def apply_policy(text: str, policy: str, where: str = "the memory") -> tuple[str
     """Text to store under `policy`, and what was found. ``ask`` raises SecretDetectedError."""
     if policy not in POLICIES:
         raise ValueError(f"secrets policy {policy!r} is not one of {', '.join(POLICIES)}")
-    if policy == "keep":
+    if policy == SecretsPolicy.KEEP:
         return text, ()
     findings = scan(text)
     if not findings:
         return text, ()
-    if policy == "ask":
+    if policy == SecretsPolicy.ASK:
         raise SecretDetectedError(findings, where)
     return redact(text, findings), findings
 

@@ -32,6 +32,7 @@ from desktop_mem.engine.models import (
     Operation,
     ReadOnlyError,
     Role,
+    SecretsPolicy,
     StoreChange,
     ValidationError,
 )
@@ -151,7 +152,7 @@ class StoreWriter:
 
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         """Text written with nobody to ask (turns, extracted facts, summaries): redact unless `keep`."""
-        return apply_policy(text, "keep" if self.secrets_policy() == "keep" else "redact")
+        return apply_policy(text, SecretsPolicy.unattended(self.secrets_policy()))
 
     def check_not_held(self, memory: Memory) -> None:
         """ValidationError if the memory's file, as it is now, must not be committed (moved,

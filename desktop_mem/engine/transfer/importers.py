@@ -23,7 +23,7 @@ from typing import IO, Any
 import yaml
 
 from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
-from desktop_mem.engine.models import TURN_ROLES, Memory, Operation, Role, ValidationError
+from desktop_mem.engine.models import TURN_ROLES, Memory, Operation, Role, SecretsPolicy, ValidationError
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
@@ -291,7 +291,7 @@ def apply_secret_policy(
 ) -> tuple[dict[str, str], list[Entry]]:
     """The same secret policy as every other write, over everything an import writes: texts,
     `extra` values, titles and conversation ids (a ChatGPT title becomes a folder name)."""
-    if policy == "keep":
+    if policy == SecretsPolicy.KEEP:
         return titles, entries
     places = [(f"the title of {c}", t) for c, t in titles.items()]
     places += [(f"conversation id {c}", c) for c in {*titles, *(e.conversation_id for e in entries)}]
@@ -301,7 +301,7 @@ def apply_secret_policy(
     found = [(where, hits) for where, hits in found if hits]
     if not found:
         return titles, entries
-    if policy == "ask":
+    if policy == SecretsPolicy.ASK:
         where, hits = found[0]
         more = f" (and {len(found) - 1} more places)" if len(found) > 1 else ""
         raise SecretDetectedError(hits, f"the import ({where}{more})")
