@@ -142,6 +142,10 @@ class Parts:
         """Shared view: held-back hand edits left out."""
         return self.shared.list_memories(**filters)
 
+    def transcript(self, conversation_id: str) -> list[Memory]:
+        """Shared view: a held-back turn in its place, redacted."""
+        return self.shared.transcript(conversation_id)
+
     def conversation_strategy(self, conversation_id: str) -> str | None:
         """The strategy saved for a conversation, if any."""
         return self.conversations.strategy(conversation_id)

@@ -9,14 +9,23 @@ from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.models import EngineError, Memory, Problem
 from desktop_mem.engine.store.secrets_scan import HELD_BACK_HINT, describe, scan
-from desktop_mem.engine.store.store_lock import StoreLock, describe_holder, read_holder
+from desktop_mem.engine.store.store_lock import describe_holder, read_holder
+
+
+class LockState(Protocol):
+    """Who holds the store (store/store_lock.py's StoreLock)."""
+
+    @property
+    def held(self) -> bool: ...
+
+    def is_locked_elsewhere(self) -> bool: ...
 
 
 class DoctorSource(HistorySource, Protocol):
     """What `examine` looks at (MemoryEngine satisfies it)."""
 
     @property
-    def lock(self) -> StoreLock: ...
+    def lock(self) -> LockState: ...
 
     def problems(self) -> list[Problem]: ...
 

@@ -14,11 +14,10 @@ reads; only `transcript` keeps a held-back turn in its place (positions count tu
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from desktop_mem.engine.models import Memory, Role
-from desktop_mem.engine.store import secrets_scan
+from desktop_mem.engine.store.reads import for_prompt, transcript_order
 
 
 class WholeCatalog(Protocol):
@@ -94,12 +93,8 @@ class ConversationSnapshot:
     def transcript(self, conversation_id: str) -> list[Memory]:
         """The conversation's live turns, oldest first (the order the model saw them); a held-back
         turn keeps its place (`for_prompt` redacts it)."""
-        turns = [m for m in self._by_conversation.get(conversation_id, []) if m.is_turn and not m.deleted]
-        turns.sort(key=lambda m: (m.created_at, 0 if m.role == Role.USER else 1, m.path))
-        return turns
+        return transcript_order(self._by_conversation.get(conversation_id, []))
 
     def for_prompt(self, memory: Memory) -> Memory:
         """The memory as a prompt may show it: held back, with its likely secrets redacted."""
-        if memory.id not in self.held:
-            return memory
-        return replace(memory, text=secrets_scan.redact(memory.text))
+        return for_prompt(memory, self.held)

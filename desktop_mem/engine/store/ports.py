@@ -93,8 +93,9 @@ class MemoryView(Protocol):
     ) -> list[Memory]: ...
 
 
-class MemorySource(Protocol):
-    """Read the catalog and change the store through its writer."""
+class MemorySource(MemoryView, Protocol):
+    """Read the catalog (the shared view: held-back hand edits left out) and change the store
+    through its writer."""
 
     @property
     def root(self) -> Path: ...
@@ -105,28 +106,9 @@ class MemorySource(Protocol):
     @property
     def writer(self) -> Writer: ...
 
-    def get(self, memory_id: str) -> Memory: ...
-
-    def lookup(self, memory_id: str) -> Memory | None: ...
-
-    def summary(self, conversation_id: str) -> Memory | None: ...
-
     def conversation_strategy(self, conversation_id: str) -> str | None: ...
 
     def conversation_title(self, conversation_id: str) -> str: ...
-
-    def list_memories(
-        self,
-        *,
-        conversation_id: str | None = None,
-        role: str | None = None,
-        kind: str | None = None,
-        include_deleted: bool = False,
-        only_deleted: bool = False,
-        include_summaries: bool = True,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Memory]: ...
 
     @property
     def raw(self) -> MemoryView:

@@ -9,6 +9,7 @@ Safety does not depend on a caller remembering a safe variant: the plain name is
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
@@ -84,13 +85,25 @@ class MemoryReads:
     def transcript(self, conversation_id: str) -> list[Memory]:
         """The conversation's live turns, oldest first (the order the model saw them). Shared: a
         held-back turn keeps its place (positions count turns), its likely secrets redacted."""
-        turns = [m for m in self._catalog.select(conversation_id=conversation_id) if m.is_turn]
-        turns.sort(key=lambda m: (m.created_at, 0 if m.role == Role.USER else 1, m.path))
+        turns = transcript_order(self._catalog.select(conversation_id=conversation_id))
         return [self.for_prompt(m) for m in turns]
 
     def for_prompt(self, memory: Memory) -> Memory:
         """The memory as it may be shown or sent where it must stay in place (a turn of the
         transcript, a summary): held back, its likely secrets are redacted. Raw: as it is."""
-        if self._held is None or memory.id not in self._held.ids:
-            return memory
-        return replace(memory, text=secrets_scan.redact(memory.text))
+        return for_prompt(memory, self._held.ids if self._held is not None else frozenset())
+
+
+def transcript_order(memories: Iterable[Memory]) -> list[Memory]:
+    """The live turns among `memories`, oldest first (the order the model saw them: a user turn
+    before the reply stamped the same instant)."""
+    turns = [m for m in memories if m.is_turn and not m.deleted]
+    turns.sort(key=lambda m: (m.created_at, 0 if m.role == Role.USER else 1, m.path))
+    return turns
+
+
+def for_prompt(memory: Memory, held: frozenset[str]) -> Memory:
+    """`memory` as a prompt may show it: held back (`held`), its likely secrets redacted."""
+    if memory.id not in held:
+        return memory
+    return replace(memory, text=secrets_scan.redact(memory.text))
