@@ -22,6 +22,7 @@ from desktop_mem.engine.chat.llm_json import (
     parse_string_list,
     strip_reasoning,
 )
+from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is the dataclass
 
 FactKind = Literal["fact", "preference", "context"]
 FactSource = Literal["llm", "pattern"]
@@ -374,7 +375,7 @@ def _resolve(
         source = found[0] if found else None
         if found is not None:
             covered.add(_fold(found[1]))
-        if event == "ADD" or (event == "UPDATE" and target is None):
+        if event == Act.ADD or (event == Act.UPDATE and target is None):
             # An UPDATE of an unknown id still carries a fact worth keeping.
             if source is not None and _fold(source) not in written:
                 written.add(_fold(source))
@@ -383,7 +384,7 @@ def _resolve(
         if target is None or target in targeted:
             continue  # unknown id, or a second decision about the same memory (first wins)
         old = texts[target]
-        if event == "UPDATE":
+        if event == Act.UPDATE:
             if source is None or _fold(source) in written:
                 continue  # text the user never stated: the old fact stays
             if not fact_guards.same_topic(old, source):
@@ -394,7 +395,7 @@ def _resolve(
             else:
                 written.add(_fold(source))
                 text = source
-        elif event == "DELETE":
+        elif event == Act.DELETE:
             if not any(fact_guards.same_topic(old, f) for f in facts):
                 continue  # deleting a memory no new fact speaks about
             text = old
@@ -403,7 +404,7 @@ def _resolve(
             covered.update(_fold(f) for f in facts if _near_duplicate(f, old))
         targeted.add(target)
         out.append(Decision(cast(Event, event), text, target))
-    changed = {d.target_id for d in out if d.event in ("UPDATE", "DELETE")}
+    changed = {d.target_id for d in out if d.event in (Act.UPDATE, Act.DELETE)}
     kept = {_fold(t) for memory_id, t in texts.items() if memory_id not in changed}
     for fact in facts:
         # Deletes alone, an omitted fact or a refused decision must not lose what the user said.
@@ -411,7 +412,7 @@ def _resolve(
             written.add(_fold(fact))
             out.append(Decision("ADD", fact, None))
     # An ADD that repeats a memory which stays untouched would only duplicate it.
-    return tuple(d for d in out if d.event != "ADD" or _fold(d.text) not in kept)
+    return tuple(d for d in out if d.event != Act.ADD or _fold(d.text) not in kept)
 
 
 def _source_fact(text: str, facts: list[str]) -> tuple[str, str] | None:
