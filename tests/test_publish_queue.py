@@ -96,3 +96,27 @@ def test_a_save_during_a_full_index_lands_at_once_and_is_searchable_after(
         assert top and top[0].memory.id == memory.id, "the save made during the sync was indexed"
     finally:
         engine.close()
+
+
+def test_a_subscriber_that_writes_does_not_hang_and_both_changes_are_told_in_order(
+    make_config: Callable[..., Any],
+) -> None:
+    engine = MemoryEngine.open(make_config())
+    try:
+        seen: list[str] = []
+
+        def follow_up(change: StoreChange) -> None:
+            seen.append(change.operation)
+            if change.operation == Operation.ADD and len(seen) == 1:
+                engine.add("The user also likes coffee")  # e.g. a plugin reacting to a change
+
+        engine.subscribe(follow_up)
+        done = threading.Event()
+        writer = threading.Thread(target=lambda: (engine.add("The user likes tea"), done.set()), daemon=True)
+        writer.start()
+        assert done.wait(timeout=30), "a write made by a subscriber hung the publisher"
+        assert seen == [Operation.ADD, Operation.ADD]
+        texts = {m.text for m in engine.list_memories()}
+        assert texts == {"The user likes tea", "The user also likes coffee"}
+    finally:
+        engine.close()

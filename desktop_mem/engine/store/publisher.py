@@ -41,6 +41,7 @@ class Publisher:
         self._queue: deque[tuple[Sequence[Memory], Sequence[str], StoreChange]] = deque()
         self._queue_lock = threading.Lock()
         self._drain_lock = threading.Lock()
+        self._draining: int | None = None  # the thread running `drain` now
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener` after every change; returns a function that unsubscribes."""
@@ -58,16 +59,28 @@ class Publisher:
             self._queue.append((written, gone, change))
 
     def drain(self) -> None:
-        """Run every queued publication, in order; returns when those queued before are done."""
+        """Run every queued publication, in order; returns when those queued before are done.
+
+        A subscriber that writes (its transaction ends inside a drain on this thread) returns at
+        once: the drain that called it publishes that write next, still in order."""
+        if self._draining == threading.get_ident():
+            return
         with self._drain_lock:
-            while True:
-                with self._queue_lock:
-                    if not self._queue:
-                        return
-                    written, gone, change = self._queue.popleft()
-                if written or gone:
-                    try:
-                        self.index_update(written, gone)
-                    except Exception:  # the files are the truth; the next sync repairs the index
-                        log.exception("index update failed; it will be repaired at the next sync")
-                self.emit(change)
+            self._draining = threading.get_ident()
+            try:
+                self._run_queue()
+            finally:
+                self._draining = None
+
+    def _run_queue(self) -> None:
+        while True:
+            with self._queue_lock:
+                if not self._queue:
+                    return
+                written, gone, change = self._queue.popleft()
+            if written or gone:
+                try:
+                    self.index_update(written, gone)
+                except Exception:  # the files are the truth; the next sync repairs the index
+                    log.exception("index update failed; it will be repaired at the next sync")
+            self.emit(change)
