@@ -33,7 +33,8 @@ def build_store(store: Path, n: int) -> None:
     from desktop_mem.engine.facade import MemoryEngine
 
     topics = ["tea", "coffee", "Ghent", "Leuven", "cycling", "chess", "Python", "Rust", "jazz", "hiking"]
-    with MemoryEngine.open(load_config(env={}, flags={"store.path": str(store), "llm.base_url": ""})) as engine:
+    config = load_config(env={}, flags={"store.path": str(store), "llm.base_url": ""})
+    with MemoryEngine.open(config) as engine:
         with engine.writer.transaction(engine_op("add"), "seed") as tx:
             for i in range(n):
                 tx.add(f"The user mentioned {topics[i % 10]} on day {i} of the project",
