@@ -150,6 +150,8 @@ def test_a_message_sent_again_after_a_failed_reply_is_stored_once(
     scripted_llm.default_reply = "Here you go."
     failed = chat_engine.chat("c1", "Tell me a joke.")
     assert not failed.ok and chat_engine.wait_idle(30)
+    kept = chat_engine.turn_memory(failed.turn_id)  # no reply stored: the user turn keeps the record
+    assert kept is not None and kept.holder_id == failed.turn_id and kept.updated
     # Send after Settings, or after a restart: the same words, no retry flag.
     again = chat_engine.chat("c1", "Tell me a joke.")
     assert again.ok and again.turn_id == failed.turn_id
