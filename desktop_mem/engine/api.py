@@ -32,6 +32,7 @@ from desktop_mem.engine.models import (
     Problem,
     SecretHeldBack,
     StoreChange,
+    StoredMessage,
 )
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.markdown_store import atomic_write
@@ -196,7 +197,7 @@ class MemoryEngine:
         validate_conversation_id(conversation_id)
         return self._p.shared.transcript(conversation_id)
 
-    def messages(self, conversation_id: str) -> list[dict[str, Any]]:
+    def messages(self, conversation_id: str) -> list[StoredMessage]:
         """The conversation's stored turns as chat messages (as the model is shown them)."""
         return [{"role": m.role, "content": m.text, "id": m.id, "created_at": m.created_at.isoformat()}
                 for m in self.transcript(conversation_id)]

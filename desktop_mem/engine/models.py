@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 
 class Role(StrEnum):
@@ -57,6 +57,20 @@ class Decision(StrEnum):
     UPDATE = "UPDATE"
     DELETE = "DELETE"
     NONE = "NONE"
+
+
+class Message(TypedDict):
+    """One chat message as an OpenAI-compatible endpoint takes it (and as REST / MCP carry it)."""
+
+    role: str  # "system", "user", "assistant" (a Role for stored turns), "tool"
+    content: str
+
+
+class StoredMessage(Message):
+    """A stored turn of a conversation as a chat message: its memory id and when it was said."""
+
+    id: str
+    created_at: str  # ISO 8601
 
 
 # StrEnum members equal their strings: files, JSON and settings read and write the same text.
