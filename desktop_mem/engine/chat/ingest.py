@@ -51,7 +51,7 @@ from desktop_mem.engine.models import (
     utc_now,
 )
 from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is extraction's
-from desktop_mem.engine.store.secrets_scan import describe
+from desktop_mem.engine.store.secrets_scan import REDACTED_PREFIX, describe
 from desktop_mem.engine.store.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -206,16 +206,18 @@ def _decide(
     decisions: list[Planned] = []
     for d in reconciled.decisions:
         text, found = ports.writer.redact(d.text)
-        if found:
-            found_kinds.append(describe(found))
+        if found or (REDACTED_PREFIX in text and d.event != Act.DELETE):
+            # never a fact about a secret, not even a redacted one (issue #22)
+            found_kinds.append(describe(found) if found else "an already redacted secret")
+            continue
         fact = kinds.get(d.text)
         decisions.append(Planned(d.event, text, d.target_id, fact.kind if fact else "fact",
                                  fact.source if fact else "llm"))
         if (fact.scope if fact else scopes.classify(text)) == scopes.USER:
             user_scoped.add(text)
     if found_kinds:
-        notes.append(f"A likely secret ({', '.join(dict.fromkeys(found_kinds))}) was redacted from the "
-                     "extracted facts (security.secrets).")
+        notes.append(f"A fact holding a likely secret ({', '.join(dict.fromkeys(found_kinds))}) was not "
+                     "stored (security.secrets).")
     return tuple(decisions)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from desktop_mem.engine.models import ValidationError
+from desktop_mem.engine.store.secrets_scan import describe, redact, scan
 
 MAX_LENGTH = 64
 _ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # always fullmatch: "$" accepts a final "\n"
@@ -35,12 +36,16 @@ def validate_conversation_id(value: object) -> str:
     stem = value.split(".", 1)[0].lower()
     if stem in _RESERVED or value.lower() in _STORE_NAMES:
         raise ValidationError(f"Conversation id {shown!r} is a reserved name; choose another.")
+    findings = scan(value)
+    if findings:  # it would name a folder, every commit's trailer and the index's metadata (#22)
+        raise ValidationError(f"Conversation id {findings[0].masked!r} looks like a secret "
+                              f"({describe(findings)}); choose another id.")
     return value
 
 
 def slugify_conversation_id(title: str) -> str:
     """Turn a free-form title into a valid conversation id (for 'new conversation' in the UI)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title.strip()).strip("-._").lower()[:MAX_LENGTH]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", redact(title).strip()).strip("-._").lower()[:MAX_LENGTH]
     if not slug or slug.split(".", 1)[0] in _RESERVED or slug in _STORE_NAMES:
         slug = f"conv-{slug or 'new'}"[:MAX_LENGTH]
     return slug

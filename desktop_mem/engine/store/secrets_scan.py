@@ -13,9 +13,9 @@ the UI/CLI can ask; the automatic write path redacts), ``redact`` (always redact
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from desktop_mem.engine.models import EngineError, SecretsPolicy
 
@@ -57,9 +57,18 @@ _KEYWORD = (r"(?:password|passwd|pwd|pass|passphrase|passcode|secret|token|api[ 
             r"access[ _-]?key|account[ _-]?key|private[ _-]?key|secret[ _-]?key|client[ _-]?secret|"
             r"credentials?|auth[ _-]?token)")
 _NAME = rf"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*{_KEYWORD}(?:[_.-][A-Za-z0-9]+)*(?![A-Za-z0-9])"
-# A token body, possibly split by single spaces (or zero-width/odd spaces, mapped to a space
-# before scanning); its length and look are checked after the match.
-_BODY = r"[A-Za-z0-9_-]{4,}(?: [A-Za-z0-9_-]{4,}){0,3}"
+# A token body, possibly split by a space or a line break (every whitespace character, zero-width
+# and odd spaces included, is mapped to a space before scanning; "\r\n" becomes two); its length
+# and look are checked after the match.
+_BODY = r"[A-Za-z0-9_-]{4,}(?: {1,2}[A-Za-z0-9_-]{4,}){0,3}"
+# Prose: "my password is ...", "the password for the bank is ...", "mein Passwort ist ...",
+# "mon mot de passe est ...", "mi contraseña es ...", "mijn wachtwoord is ...", "la mia password
+# è ...", "minha senha é ...", "the AWS secret for prod is ..." (issue #22).
+_PROSE_NOUN = (r"(?:password|passwort|kennwort|passphrase|passcode|pass ?word|mot de passe|mdp|"
+               r"contraseña|contrasena|clave|wachtwoord|senha|parola d'ordine|lösenord|losenord|"
+               r"adgangskode|passord|hasło|haslo|heslo|jelszó|secret|api[ _-]?key|token|pin code)")
+_PROSE_LINK = r"(?:for|of|to|on|at|für|fur|von|zum|zur|pour|de|du|des|para|voor|van|per|do|da|del|för|til)"
+_PROSE_VERB = r"(?:is|was|ist|war|lautet|est|était|es|era|é|è|är|er|jest|je|to)"  # ':' '=': password_or_key
 
 # (kind, pattern, group holding the secret, check of the found text). Specific formats first: a
 # span found by an earlier pattern is not reported again by a later, more generic one.
@@ -68,19 +77,22 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int, Callable[[str], bool]], 
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), 0, bool),
     ("anthropic_key", re.compile(r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9]{2,8}-" + _BODY), 0,
-     lambda t: _random_looking(t, 20)),
-    ("openai_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?" + _BODY), 0,
+     lambda t: _prefixed(t, 20)),
+    ("openai_key", re.compile(r"(?<![A-Za-z0-9])sk-(?:proj|svcacct|admin)-" + _BODY), 0,
+     lambda t: _prefixed(t, 20)),
+    ("openai_key", re.compile(r"(?<![A-Za-z0-9])sk-" + _BODY), 0,
      lambda t: _random_looking(t, 20)),
     ("stripe_key", re.compile(r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_" + _BODY), 0,
-     lambda t: _random_looking(t, 16)),
+     lambda t: _prefixed(t, 16)),
+    ("twilio_key", re.compile(r"(?<![A-Za-z0-9])SK[0-9a-f]{32}(?![A-Za-z0-9])"), 0, bool),
     ("github_token", re.compile(r"(?<![A-Za-z0-9])(?:gh[pousr]_" + _BODY +
-                                r"|github_pat_[A-Za-z0-9_]{22,})"), 0, lambda t: _random_looking(t, 30)),
+                                r"|github_pat_[A-Za-z0-9_]{22,})"), 0, lambda t: _prefixed(t, 30)),
     ("gitlab_token", re.compile(r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt)-" + _BODY), 0,
-     lambda t: _random_looking(t, 20)),
+     lambda t: _prefixed(t, 20)),
     ("huggingface_token", re.compile(r"(?<![A-Za-z0-9])hf_" + _BODY), 0,
-     lambda t: _random_looking(t, 30)),
+     lambda t: _prefixed(t, 30)),
     ("npm_token", re.compile(r"(?<![A-Za-z0-9])npm_" + _BODY), 0,
-     lambda t: _random_looking(t, 36)),
+     lambda t: _prefixed(t, 36)),
     ("sendgrid_key", re.compile(r"(?<![A-Za-z0-9])SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,}"), 0, bool),
     ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"), 0,
      bool),
@@ -99,6 +111,11 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int, Callable[[str], bool]], 
     ("password_or_key", re.compile(
         rf"(?i){_NAME}[\"']?\s*(?:[:=]|=>|:=)\s*[\"']?(?P<value>(?!\[redacted)[^\s\"',;]{{6,}})"), 1,
      lambda t: _plausible_password(t)),
+    ("password_in_prose", re.compile(
+        rf"(?i)(?<![A-Za-z0-9_]){_PROSE_NOUN}(?![A-Za-z0-9_])"
+        rf"(?: +{_PROSE_LINK}(?: +[^\s:=]{{1,30}}){{1,4}}?)? *{_PROSE_VERB} +"
+        r"[\"'“‘«]?(?P<value>(?!\[redacted)[^\s\"'”’»,;]{4,})"), 1,
+     lambda t: _plausible_password(t.rstrip(".!?)"))),
 )
 
 # Unicode dashes and odd spaces, mapped one character to one so positions stay the same: a key
@@ -106,7 +123,8 @@ _PATTERNS: Final[tuple[tuple[str, re.Pattern[str], int, Callable[[str], bool]], 
 _NORMALISE: Final = str.maketrans(
     {**{c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"},
      **{c: " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-                        "\u200a\u200b\u200c\u200d\u2060\u202f\u205f\u3000\ufeff"}})
+                        "\u200a\u200b\u200c\u200d\u2060\u202f\u205f\u3000\ufeff\n\r\t\v\f"
+                        "\x85\u2028\u2029"}})
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:[<{\[(].*[>}\])]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?\w*\)?s|[*x.•#-]+|"
     r"(?:your|my|the|some|example|sample|dummy|fake|test)[_-]?\w*|none|null|nil|true|false|"
@@ -128,8 +146,17 @@ def _random_looking(text: str, minimum: int, *, letters_only: bool = True) -> bo
         any(c.isdigit() for c in flat))
 
 
+def _prefixed(text: str, minimum: int) -> bool:
+    """A key with a distinctive prefix (sk-proj-, ghp_, hf_ ...): long enough is enough, however
+    plain its random part; a body split by spaces must still look random part by part."""
+    if " " in text:
+        return _random_looking(text, minimum)
+    return len(text) >= minimum and not _placeholder(text)
+
+
 def _plausible_password(value: str) -> bool:
     """An assigned value that could be a password/key: not a number, a placeholder or a word."""
+    value = value.strip("([{<>}])")  # `api_key=token)`, `token: (generated ...`: a name, a note
     if value.isdigit() or _placeholder(value):
         return False
     has_digit_or_symbol = any(c.isdigit() or (not c.isalnum() and c not in "-_.") for c in value)
@@ -180,6 +207,22 @@ def redact(text: str, findings: tuple[Finding, ...] | None = None) -> str:
     for f in sorted(items, key=lambda f: f.start, reverse=True):
         text = f"{text[: f.start]}{REDACTED_PREFIX}{f.kind}]{text[f.end:]}"
     return text
+
+
+def redact_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Front-matter / trailer fields with every likely secret redacted, in keys and in string
+    values (nested lists and mappings too): nobody is there to ask about a client's name or a
+    title, and these reach file paths, commit messages and the index (issue #22)."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value) if scan(value) else value
+        if isinstance(value, Mapping):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(clean(v) for v in value)
+        return value
+
+    return {clean(k): clean(v) for k, v in fields.items()}
 
 
 def apply_policy(text: str, policy: str, where: str = "the memory") -> tuple[str, tuple[Finding, ...]]:

@@ -40,7 +40,7 @@ from desktop_mem.engine.store import layout
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.markdown_store import MarkdownStore, atomic_write
 from desktop_mem.engine.store.publisher import Publisher
-from desktop_mem.engine.store.secrets_scan import Finding, apply_policy
+from desktop_mem.engine.store.secrets_scan import Finding, apply_policy, redact, redact_fields
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,8 @@ class Transaction:
             raise ValidationError(f"a memory with id {memory_id!r} already exists")
         memory = self._store.new_memory(
             text, conversation_id=conversation_id, role=role, kind=kind, source=source,
-            created_at=created_at, expires_at=expires_at, memory_id=memory_id, extra=extra,
+            created_at=created_at, expires_at=expires_at, memory_id=memory_id,
+            extra=redact_fields(extra) if extra else extra,  # e.g. a client's name (issue #22)
         )
         self._undo.created(memory.path)
         return self._wrote(memory)
@@ -283,6 +284,7 @@ class Transaction:
 
     def write_conversation_meta(self, conversation_id: str, meta: Mapping[str, Any]) -> None:
         """Save a conversation's title and settings (conversation.yaml)."""
+        meta = redact_fields(meta)  # a title made from a first message can hold a key (issue #22)
         rel = layout.conversation_file(conversation_id)
         self._undo.save(self._store, rel)
         self._store.write_conversation_meta(conversation_id, meta)
@@ -375,7 +377,9 @@ class Transaction:
             if self.turn_id:
                 trailers["Turn"] = self.turn_id
             trailers.update(self.trailers)
-            self.commit = writer.committer(self.subject or str(self.operation), trailers, self._paths)
+            # the secret gate of the commit message: subject and trailers (titles, client names)
+            subject, trailers = redact(self.subject or str(self.operation)), redact_fields(trailers)
+            self.commit = writer.committer(subject, trailers, self._paths)
         self.change = StoreChange(self.operation, ids, self.conversation, self.commit,
                                   tuple(m.path for m in written), self.turn_id,
                                   self.trailers.get("Source"), self.trailers.get("Client"))
