@@ -1,13 +1,13 @@
 """Screenshots of every pane with the demo store, under Xvfb, into docs/screenshots/.
 
-    .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
+    .venv/bin/python scripts/screenshots.py [--out docs/screenshots] [--display :97]
 
 Starts its own Xvfb with a 1366×768 screen (a common laptop; installing Xvfb with apt-get when
 missing), builds the demo store in a temp dir, points the app at the scripted OpenAI-compatible
 test server so the chat pane shows a real streamed exchange, fills the screen with the window
 and saves the whole screen (the X root window, as `import -window root` would) as chat.png,
-memories.png, editor.png, summary.png, timeline.png, settings.png and chat-interrupted.png. It fails if the window
-or the dialog does not fit the screen.
+memories.png, editor.png, summary.png, timeline.png, lineage.png, settings.png, chat-updating.png
+and chat-interrupted.png. It fails if the window or the dialog does not fit the screen.
 """
 
 from __future__ import annotations
@@ -39,17 +39,17 @@ REPLY = ("Since you and **Anna** like quiet places and seafood, here is a relaxe
          "Want me to add a rainy-day option?")
 
 
-def start_xvfb() -> subprocess.Popen[bytes]:
-    """Start Xvfb on DISPLAY (installing it first when missing)."""
+def start_xvfb(display: str = DISPLAY) -> subprocess.Popen[bytes]:
+    """Start Xvfb on `display` (installing it first when missing)."""
     if shutil.which("Xvfb") is None:
         subprocess.run(["apt-get", "install", "-y", *APT_PACKAGES], check=True)
     screen = f"{SIZE[0]}x{SIZE[1]}x24"
-    proc = subprocess.Popen(["Xvfb", DISPLAY, "-screen", "0", screen, "-nolisten", "tcp"],
+    proc = subprocess.Popen(["Xvfb", display, "-screen", "0", screen, "-nolisten", "tcp"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
     if proc.poll() is not None:
         raise SystemExit("Xvfb did not start")
-    os.environ["DISPLAY"] = DISPLAY
+    os.environ["DISPLAY"] = display
     os.environ["QT_QPA_PLATFORM"] = "xcb"
     return proc
 
@@ -97,9 +97,8 @@ def shoot(window: object, path: Path) -> None:
 def take(out: Path) -> None:
     from PySide6.QtCore import QSettings
 
+    from desktop_mem.engine.api import MemoryEngine, create_demo_store
     from desktop_mem.engine.config import load_config
-    from desktop_mem.engine.demo import create_demo_store
-    from desktop_mem.engine.facade import MemoryEngine
     from desktop_mem.ui.app import application
     from desktop_mem.ui.main_window import MainWindow
     from desktop_mem.ui.settings_dialog import SettingsDialog
@@ -107,7 +106,8 @@ def take(out: Path) -> None:
     from tests.scripted_llm import Fault, ScriptedLLM
 
     server = ScriptedLLM().start()
-    server.script(FACTS, '["The user is allergic to shellfish"]', times=1)
+    # Slow, as a local model is: the chat pane shows "Updating memory…" meanwhile.
+    server.script(FACTS, Fault.delay(4, then='["The user is allergic to shellfish"]'), times=1)
     server.script(FACTS, "[]")
     server.script(RECONCILE, '[{"event": "ADD", "text": "The user is allergic to shellfish"}]')
     server.script(SUMMARY, "Sam plans a May trip to Lisbon with Anna; quiet places, seafood.")
@@ -145,6 +145,9 @@ def take(out: Path) -> None:
     ws.chat.outcome_shown.connect(outcome.append)
     ws.chat.input.setPlainText("Any ideas for a calm day there? I'm allergic to shellfish, by the way.")
     ws.chat.send()
+    wait_until(lambda: bool(ws.chat.messages()[-1].text) and not ws.chat.busy, timeout=60)
+    pause(1.6)
+    shoot(window, out / "chat-updating.png")
     wait_until(lambda: bool(outcome), timeout=60)
     last = ws.chat.messages()[-1]
     if last.used_panel is not None:
@@ -167,7 +170,6 @@ def take(out: Path) -> None:
     row = next(r for r in range(ws.browser.model.rowCount())
                if (m := ws.browser.model.memory_at(r)) is not None and m.kind == "preference")
     ws.browser.table.selectRow(row)
-    ws.memories_splitter.setSizes([620, 520])
     pause(0.6)
     shoot(window, out / "editor.png")
 
@@ -186,6 +188,10 @@ def take(out: Path) -> None:
     timeline.diff_view.side_check.setChecked(True)
     pause(1.5)
     shoot(window, out / "timeline.png")
+    timeline.detail_tabs.setCurrentWidget(timeline.lineage_view)
+    wait_until(lambda: timeline.lineage_view.lineage is not None)
+    pause(0.6)
+    shoot(window, out / "lineage.png")
 
     dialog = SettingsDialog(window.config, window.runner, window, group="llm")
     dialog.show()
@@ -219,9 +225,10 @@ def take(out: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--display", default=DISPLAY, help="the X display Xvfb takes (default %(default)s)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    xvfb = start_xvfb()
+    xvfb = start_xvfb(args.display)
     try:
         take(args.out)
     finally:
