@@ -12,7 +12,7 @@ from desktop_mem.engine.chat.sent_log import SentLog, SentTo
 from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.history.timeline import classify
-from desktop_mem.engine.models import CommitInfo, Memory
+from desktop_mem.engine.models import CommitInfo, Memory, Source
 from desktop_mem.engine.store import layout
 
 _LOG_LIMIT = 200
@@ -34,7 +34,7 @@ class Provenance:
         client = self.memory.extra.get("client")
         if self.turns:
             return f"said in chat “{self.turns[0].conversation_id}”"
-        if self.memory.source == "mcp":
+        if self.memory.source == Source.MCP:
             return f"added by MCP client {client}" if isinstance(client, str) else "added by an MCP client"
         return {"manual": "added by hand", "import": "imported", "pattern": "taken from a chat message",
                 "llm": "taken from a chat message"}.get(str(self.memory.source or ""), "written to the store")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from desktop_mem.engine.history.git_history import FileChange, RawCommit
-from desktop_mem.engine.models import TURN_ROLES, CommitInfo, EventType, Role, TimelineEvent
+from desktop_mem.engine.models import TURN_ROLES, CommitInfo, EventType, Operation, Role, TimelineEvent
 from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.front_matter import FrontMatterError
 
@@ -73,7 +73,7 @@ def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
             added_by_id[new.memory_id] = (index, new)
         if change.status == "R" and old and new:
             into_deleted = not layout.in_deleted(old.path) and layout.in_deleted(new.path)
-            if into_deleted and new.replaced_by and operation != "evict":
+            if into_deleted and new.replaced_by and operation != Operation.EVICT:
                 pending_updates.append((index, old, new, change))
 
     update_events: dict[int, TimelineEvent] = {}
@@ -120,11 +120,11 @@ def _classify_change(
             return _event(EventType.DELETE, sha, None, new, old_text=new.text)
         return _event(_kind_of_new(new), sha, None, new)
     if change.status == "D" and old:
-        kind = EventType.EVICT if operation == "evict" else EventType.DELETE
+        kind = EventType.EVICT if operation == Operation.EVICT else EventType.DELETE
         return _event(kind, sha, old, None, hard_delete=True)
     if change.status == "R" and old and new:
         if not layout.in_deleted(old.path) and layout.in_deleted(new.path):
-            kind = EventType.EVICT if operation == "evict" else EventType.DELETE
+            kind = EventType.EVICT if operation == Operation.EVICT else EventType.DELETE
             return _event(kind, sha, old, new, new_text=None, replaced_by=new.replaced_by)
         if layout.in_deleted(old.path) and not layout.in_deleted(new.path):
             return _event(EventType.RESTORE, sha, old, new)

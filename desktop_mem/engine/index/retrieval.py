@@ -324,8 +324,8 @@ class Retriever:
         are scored against the query turned to the third person (see reranker.about_the_user)."""
         from desktop_mem.engine.index.reranker import about_the_user
 
-        third = [i for i, c in enumerate(pool) if c.memory.role in ("memory", "summary")]
-        first = [i for i, c in enumerate(pool) if c.memory.role not in ("memory", "summary")]
+        third = [i for i, c in enumerate(pool) if c.memory.role in (Role.MEMORY, Role.SUMMARY)]
+        first = [i for i, c in enumerate(pool) if c.memory.role not in (Role.MEMORY, Role.SUMMARY)]
         scores = [0.0] * len(pool)
         for indices, text in ((first, query), (third, about_the_user(query))):
             if indices:

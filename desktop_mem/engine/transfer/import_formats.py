@@ -214,7 +214,7 @@ def _memory_entry(item: Any, n: int, ours: bool) -> Entry:
     if "\x00" in text:
         raise ValidationError("the text contains a NUL character")
     role = str(item.get("role") or "memory")
-    if role not in ("memory", "user", "assistant") and not (ours and role == Role.SUMMARY):
+    if role not in (Role.MEMORY, *TURN_ROLES) and not (ours and role == Role.SUMMARY):
         raise ValidationError(f"role {role!r} is not one of memory, user, assistant")
     kind = item.get("kind", item.get("type"))
     if role != Role.MEMORY:
