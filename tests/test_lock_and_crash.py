@@ -25,6 +25,26 @@ print("ready", flush=True)
 time.sleep(60)
 """
 
+BRIEF_HOLDER = """
+import sys, time
+from desktop_mem.engine.config import load_config
+from desktop_mem.engine.facade import MemoryEngine
+eng = MemoryEngine(load_config(flags={"store.path": sys.argv[1], "watcher.enabled": False}))
+print("ready", flush=True)
+time.sleep(1.5)  # an MCP call or another command, holding the store for a moment
+eng.close()
+"""
+
+ENDPOINT_HOLDER = """
+import sys, time
+from desktop_mem.engine.config import load_config
+from desktop_mem.engine.facade import MemoryEngine
+eng = MemoryEngine(load_config(flags={"store.path": sys.argv[1], "watcher.enabled": False}))
+eng.lock.publish(endpoint="unix:/nonexistent/desktop-mem-x/mcp.sock")  # the app or serve
+print("ready", flush=True)
+time.sleep(60)
+"""
+
 WRITER = """
 import sys
 from desktop_mem.engine.config import load_config
@@ -169,3 +189,28 @@ def test_a_dead_writers_lock_is_waited_for_briefly_not_reported_as_held(
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_cli_write_waits_for_a_brief_holder_and_not_for_the_app(tmp_path: Path) -> None:
+    """Issue #22: 11 of 15 CLI writes failed at once while an MCP call held the lock for a moment."""
+    store = tmp_path / "store"
+    cli = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store)]
+    subprocess.run([*cli, "add", "The user likes tea"], check=True, capture_output=True)
+    brief = _start(BRIEF_HOLDER, store)
+    try:
+        added = subprocess.run([*cli, "add", "The user likes coffee"], capture_output=True, text=True,
+                               timeout=120)
+        assert added.returncode == 0, added.stderr
+    finally:
+        brief.wait(30)
+    listed = subprocess.run([*cli, "list"], capture_output=True, text=True, check=True).stdout
+    assert "coffee" in listed
+    app = _start(ENDPOINT_HOLDER, store)
+    try:
+        started = time.monotonic()
+        refused = subprocess.run([*cli, "add", "x"], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "open for writing by" in refused.stderr
+        assert time.monotonic() - started < 10, "a long-lived holder is reported at once"
+    finally:
+        app.kill()
+        app.wait()

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
@@ -16,9 +17,9 @@ from typing import Any
 
 from desktop_mem import __version__
 from desktop_mem.cli.progress import embedding_progress
-from desktop_mem.engine.api import MemoryEngine, SecretDetectedError
+from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, read_holder
 from desktop_mem.engine.config import SETTINGS, Config, load_config
-from desktop_mem.engine.models import EngineError, HeldBackChoice, Memory, StoreLockedError
+from desktop_mem.engine.models import EngineError, HeldBackChoice, Memory, ReadOnlyError, StoreLockedError
 from desktop_mem.engine.schema import MemoryQuery, memory_json
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
@@ -199,6 +200,9 @@ class EngineError_(EngineError):  # noqa: N801 - a CLI-only usage error
     """A malformed command line."""
 
 
+WRITE_WAIT_S = 15.0  # as long as `desktop-mem mcp` waits for a holder that does not forward
+
+
 def open_engine(config: Config, command: str) -> MemoryEngine:
     """Read commands open read-only (they work while another process writes).
 
@@ -208,9 +212,21 @@ def open_engine(config: Config, command: str) -> MemoryEngine:
     if command == "search":
         try:
             return MemoryEngine(config)
-        except StoreLockedError:
+        except (StoreLockedError, ReadOnlyError):  # another writer, or a read-only store
             return MemoryEngine(config, read_only=True)
-    return MemoryEngine(config, read_only=command in READ_COMMANDS)
+    if command in READ_COMMANDS:
+        return MemoryEngine(config, read_only=True)
+    deadline = time.monotonic() + WRITE_WAIT_S
+    while True:
+        try:
+            return MemoryEngine(config)
+        except StoreLockedError:
+            # A brief holder (an MCP call, another command) is waited for; the app or `serve`
+            # (it advertises an endpoint) keeps the store for long: say so at once (issue #22).
+            if "endpoint" in read_holder(config.store_path.expanduser().resolve()) \
+                    or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def no_display_reason(env: Mapping[str, str], platform: str) -> str | None:

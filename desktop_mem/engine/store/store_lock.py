@@ -26,7 +26,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from desktop_mem.engine.models import StoreLockedError, ValidationError, utc_now
+from desktop_mem.engine.models import ReadOnlyError, StoreLockedError, ValidationError, utc_now
 from desktop_mem.engine.store.secrets_scan import scan
 
 try:
@@ -94,6 +94,11 @@ class StoreLock:
             if dir_fd is not None:
                 os.close(dir_fd)
             raise
+        except OSError as exc:  # a read-only store (file system or permissions): readers still work
+            if dir_fd is not None:
+                os.close(dir_fd)
+            raise ReadOnlyError(f"the store {self.root} cannot be written ({exc.strerror or exc}); "
+                                "reading commands (list, show, search, history, doctor) still work") from None
         return dir_fd
 
     def publish(self, **fields: str | int | float | bool | None) -> None:
@@ -150,6 +155,8 @@ class StoreLock:
                 probe.acquire(timeout=0)
             except Timeout:
                 return True
+            except OSError:  # a read-only store: no lock file can be made, and nobody writes here
+                return False
             probe.release(force=True)
             return False
         finally:
