@@ -173,6 +173,7 @@ CLI_NOT_READS: dict[str, str] = {
     "add": "write", "edit": "write", "delete": "write", "restore": "write", "reindex": "write",
     "import": "write", "sync": "write (commit, pull, push)", "chat": "a chat turn (LLM)",
     "serve": "a server: its routes are checked below", "mcp": "a server: its tools are checked below",
+    "endpoints": "finds model servers on this computer (reads no memory)",
 }
 
 
