@@ -21,17 +21,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from desktop_mem.engine.api import MemoryEngine  # noqa: E402
 from desktop_mem.engine.config import load_config  # noqa: E402
 from desktop_mem.engine.store.catalog import Catalog  # noqa: E402
 from tests.llm_roles import FACTS, SUMMARY  # noqa: E402
 from tests.scripted_llm import ScriptedLLM  # noqa: E402
-
-
-def _open(config: Any) -> Any:
-    from desktop_mem.engine import facade
-
-    opener = getattr(facade.MemoryEngine, "open", None)
-    return opener(config) if opener is not None else facade.MemoryEngine(config)
 
 
 def measure(memories: int, turns: int) -> dict[str, Any]:
@@ -53,7 +47,7 @@ def measure(memories: int, turns: int) -> dict[str, Any]:
             "store.path": str(Path(tmp) / "store"), "watcher.enabled": False,
             "llm.base_url": llm.base_url, "llm.model": "test-model", "llm.api_key": "x", "llm.timeout": 5,
         })
-        engine = _open(config)
+        engine = MemoryEngine.open(config)
         try:
             for i in range(memories):
                 engine.add(f"Filler fact number {i} about topic {i % 37}", conversation_id=f"c{i % 20}")
