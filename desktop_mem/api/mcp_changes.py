@@ -22,8 +22,8 @@ from typing import Any
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from desktop_mem.engine.api import layout
 from desktop_mem.engine.models import Operation, StoreChange
-from desktop_mem.engine.store import layout
 
 log = logging.getLogger(__name__)
 
