@@ -180,6 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EngineError as exc:
         print(f"desktop-mem: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a full disk, a folder that cannot be written: one line, not a traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"desktop-mem: could not write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

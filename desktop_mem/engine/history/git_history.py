@@ -217,8 +217,11 @@ class GitHistory:
                              f"--pathspec-from-file={spec}", "--pathspec-file-nul")
         except GitCommandError as exc:
             raise GitHistoryError(f"git commit failed: {_reason(exc)}") from None
+        except OSError as exc:  # .git cannot be written (a full disk, a read-only mount)
+            raise GitHistoryError(f"git commit failed: {exc.strerror or exc}") from None
         finally:
-            spec.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                spec.unlink(missing_ok=True)
         return self.head()
 
     def ignored(self, paths: Sequence[str], chunk: int = 500) -> set[str]:

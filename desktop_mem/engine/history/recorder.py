@@ -11,7 +11,7 @@ from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.models import CommitInfo, Memory, NotFoundError, Operation, utc_now
 from desktop_mem.engine.store import layout
 from desktop_mem.engine.store.ports import MemoryView, StoreFiles, Writer
-from desktop_mem.engine.store.transaction import clip, noun
+from desktop_mem.engine.store.transaction import CommitFailedError, clip, noun
 
 log = logging.getLogger(__name__)
 HeldBack = Callable[[Sequence[str] | None], set[str]]
@@ -34,14 +34,15 @@ class HistoryRecorder:
         self.held_back: HeldBack = lambda dirty: set()  # set by the composition root
 
     def commit_paths(self, subject: str, trailers: Mapping[str, str], paths: Sequence[str]) -> str | None:
-        """The writer's committer: one commit of exactly `paths`; a git failure is logged, never
-        loses the file write (the next start-up records it)."""
+        """The writer's committer: one commit of exactly `paths`. A git failure never loses the
+        file write (the next start-up records it) and is reported: CommitFailedError (#22)."""
         try:
             # A new store's .gitignore (written by init) goes with its first commit.
             return self.git.commit(subject, trailers, paths=[*paths, ".gitignore"])
-        except GitHistoryError as exc:
-            log.error("could not commit %r: %s", subject, exc)
-            return None
+        except GitHistoryError as exc:  # reported by whoever asked for the change (one line)
+            raise CommitFailedError(f"the change is saved in the files but git could not commit it "
+                                    f"({' '.join(str(exc).split())[:200]}); it is committed the next "
+                                    "time the store is opened once git works again") from None
 
     def commit_all(
         self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None, *,

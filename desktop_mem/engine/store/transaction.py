@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from desktop_mem.engine.models import (
+    EngineError,
     Memory,
     Operation,
     ReadOnlyError,
@@ -43,6 +44,11 @@ from desktop_mem.engine.store.publisher import Publisher
 from desktop_mem.engine.store.secrets_scan import Finding, apply_policy, redact, redact_fields
 
 log = logging.getLogger(__name__)
+
+
+class CommitFailedError(EngineError):
+    """The files were written, but git could not commit them (a full disk, a broken repository):
+    the operation is not recorded yet; the next start-up commits what is on disk (issue #22)."""
 
 
 class Committer(Protocol):
@@ -368,6 +374,7 @@ class Transaction:
                 if mid not in self._written and self._catalog.lookup(mid) is None]
         # what left the store is named too (an outside edit can be a file removed by hand)
         ids = tuple(dict.fromkeys([*(m.id for m in written), *self._removed]))
+        failed: CommitFailedError | None = None
         if writer.committer is not None and self._paths:
             trailers = {"Operation": str(self.operation)}
             if ids:
@@ -379,10 +386,15 @@ class Transaction:
             trailers.update(self.trailers)
             # the secret gate of the commit message: subject and trailers (titles, client names)
             subject, trailers = redact(self.subject or str(self.operation)), redact_fields(trailers)
-            self.commit = writer.committer(subject, trailers, self._paths)
+            try:
+                self.commit = writer.committer(subject, trailers, self._paths)
+            except CommitFailedError as exc:  # published below all the same, then reported
+                failed = exc
         self.change = StoreChange(self.operation, ids, self.conversation, self.commit,
                                   tuple(m.path for m in written), self.turn_id,
                                   self.trailers.get("Source"), self.trailers.get("Client"))
         if self._paths:
             writer.publisher.enqueue(written, gone, self.change)
+        if failed is not None:
+            raise failed
         return self.change
