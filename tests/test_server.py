@@ -18,9 +18,9 @@ import openai
 import pytest
 import uvicorn
 
+from desktop_mem.api.rest import create_app
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EventType
-from desktop_mem.api.rest import create_app
 from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 from tests.scripted_llm import Fault, ScriptedLLM
 

@@ -28,10 +28,9 @@ import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import Implementation
 
+from desktop_mem.engine.api import MemoryEngine, describe_holder, read_holder
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, StoreChange, StoreLockedError
-from desktop_mem.engine.store.store_lock import describe_holder, read_holder
 
 EngineCall = Callable[[MemoryEngine], Any]
 ChangeListener = Callable[[StoreChange], None]

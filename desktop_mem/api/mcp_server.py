@@ -39,8 +39,8 @@ from desktop_mem import __version__
 from desktop_mem.api import mcp_tools
 from desktop_mem.api.mcp_backends import Backend, EngineBackend, StdioBackend
 from desktop_mem.api.mcp_changes import LIST_URI, ChangeFeed, watch_store
+from desktop_mem.engine.api import MemoryEngine, clean_client_name
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.facade import MemoryEngine, clean_client_name
 from desktop_mem.engine.schema import MemoryJSON, MemoryPageJSON, SearchJSON
 
 __all__ = ["Backend", "EngineBackend", "StdioBackend", "build_server", "mcp_http_app", "run_stdio"]
