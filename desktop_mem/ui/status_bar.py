@@ -143,6 +143,8 @@ class StatusBar(QStatusBar):
             # (A one-request-at-a-time local server would time the probe out behind the reply.)
             if not self._llm_checked:  # a busy or slow server can take its whole timeout
                 self.llm_label.setText("LLM: checking…")
+                self.llm_label.setProperty("state", "")  # neither red nor green until it answers
+                self._repolish()
             self._llm_checked = True
             self._llm_probe += 1
             probe = self._llm_probe

@@ -301,3 +301,20 @@ def test_memory_used_and_updated_stay_under_a_reply_after_switching_and_a_settin
         window.settings_dialog.save()
     assert window.workspace is not None and window.workspace is not ws
     shown_again(window.workspace)
+
+
+def test_checking_the_endpoint_again_is_not_painted_red(qtbot: Any, engine: Any, runner: Any,
+                                                        settle: Any) -> None:
+    """After Settings fixed the URL the label read "LLM: checking…" in the red of the old failure."""
+    class Unreachable(Exception):
+        kind, message = "unreachable", "Cannot reach the LLM"
+
+    status = StatusBar(runner)
+    qtbot.addWidget(status)
+    status._on_llm_failed(Unreachable())
+    assert status.llm_label.property("state") == "bad"
+    status.set_engine(engine)  # the store reopened with the new settings
+    status.check_llm()
+    assert status.llm_label.text() == "LLM: checking…" and status.llm_label.property("state") == ""
+    settle(runner)
+    status.set_engine(None)
