@@ -72,8 +72,12 @@ def sigmoid(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
 class OnnxReranker:
     """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder; None: shipped)."""
 
+    # Small batches: a batch is padded to its longest pair, and the padding is computed too.
+    # Measured on LoCoMo pools of 20 (one process, configs interleaved, load ~7.7): CPU p50 per
+    # pool 315 ms at batch 16, 263 at 8, 248 at 4, 236 at 1 (docs/benchmarks.md); 2 threads and
+    # max_length 128 did not help (the pairs are short; the cores are busy).
     def __init__(
-        self, folder: Path | None = None, threads: int = 1, max_length: int = 512, batch_size: int = 16
+        self, folder: Path | None = None, threads: int = 1, max_length: int = 512, batch_size: int = 4
     ) -> None:
         if threads < 1 or batch_size < 1 or max_length < 8:
             raise RerankerError(
