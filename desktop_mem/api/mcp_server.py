@@ -303,8 +303,12 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
                      mime_type="application/json",
                      description="The rolling summary of a conversation.")
     async def summary_resource(conversation: str) -> dict[str, Any]:
-        return await backend.read(lambda e: {"conversation": conversation,
-                                             "summary": mcp_tools.summary(e, conversation)})
+        def read(e: Any) -> dict[str, Any]:
+            # no summary yet (a new or short conversation) is an empty summary, not an error (#22)
+            text = mcp_tools.summary(e, conversation) if e.summary(conversation) is not None else ""
+            return {"conversation": conversation, "summary": text}
+
+        return dict(await backend.read(read))
 
     _serve_change_notifications(server, feed)
     return server
