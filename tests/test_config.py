@@ -115,3 +115,32 @@ def test_the_parts_settings_sections_take_their_defaults_from_the_one_declaratio
             declared = next(BY_NAME[f"{g}.{name}"].default for g in groups if f"{g}.{name}" in BY_NAME)
             assert value == declared, f"{section.__name__}.{name} = {value!r}, declared {declared!r}"
         assert built == section(), f"{section.__name__} from the default settings differs from its defaults"
+
+
+def test_every_setting_named_in_a_section_reaches_it_when_the_user_changes_it() -> None:
+    """A changed `retrieval.*`, `context.*` or `memory.*` value is what the read path and the
+    in-session strategies get: the sections are filled from the declarations, not by hand."""
+    from dataclasses import fields
+
+    from desktop_mem.engine.chat.context import StrategySettings
+    from desktop_mem.engine.chat.service import strategy_settings
+    from desktop_mem.engine.config import BY_NAME
+    from desktop_mem.engine.index.index_factory import retrieval_settings
+    from desktop_mem.engine.index.retrieval import RetrievalSettings
+
+    def changed(name: str) -> object:
+        s = BY_NAME[name]
+        if s.choices:
+            return next(c for c in s.choices if c != s.default)
+        if s.type is float:
+            return 0.5 if s.default != 0.5 else 0.25
+        return s.default + 1 if s.maximum is None or s.default + 1 <= s.maximum else s.default - 1
+
+    for section, groups, build in ((RetrievalSettings, ("retrieval",), retrieval_settings),
+                                   (StrategySettings, ("context", "memory"), strategy_settings)):
+        named = {f.name: next(f"{g}.{f.name}" for g in groups if f"{g}.{f.name}" in BY_NAME)
+                 for f in fields(section) if any(f"{g}.{f.name}" in BY_NAME for g in groups)}
+        flags = {setting: changed(setting) for setting in named.values()}
+        built = build(load_config(None, env={}, flags=flags))
+        for field_name, setting in named.items():
+            assert getattr(built, field_name) == flags[setting], f"{setting} is lost on the way"

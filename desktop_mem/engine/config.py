@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
 import platformdirs
 import yaml
@@ -19,6 +19,7 @@ import yaml
 from desktop_mem.engine.models import ValidationError
 
 APP_NAME = "desktop-mem"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,18 @@ class Config:
         return {
             k: ("***" if BY_NAME[k].secret and v and mask_secrets else v) for k, v in self._values.items()
         }
+
+    def section(self, cls: type[T], *groups: str) -> T:
+        """The settings dataclass `cls` filled from these settings: each field named like a setting
+        of `groups` (first group first) takes its value; other fields keep their defaults. A typed
+        section generated from the one declaration, never a hand-written copy of it."""
+        values: dict[str, Any] = {}
+        for f in fields(cast(Any, cls)):
+            name = next((f"{g}.{f.name}" for g in groups if f"{g}.{f.name}" in BY_NAME), None)
+            if name is not None:
+                value = self._values[name]
+                values[f.name] = float(value) if f.type in (float, "float") else value
+        return cls(**values)
 
     @property
     def store_path(self) -> Path:

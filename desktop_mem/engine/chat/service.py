@@ -424,16 +424,9 @@ class ChatService:
 
 
 def strategy_settings(cfg: Config) -> StrategySettings:
-    """In-session strategy knobs from the settings."""
-    return StrategySettings(
-        max_turns=cfg["context.max_turns"], keep_last_turns=cfg["context.keep_last_turns"],
-        window_messages=cfg["context.window_messages"], summary_threshold=cfg["memory.summary_threshold"],
-        summary_keep_last=cfg["memory.summary_keep_last"],
-        compact_trigger_turns=cfg["context.compact_trigger_turns"],
-        compact_keep_turns=cfg["context.compact_keep_turns"],
-        trigger="tokens" if cfg["context.trigger"] == "tokens" else "turns",
-        max_tokens=cfg["context.max_tokens"],
-    )
+    """In-session strategy knobs from the settings (each field named like a `context.*` or
+    `memory.*` setting; `context.trigger`'s choices are the field's Literal)."""
+    return cfg.section(StrategySettings, "context", "memory")
 
 
 def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:

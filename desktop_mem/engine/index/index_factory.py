@@ -47,15 +47,8 @@ def make_reranker(config: Config) -> Reranker | None:
 
 
 def retrieval_settings(config: Config) -> RetrievalSettings:
-    """Read-path knobs from the settings."""
-    return RetrievalSettings(
-        top_k=config["retrieval.top_k"],
-        mmr_lambda=config["retrieval.mmr_lambda"],
-        recency_weight=config["retrieval.recency_weight"],
-        score_threshold=config["retrieval.score_threshold"],
-        rerank_pool=config["retrieval.rerank_pool"],
-        rerank_budget_ms=float(config["retrieval.rerank_budget_ms"]),
-    )
+    """Read-path knobs from the settings (each field named like a `retrieval.*` setting)."""
+    return config.section(RetrievalSettings, "retrieval")
 
 
 def build_index(
