@@ -72,3 +72,23 @@ def test_the_sent_log_stays_bounded_and_skips_lines_it_cannot_read(tmp_path: Any
 def test_endpoint_labels_never_carry_credentials_or_paths() -> None:
     assert sent_log.endpoint_label("https://user:secret@api.openai.com/v1?key=x") == "api.openai.com"
     assert sent_log.endpoint_label("http://127.0.0.1:8765/v1") == "127.0.0.1:8765"
+
+
+def test_what_an_ai_tool_searched_up_is_in_the_sent_log(make_config: Any) -> None:
+    import anyio
+
+    from tests.mcp_clients import CLAUDE, call, stdio_session
+
+    with MemoryEngine(make_config()) as engine:
+        fact = engine.add("The user prefers green tea")
+        root = engine.root
+
+    async def scenario() -> dict[str, Any]:
+        async with stdio_session(root, CLAUDE) as s:
+            return await call(s, "search_memory", query="what does the user drink?")
+
+    found = anyio.run(scenario)
+    assert fact.id in [h["id"] for h in found["results"]]
+    with MemoryEngine(make_config()) as engine:
+        [sent] = engine.provenance(fact.id).sent_to
+    assert (sent.endpoint, sent.model, sent.count) == ("MCP", "Claude Desktop", 1)

@@ -98,6 +98,7 @@ ENGINE_NOT_READS: dict[str, str] = {
     "cancel_write_path": "lifecycle", "subscribe_write_progress": "events",
     "resolve_held_back": "write (the user's answer)",
     "accept_proposal": "write (review mode: the user's answer)", "reject_proposal": "write (review mode)",
+    "note_sent": "write (the sent log: ids, endpoint, model; no text)",
     "apply_external_changes": "write (the watcher's)", "commit_all": "write", "reindex": "write",
     "open_index": "opens the index (returns counts)", "refresh": "re-reads the store (returns None)",
     "chat": "a chat turn: what it sends is checked in test_hand_edit_secrets",

@@ -146,8 +146,9 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         as_of: AsOf = None,
     ) -> SearchJSON:
         args = {"query": query, "conversation": conversation, "top_k": top_k, "as_of": as_of}
-        return await backend.at_writer("search_memory", args, client_of(ctx),
-                                       lambda e: mcp_tools.search(e, query, conversation, top_k, as_of))
+        info = client_of(ctx)
+        return await backend.at_writer("search_memory", args, info, lambda e: mcp_tools.search(
+            e, query, conversation, top_k, as_of, client=client_name(info)))
 
     @server.tool(
         name="add_memories",

@@ -37,9 +37,10 @@ NEIGHBOURS = 5  # similar stored facts per new fact shown to the reconciling LLM
 
 
 def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: int | None,
-           as_of: str | None = None) -> SearchJSON:
+           as_of: str | None = None, *, client: str | None = None) -> SearchJSON:
     """The read path over facts and preferences (not chat turns), best first, with scores;
-    `as_of` (ISO date or date-time): over what was live then."""
+    `as_of` (ISO date or date-time): over what was live then. What reaches `client` (the AI
+    tool that asked) is noted in the sent log, as what reaches a chat model is."""
     if not query.strip():
         raise ValidationError("query is empty")
     k = max(1, min(int(top_k or engine.config["retrieval.top_k"]), 50))
@@ -49,6 +50,8 @@ def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: in
     else:
         results = engine.search(query, conversation_id=conversation, top_k=k,
                                 filters=SearchFilters(roles=("memory",)))
+    if client:
+        engine.note_sent([r.memory.id for r in results], "MCP", client)
     return {"query": query, "results": [search_hit_json(r) for r in results]}
 
 

@@ -243,6 +243,12 @@ class MemoryEngine:
 
         return provenance(self._p, SentLog(self.root), memory_id)
 
+    def note_sent(self, memory_ids: Sequence[str], endpoint: str, model: str) -> None:
+        """Note in the sent log that these memories went to `model` at `endpoint` (an AI tool)."""
+        from desktop_mem.engine.chat.sent_log import SentLog
+
+        SentLog(self.root).record(memory_ids, endpoint, model)
+
     def proposals(self) -> tuple[list[Proposal], list[str]]:
         """Review mode: changes the model proposed that wait for the user, and unreadable files."""
         from desktop_mem.engine.chat import review
