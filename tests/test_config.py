@@ -144,3 +144,16 @@ def test_every_setting_named_in_a_section_reaches_it_when_the_user_changes_it() 
         built = build(load_config(None, env={}, flags=flags))
         for field_name, setting in named.items():
             assert getattr(built, field_name) == flags[setting], f"{setting} is lost on the way"
+
+
+def test_the_typed_setting_names_are_the_generated_text() -> None:
+    """The Literal lists mypy checks `config[...]` by are generated from SETTINGS, not kept by hand:
+    the block in engine/config.py is exactly `typed_names_source()` (a new setting fails here until
+    the block is regenerated, and a hand edit of the block fails too)."""
+    import desktop_mem.engine.config as config_module
+    from desktop_mem.engine.config import typed_names_source
+
+    source = Path(config_module.__file__).read_text(encoding="utf-8")
+    start = source.index("StrSetting = Literal[")
+    end = source.index("]\n", source.index("BoolSetting = Literal[")) + 2
+    assert source[start:end] == typed_names_source(), "regenerate the block: print(typed_names_source())"

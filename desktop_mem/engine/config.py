@@ -143,8 +143,9 @@ del S
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
 # Typed access: `config["llm.model"]` is a str to mypy, `config["retrieval.top_k"]` an int, and a
-# misspelt name is a type error. A new setting goes into SETTINGS and into the list of its type
-# here (tests/test_config.py fails, naming it, until both agree). Dynamic names use `value()`.
+# misspelt name is a type error. Generated from SETTINGS by `typed_names_source()` (mypy needs the
+# names spelt out; tests/test_config.py fails until this block is its output). Dynamic names use
+# `value()`.
 StrSetting = Literal[
     "store.path",
     "llm.base_url",
@@ -158,13 +159,13 @@ StrSetting = Literal[
     "embedding.local_model",
     "chroma.url",
     "retrieval.reranker_path",
+    "memory.review",
     "context.strategy",
     "context.trigger",
     "context.tokenizer_path",
     "server.host",
     "server.token",
     "security.secrets",
-    "memory.review",
     "sync.remote_url",
     "sync.branch",
 ]
@@ -175,9 +176,9 @@ IntSetting = Literal[
     "embedding.batch_size",
     "chroma.ef_search",
     "retrieval.top_k",
-    "retrieval.reranker_threads",
     "retrieval.rerank_pool",
     "retrieval.rerank_budget_ms",
+    "retrieval.reranker_threads",
     "memory.max_entries",
     "memory.summary_threshold",
     "memory.summary_keep_last",
@@ -199,12 +200,12 @@ FloatSetting = Literal[
 ]
 BoolSetting = Literal[
     "store.git_versioning",
+    "retrieval.rerank",
     "memory.extract_facts",
     "memory.enable_summarization",
     "context.cross_session",
     "watcher.enabled",
     "server.app_endpoint",
-    "retrieval.rerank",
 ]
 
 
@@ -401,6 +402,17 @@ def save_config(path: Path, changes: Mapping[str, Any]) -> None:
         yaml.safe_dump(nested, handle, sort_keys=True, allow_unicode=True)
     os.replace(tmp, path)
     os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def typed_names_source() -> str:
+    """The StrSetting / IntSetting / FloatSetting / BoolSetting lists above, generated from SETTINGS
+    (print it to regenerate them); tests/test_config.py fails until the file holds this text."""
+    lines: list[str] = []
+    for label, kind in (("Str", str), ("Int", int), ("Float", float), ("Bool", bool)):
+        lines.append(f"{label}Setting = Literal[")
+        lines += [f'    "{s.name}",' for s in SETTINGS if s.type is kind]
+        lines.append("]")
+    return "\n".join(lines) + "\n"
 
 
 def settings_markdown() -> str:
