@@ -20,7 +20,12 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session, shipped_model_folder
+from desktop_mem.engine.index.onnx_session import (
+    batch_tokenizer,
+    clip_for_model,
+    cpu_session,
+    shipped_model_folder,
+)
 from desktop_mem.resources import resource_path
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -275,7 +280,7 @@ class OnnxEmbedder:
         return result
 
     def _embed_batch(self, texts: list[str], session: ort.InferenceSession | None = None) -> FloatMatrix:
-        encodings = self.tokenizer.encode_batch(texts)
+        encodings = self.tokenizer.encode_batch([clip_for_model(t, self.max_length) for t in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": input_ids, "attention_mask": mask}

@@ -17,7 +17,12 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.onnx_session import batch_tokenizer, cpu_session, shipped_model_folder
+from desktop_mem.engine.index.onnx_session import (
+    batch_tokenizer,
+    clip_for_model,
+    cpu_session,
+    shipped_model_folder,
+)
 
 SHIPPED_RERANKER = "ms-marco-MiniLM-L-12-v2"
 MODEL_FILE = "model.onnx"
@@ -142,7 +147,9 @@ class OnnxReranker:
         return [float(value) for value in scores]
 
     def _logits(self, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
-        encodings = self.tokenizer.encode_batch([(query, text) for text in texts])
+        clip = self.max_length
+        encodings = self.tokenizer.encode_batch([(clip_for_model(query, clip), clip_for_model(text, clip))
+                                                 for text in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         feed = {
             "input_ids": input_ids,
