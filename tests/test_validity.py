@@ -178,3 +178,15 @@ def test_an_as_of_date_that_is_not_one_is_refused_clearly(bad: str) -> None:
 def test_an_as_of_day_means_the_end_of_that_day() -> None:
     assert validity.parse_as_of("2024-03-15") == datetime(2024, 3, 15, 23, 59, 59, tzinfo=UTC)
     assert validity.parse_as_of("2024-03-15T08:00:00Z") == datetime(2024, 3, 15, 8, tzinfo=UTC)
+
+
+def test_a_fact_that_states_its_whole_span_gets_both_ends(engine: MemoryEngine) -> None:
+    old_job = engine.add("The user worked at Acme from 2018 until 2020")
+    assert (old_job.valid_from, old_job.valid_to) == ("2018", "2020")
+    assert _texts_as_of(engine, "2019-06-01") == ["The user worked at Acme from 2018 until 2020"]
+    plan = engine.add("The user will stay in Leuven until 2030")  # a plan, not an end
+    assert plan.valid_to is None
+
+
+def _texts_as_of(engine: MemoryEngine, day: str) -> list[str]:
+    return [m.text for m in engine.list_as_of(validity.parse_as_of(day), role="memory")]

@@ -299,6 +299,9 @@ class MarkdownStore:
             given = validity.normalize(meta.get(validity.VALID_FROM), validity.VALID_FROM)
             stated = given or validity.stated_start(text, created)
             meta[validity.VALID_FROM] = validity.for_file(stated or validity.stamp(created))
+            ended = validity.stated_end(text, created) if not meta.get(validity.VALID_TO) else None
+            if ended and stated and validity.start(ended) >= validity.start(stated):
+                meta[validity.VALID_TO] = validity.for_file(ended)  # "worked at Acme from 2018 until 2020"
         return self._write(self._unique(rel), meta, text)
 
     def write_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:

@@ -123,6 +123,19 @@ _STATED = re.compile(
 )
 
 
+_ENDED = re.compile(rf"\b(?:until|till|up\s+to|through)\s+(?:early\s+|late\s+|mid-?\s*)?{_DATE}\b", re.I)
+
+
+def stated_end(text: str, said_at: datetime) -> str | None:
+    """The date a fact says it ended ("worked at Acme until 2020" -> "2020"), or None; only a
+    date up to when it was said (a future "until" is a plan, not an end)."""
+    for match in _ENDED.finditer(text):
+        found = _stated_value(match, said_at)
+        if found is not None and start(found) <= said_at:
+            return found
+    return None
+
+
 def stated_start(text: str, said_at: datetime) -> str | None:
     """The date a fact says it began ("since March 2024" -> "2024-03"), or None.
 
