@@ -54,3 +54,16 @@ def test_the_cut_never_drops_a_word_piece_the_model_would_read() -> None:
     full = embedder.tokenizer.encode_batch([dense])[0].ids
     cut = embedder.tokenizer.encode_batch([clip_for_model(dense, embedder.max_length)])[0].ids
     assert cut == full
+
+
+def test_the_vector_index_keeps_a_bounded_copy_of_a_huge_memory(tmp_path: Any) -> None:
+    from desktop_mem.engine.index.vector_index import DOCUMENT_CHARS, VectorIndex
+
+    embedder = OnnxEmbedder(model="e5-small-v2")
+    index = VectorIndex(path=tmp_path / "chroma")
+    try:
+        index.upsert(["huge"], embedder.embed([HUGE]), [{"conversation_id": "c1"}], [HUGE])
+        (hit,) = index.query(embedder.embed_query("upload retry"), 1, None)
+        assert hit.id == "huge" and hit.document == HUGE[:DOCUMENT_CHARS]
+    finally:
+        index.close()

@@ -30,6 +30,10 @@ _NO_VECTOR.setflags(write=False)
 # its ~20-30 best candidates, and the same memories come back turn after turn. 4096 x 384 floats
 # is 6 MB; a chroma `get` of 30 ids costs ~1.3 ms of a ~13 ms search (docs/benchmarks.md).
 VECTOR_CACHE_SIZE = 4096
+# The copy of a memory's text kept beside its vector is a preview (the file is the text, and the
+# read path resolves memories through the catalog): chroma also full-text indexes its documents,
+# so a 2 MB memory would cost that index megabytes for nothing.
+DOCUMENT_CHARS = 2000
 
 
 class VectorIndexError(RuntimeError):
@@ -159,7 +163,7 @@ class VectorIndex:
         rows = matrix[keep]
         # chroma rejects an empty metadata dict; None means "no metadata".
         meta_list = [clean_metadata(metadatas[i]) or None for i in keep]
-        doc_list = [documents[i] for i in keep]
+        doc_list = [documents[i][:DOCUMENT_CHARS] for i in keep]
         try:
             for part in self._batches(len(id_list)):
                 self._call(
