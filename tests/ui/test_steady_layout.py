@@ -48,16 +48,18 @@ def test_memories_keep_their_proportions_whatever_is_selected(
     window = opened_window
     ws = open_demo(qtbot, window)
     assert window.engine is not None
-    window.engine.add("The user plans raised beds " * 4, conversation_id=LONG_CONVERSATION)
+    long = window.engine.add("The user plans raised beds " * 4, conversation_id=LONG_CONVERSATION)
     qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=30000)
     window.show_tab(MEMORIES_TAB)
     _resize(qtbot, window, width, height)
-    qtbot.waitUntil(lambda: ws.browser.model.row_of(
-        next(m.id for m in window.engine.list_memories(conversation_id=LONG_CONVERSATION))) is not None,
-        timeout=10000)
+    qtbot.waitUntil(lambda: ws.browser.model.row_of(long.id) is not None, timeout=10000)
+    qtbot.wait(300)  # a reload for the store change may still come: let it land
 
     seen = []
-    for row in range(min(ws.browser.model.rowCount(), 8)):
+    ids = [ws.browser.model.memory_at(r).id for r in range(min(ws.browser.model.rowCount(), 7))]
+    for memory_id in [*ids, long.id, ids[0]]:  # a long path among short ones, then back
+        row = ws.browser.model.row_of(memory_id)
+        assert row is not None
         memory = ws.browser.model.memory_at(row)
         ws.browser.table.selectRow(row)
         qtbot.waitUntil(lambda m=memory: ws.editor.memory is not None and ws.editor.memory.id == m.id,
