@@ -80,6 +80,7 @@ class MemoryEditor(QWidget):
         self._base_hash: str | None = None
         self._saving = False
         self._busy_button: tuple[QPushButton, str] | None = None  # the button showing "Saving…"
+        self.titles: dict[str, str] = {}  # conversation id -> title (the window sets them)
         self._setup_ui()
         self._connect_signals()
         self._show(None)
@@ -399,15 +400,16 @@ class MemoryEditor(QWidget):
         self.title_label.setText(self._title(memory, new_conversation))
         self.info_label.setText(self._info(memory))
 
-    @staticmethod
-    def _title(memory: Memory | None, new_conversation: str | None) -> str:
+    def _title(self, memory: Memory | None, new_conversation: str | None) -> str:
+        """What is open, naming its conversation by title (its id when it has none)."""
         if new_conversation is not None:
-            return f"New fact in “{new_conversation}”"
+            return f"New fact in “{self.titles.get(new_conversation, new_conversation)}”"
         if memory is None:
             return "Pick a memory to read or edit it"
         noun = {"memory": memory.kind or "fact", "user": "user turn", "assistant": "assistant turn"}
         state = " (deleted)" if memory.deleted else ""
-        return f"{noun.get(memory.role, memory.role).capitalize()} in “{memory.conversation_id}”{state}"
+        conversation = self.titles.get(memory.conversation_id, memory.conversation_id)
+        return f"{noun.get(memory.role, memory.role).capitalize()} in “{conversation}”{state}"
 
     @staticmethod
     def _info(memory: Memory | None) -> str:
