@@ -173,6 +173,7 @@ class Workspace(QWidget):
         rows = [(c.id, c.title) for c in self.conversations.model.rows()]
         self.browser.set_conversations(rows)
         self.chat.set_titles(dict(rows))
+        self.editor.titles = dict(rows)
 
     @Slot(object)
     def _on_browser_memory_activated(self, memory: Memory) -> None:

@@ -318,3 +318,15 @@ def test_checking_the_endpoint_again_is_not_painted_red(qtbot: Any, engine: Any,
     assert status.llm_label.text() == "LLM: checking…" and status.llm_label.property("state") == ""
     settle(runner)
     status.set_engine(None)
+
+
+def test_the_editor_names_the_conversation_by_title(qtbot: Any, opened_window: MainWindow) -> None:
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    qtbot.waitUntil(lambda: ws.conversations.model.row_of("trip-to-lisbon") is not None, timeout=10000)
+    qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=30000)
+    assert window.engine is not None
+    fact = next(m for m in window.engine.list_memories(conversation_id="trip-to-lisbon", role="memory"))
+    ws.open_memory(fact.id)
+    qtbot.waitUntil(lambda: ws.editor.memory is not None and ws.editor.memory.id == fact.id, timeout=10000)
+    assert "“Trip to Lisbon”" in ws.editor.title_label.text()
