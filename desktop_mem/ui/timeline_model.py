@@ -209,6 +209,7 @@ class EventListModel(QAbstractListModel):
         super().__init__(parent)
         self._events: list[TimelineEvent] = []
         self._matching: set[int] = set()
+        self.titles: dict[str, str] = {}  # conversation id -> title, shown instead of the slug
 
     def set_commit(self, commit: CommitInfo | None, query: TimelineQuery) -> None:
         """Show the events of `commit` (None clears)."""
@@ -230,7 +231,8 @@ class EventListModel(QAbstractListModel):
             return None
         event = self._events[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return f"{event.type.value}  ·  {event.conversation_id or '?'}  ·  {describe(event)}"
+            conversation = self.titles.get(event.conversation_id or "", event.conversation_id or "?")
+            return f"{event.type.value}  ·  {conversation}  ·  {describe(event)}"
         if role == Qt.ItemDataRole.DecorationRole:
             return QColor(CHIP_COLOURS[event.type])
         if role == Qt.ItemDataRole.ToolTipRole:

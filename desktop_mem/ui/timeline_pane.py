@@ -292,6 +292,7 @@ class TimelinePane(QWidget):
 
     def _on_conversations(self, conversations: list[Conversation]) -> None:
         """Offer the conversations by title (the id is the item's data and tooltip)."""
+        self.events_model.titles = {c.id: c.title for c in conversations}
         current = self.conversation_combo.currentData()
         combo = self.conversation_combo
         combo.blockSignals(True)

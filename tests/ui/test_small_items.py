@@ -85,6 +85,10 @@ def test_conversations_are_shown_by_title_not_slug(qtbot: Any, engine: Any, runn
     assert "Trip to Lisbon" in titles and conv not in titles
     timeline.conversation_combo.setCurrentIndex(titles.index("Trip to Lisbon"))
     assert timeline.query().conversation == conv
+    settle(runner)
+    timeline.select_commit(0)
+    settle(runner)
+    assert "  ·  Trip to Lisbon  ·  " in timeline.events_model.index(0, 0).data()
 
 
 def test_expires_shows_no_date_unless_checked(qtbot: Any, engine: Any, runner: Any) -> None:
