@@ -93,7 +93,7 @@ ENGINE_NOT_READS: dict[str, str] = {
     "add": "write", "edit": "write", "delete": "write", "restore": "write", "replace": "write",
     "restore_version": "write", "delete_conversation": "write", "new_conversation": "write",
     "rename_conversation": "write", "apply_decisions": "write (reconciled decisions, one commit)",
-    "undo_update": "write", "save_problem_file": "write", "migrate_user_scope": "write",
+    "undo_update": "write", "save_problem_file": "write", "add_many": "write", "migrate_user_scope": "write",
     "close_index": "lifecycle",
     "cancel_write_path": "lifecycle", "subscribe_write_progress": "events",
     "resolve_held_back": "write (the user's answer)",
