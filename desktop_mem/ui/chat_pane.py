@@ -37,7 +37,7 @@ from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped
 from desktop_mem.ui.task_runner import TaskRunner
 
 REPAINT_MS = 30
-TICK_MS = 1000  # "Updating memory… N s" counts whole seconds
+TICK_MS = 250  # "Updating memory… N s" counts whole seconds (a 1 s timer firing early showed 0 s twice)
 EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
               "memory was used.")
 NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new conversation starts "
