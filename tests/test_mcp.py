@@ -93,10 +93,11 @@ def test_stdio_tools_add_search_update_delete_restore_with_provenance(tmp_path: 
     # The same events on the engine's timeline, with the trailers the timeline shows as a chip.
     with MemoryEngine(load_config(flags={"store.path": str(store)}), read_only=True) as engine:
         commits = engine.history(limit=10)
-    assert [c.events[0].type for c in commits[:5]] == [
-        EventType.RESTORE, EventType.DELETE, EventType.UPDATE, EventType.ADD, EventType.ADD]
+    # the batch of two adds is one commit of two ADD events (all or nothing, issue #22)
+    assert [[e.type for e in c.events] for c in commits[:4]] == [
+        [EventType.RESTORE], [EventType.DELETE], [EventType.UPDATE], [EventType.ADD, EventType.ADD]]
     assert all(c.trailers["Source"] == "mcp" and c.trailers["Client"] == "Claude Desktop"
-               for c in commits[:5])
+               for c in commits[:4])
     assert git(store, "status", "--porcelain").strip() == ""
 
 

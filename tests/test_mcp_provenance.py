@@ -24,12 +24,12 @@ def test_mcp_writes_carry_source_and_client_and_filter_on_the_timeline(engine: M
     restore(engine, new["id"], "Cursor")
 
     assert [(c.operation, c.source, c.client) for c in changes] == [
-        ("add", None, None), ("add", "mcp", "Claude Desktop"), ("add", "mcp", "Claude Desktop"),
+        ("add", None, None), ("add", "mcp", "Claude Desktop"),  # the batch: one commit (issue #22)
         ("update", "mcp", "Cursor"), ("delete", "mcp", "Cursor"), ("restore", "mcp", "Cursor")]
 
     page = timeline_page(engine, TimelineQuery(source="mcp"))
-    assert [c.events[0].type for c in page.commits] == [
-        EventType.RESTORE, EventType.DELETE, EventType.UPDATE, EventType.ADD, EventType.ADD]
+    assert [[e.type for e in c.events] for c in page.commits] == [
+        [EventType.RESTORE], [EventType.DELETE], [EventType.UPDATE], [EventType.ADD, EventType.ADD]]
     assert {commit_source(c.trailers) for c in page.commits} == {"mcp"}
     app_only = timeline_page(engine, TimelineQuery(source="app"))
     assert [c.subject for c in app_only.commits] == ["Add fact: Typed in the app"]

@@ -59,7 +59,7 @@ def add(
     engine: MemoryEngine, texts: Sequence[str], conversation: str | None, kind: str | None, client: str,
     reconcile: bool = False,
 ) -> dict[str, Any]:
-    """Store each text as a fact, one commit each, with provenance.
+    """Store the texts as facts, all in one commit or none, with provenance.
 
     As for the facts a chat turn extracts, nobody is there to ask about a likely secret: it is
     redacted unless `security.secrets` is "keep". With `reconcile`, the facts are first weighed
@@ -77,12 +77,10 @@ def add(
     conv = conversation or GLOBAL_CONVERSATION
     if reconcile and engine.config["llm.base_url"]:
         return _add_reconciled(engine, items, conv, kind, client, policy)
-    added = []
-    for text in items:
-        memory = engine.add(text, conversation_id=conversation or GLOBAL_CONVERSATION,
-                            kind=kind or str(kind_of(text)), source=SOURCE, client=client, secrets=policy)
-        added.append(memory_json(memory))
-    return {"added": added}
+    # one commit for the whole batch, or nothing: a retry after a failure makes no duplicates (#22)
+    memories = engine.add_many(items, conversation_id=conv, kinds=[kind or str(kind_of(t)) for t in items],
+                               source=SOURCE, client=client, secrets=policy)
+    return {"added": [memory_json(m) for m in memories]}
 
 
 def _add_reconciled(

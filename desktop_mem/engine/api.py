@@ -275,6 +275,11 @@ class MemoryEngine:
         secret, else SecretDetectedError under "ask"), client (the MCP client that asked)."""
         return self._p.writes.add(text, **options)
 
+    def add_many(self, texts: Sequence[str], **options: Any) -> list[Memory]:
+        """Several facts as one commit or nothing (conversation_id, kinds, source, secrets, client);
+        the error names the item and says nothing was saved."""
+        return self._p.writes.add_many(texts, **options)
+
     def edit(self, memory_id: str, **options: Any) -> Memory:
         """New text and/or front matter (text, meta, expected_hash, secrets, source, client)."""
         return self._p.writes.edit(memory_id, **options)

@@ -49,7 +49,9 @@ def apply_decisions(
     applied = Applied()
     for d in decisions:
         try:
-            if d.event == Decision.ADD:
+            if d.event == Decision.ADD and (same := tx.same_fact(d.text, conv)) is not None:
+                applied.unchanged.append(same.id)  # said before: never an exact duplicate (#22)
+            elif d.event == Decision.ADD:
                 applied.added.append(tx.add(d.text, conversation_id=conv, role="memory", kind=d.kind,
                                             source=d.source, extra=extra))
             elif d.event == Decision.UPDATE and d.target_id:

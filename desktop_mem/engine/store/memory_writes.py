@@ -3,7 +3,7 @@ one commit, with who asked for it in the commit trailers (`source`, `client`).""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -64,11 +64,57 @@ class MemoryWrites:
         text = writer.check_secrets(text, secrets)
         with writer.transaction(Operation.ADD, conversation=conversation_id,
                                 trailers=provenance_trailers(source, client) if client else None) as tx:
+            if role == Role.MEMORY and memory_id is None and (same := tx.same_fact(text, conversation_id)):
+                return same  # a retry or a repeat: the fact is stored once (issue #22)
             memory = tx.add(text, conversation_id=conversation_id, role=role,
                             kind=kind if role == Role.MEMORY else None, source=source, expires_at=expires_at,
                             created_at=created_at, memory_id=memory_id, extra=client_meta(client))
             tx.subject = f"Add {noun(memory)}: {clip(text)}"
         return memory
+
+    def add_many(
+        self,
+        texts: Sequence[str],
+        *,
+        conversation_id: str = GLOBAL_CONVERSATION,
+        kinds: Sequence[str] | None = None,
+        source: str = "manual",
+        secrets: str | None = None,
+        client: str | None = None,
+    ) -> list[Memory]:
+        """Several facts as ONE commit, or nothing at all (issue #22): every text passes the
+        secrets policy before anything is written, and a file that cannot be written (e.g. over
+        the size limit) puts back the ones before it. The error names the item and says that
+        nothing was saved. A text already stored (or given twice) is stored once."""
+        writer = self._writer
+        writer.require_writer()
+        n = len(texts)
+        checked: list[str] = []
+        for i, text in enumerate(texts, 1):
+            try:
+                checked.append(writer.check_secrets(text, secrets))  # "ask": SecretDetectedError
+            except ValidationError as exc:
+                raise ValidationError(f"nothing was saved: item {i} of {n}: {exc}") from None
+        memories: list[Memory] = []
+        where = 0
+        try:
+            with writer.transaction(Operation.ADD, conversation=conversation_id,
+                                    trailers=provenance_trailers(source, client) if client else None) as tx:
+                for i, text in enumerate(checked):
+                    same = tx.same_fact(text, conversation_id)
+                    if same is not None:
+                        memories.append(same)
+                        continue
+                    where = i + 1
+                    memories.append(tx.add(text, conversation_id=conversation_id, role=Role.MEMORY,
+                                           kind=kinds[i] if kinds else "fact", source=source,
+                                           extra=client_meta(client)))
+                fresh = [m for m in memories if m.path in tx.paths]
+                tx.subject = (f"Add {len(fresh)} facts: {clip(fresh[0].text)}" if len(fresh) > 1
+                              else f"Add fact: {clip(fresh[0].text)}" if fresh else "Add facts")
+        except ValidationError as exc:
+            raise ValidationError(f"nothing was saved: item {where} of {n}: {exc}") from None
+        return memories
 
     def edit(
         self,

@@ -296,6 +296,15 @@ class Transaction:
         self._store.write_conversation_meta(conversation_id, meta)
         self._touch(rel)
 
+    def same_fact(self, text: str, conversation_id: str) -> Memory | None:
+        """The live fact of `conversation_id` that says exactly `text` (spacing and case aside),
+        if any: a write path adds it again never (issue #22: no exact duplicates)."""
+        wanted = " ".join(text.split()).casefold()
+        for memory in self._catalog.select(conversation_id=conversation_id, role=Role.MEMORY):
+            if " ".join(memory.text.split()).casefold() == wanted:
+                return memory
+        return None
+
     def adopt(self, *memories: Memory | None) -> None:
         """Include files written by an earlier unpublished transaction (a reply's turn files)."""
         for memory in memories:
