@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, validity
+from desktop_mem.engine.api import MemoryEngine, Provenance, SecretDetectedError, sent_log, validity
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -46,6 +46,7 @@ from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout, group
 from desktop_mem.ui.lineage_view import show_lineage_dialog
 from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.provenance_view import show_provenance_dialog
 from desktop_mem.ui.task_runner import TaskRunner
 
 
@@ -81,6 +82,7 @@ class MemoryEditor(QWidget):
         self._saving = False
         self._busy_button: tuple[QPushButton, str] | None = None  # the button showing "Saving…"
         self.titles: dict[str, str] = {}  # conversation id -> title (the window sets them)
+        self.last_provenance_dialog: QWidget | None = None  # the "Why do I know this?" opened last
         self._setup_ui()
         self._connect_signals()
         self._show(None)
@@ -149,10 +151,16 @@ class MemoryEditor(QWidget):
         self.delete_button = QPushButton("Delete", self)
         self.external_button = QPushButton("Open in external editor", self)
         self.lineage_button = QPushButton("Show lineage", self)
+        self.why_button = QPushButton("Why do I know this?", self)
+        self.why_button.setToolTip("The chat turn and commit this came from, and which models it was sent to")
+        self.sent_label = QLabel(self)  # "said in chat “trip” · sent to: local @ 127.0.0.1:8765 3×"
+        self.sent_label.setObjectName("mutedLabel")
+        self.sent_label.setWordWrap(True)
         buttons = FlowLayout()  # wraps when the editor is narrow
         buttons.addWidget(self.new_button)
         buttons.addWidget(self.external_button)
         buttons.addWidget(self.lineage_button)
+        buttons.addWidget(self.why_button)
         # Delete and Save wrap together: Save never ends up alone on a row of its own.
         buttons.addWidget(group(self, self.delete_button, self.save_button))
 
@@ -161,6 +169,7 @@ class MemoryEditor(QWidget):
         layout.addWidget(self.title_label)
         layout.addWidget(self.banner)
         layout.addWidget(self.info_label)
+        layout.addWidget(self.sent_label)
         layout.addLayout(form)
         body_label = QLabel("Text", self)
         body_label.setObjectName("mutedLabel")
@@ -177,6 +186,7 @@ class MemoryEditor(QWidget):
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
         self.external_button.clicked.connect(self.open_external)
         self.lineage_button.clicked.connect(self._on_lineage_button_clicked)
+        self.why_button.clicked.connect(self._on_why_button_clicked)
         self.reload_button.clicked.connect(self.reload)
         self.keep_button.clicked.connect(self.keep_mine)
         self.expires_check.toggled.connect(self._on_expires_check_toggled)
@@ -340,6 +350,16 @@ class MemoryEditor(QWidget):
         if self._memory is not None:
             show_lineage_dialog(self, self._runner, self._engine, self._memory.id)
 
+    def _on_why_button_clicked(self) -> None:
+        if self._memory is not None:
+            dialog = show_provenance_dialog(self, self._runner, self._engine, self._memory.id)
+            dialog.turn_opened.connect(self.open_memory)
+            self.last_provenance_dialog = dialog
+
+    def _on_provenance_loaded(self, found: Provenance) -> None:
+        if self._memory is not None and found.memory.id == self._memory.id:
+            self.sent_label.setText(f"{found.how} · {sent_log.summary(list(found.sent_to))}")
+
     def on_store_changed(self, change: StoreChange) -> None:
         """Reload the open memory when it changed elsewhere, or flag a conflict if edited here."""
         memory = self._memory
@@ -396,6 +416,11 @@ class MemoryEditor(QWidget):
         self.delete_button.setText("Restore" if memory and memory.deleted else "Delete")
         self.external_button.setEnabled(memory is not None)
         self.lineage_button.setEnabled(memory is not None)
+        self.why_button.setEnabled(memory is not None and memory.role == Role.MEMORY)
+        self.sent_label.clear()
+        if memory is not None and memory.role == Role.MEMORY:  # read on the pool: git and the sent log
+            self._runner.submit(self._engine.provenance, memory.id, key="editor-provenance",
+                                on_result=self._on_provenance_loaded, on_error=lambda _exc: None)
         self.new_button.setEnabled(not self._engine.read_only)
         self.title_label.setText(self._title(memory, new_conversation))
         self.info_label.setText(self._info(memory))
