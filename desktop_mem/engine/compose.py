@@ -82,7 +82,10 @@ class Parts:
             self.root, self.catalog, self.manifest, self.writer, self.held, self.publisher,
             secrets_policy=lambda: str(config["security.secrets"]),
             versioned=lambda: versioned and self.git.exists(), read_only=read_only)
-        self.recorder.held_back = self.outside.held_back
+        # what a sweep commit leaves out: hand edits held back for a secret, and the files doctor
+        # reports as problems (unreadable: committed once they are fixed) (issue #22)
+        self.recorder.held_back = lambda dirty: self.outside.held_back(dirty) | {
+            p.path for p in self.catalog.problems() if dirty is None or p.path in dirty}
         self.writes = MemoryWrites(self.writer, self.raw)
         self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
         self._chat: ChatService | None = None
