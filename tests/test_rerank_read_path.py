@@ -138,3 +138,15 @@ def test_a_skipped_cross_encoder_measures_again_after_a_few_searches(
                for _ in range(RERANK_PROBE_EVERY)]
         assert ran == [False] * (RERANK_PROBE_EVERY - 1) + [True]
         assert retriever._ms_per_pair < 1000.0  # re-measured on this machine's real cost
+
+
+def test_a_memorys_cross_encoder_score_does_not_depend_on_the_rest_of_the_pool() -> None:
+    """The same question and memory get the same score whatever else is in the pool (the int8
+    model quantises per run: batched with other pairs, a score moved by up to a few hundredths)."""
+    from desktop_mem.engine.index.reranker import OnnxReranker
+
+    reranker = OnnxReranker()
+    question = "What did Caroline research?"
+    alone = [reranker.score(question, [text])[0] for text in TURNS]
+    together = reranker.score(question, [*TURNS, "Melanie: " + "a very long story about the lake " * 30])
+    assert together[: len(TURNS)] == alone

@@ -77,12 +77,14 @@ def sigmoid(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
 class OnnxReranker:
     """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder; None: shipped)."""
 
-    # Small batches: a batch is padded to its longest pair, and the padding is computed too.
-    # Measured on LoCoMo pools of 20 (one process, configs interleaved, load ~7.7): CPU p50 per
-    # pool 315 ms at batch 16, 263 at 8, 248 at 4, 236 at 1 (docs/benchmarks.md); 2 threads and
-    # max_length 128 did not help (the pairs are short; the cores are busy).
+    # One pair per run. The int8 model quantises its activations per run, over the padded batch,
+    # so a pair's score moved with the other pairs it was batched with: forced LoCoMo recall@5
+    # over the same pools was 0.706 at batch 16, 0.699 at 4 and 0.709 at 1. One pair per run gives
+    # each (query, memory) one score whatever else is in the pool, and is also the cheapest (no
+    # padding is computed): CPU p50 per pool of 20 was 315 ms at batch 16, 248 at 4, 236 at 1
+    # (configs interleaved in one process, load ~7.7; docs/benchmarks.md).
     def __init__(
-        self, folder: Path | None = None, threads: int = 1, max_length: int = 512, batch_size: int = 4
+        self, folder: Path | None = None, threads: int = 1, max_length: int = 512, batch_size: int = 1
     ) -> None:
         if threads < 1 or batch_size < 1 or max_length < 8:
             raise RerankerError(
