@@ -82,3 +82,31 @@ def test_a_password_said_in_chat_never_becomes_a_fact(
     facts = [m.text for m in chat_engine.list_memories(role="memory", include_deleted=True)]
     assert not any("password" in f for f in facts), facts
     assert b"hunter2" not in _everywhere(chat_engine.root)
+
+
+def test_a_hand_made_file_with_a_key_in_its_name_or_front_matter_is_never_committed(
+    engine: MemoryEngine,
+) -> None:
+    engine.add("The user likes tea")
+    engine.close()
+    facts = engine.root / "entries" / "global" / "facts"
+    named = facts / f"20250101T000000Z__{PLAIN_KEY}.md"
+    named.write_text("---\nid: 0123456789abcdef0123456789abcdef\nrole: memory\n---\n\nA plain fact\n",
+                     encoding="utf-8")
+    fronted = facts / "20250102T000000Z__fedcba9876543210fedcba9876543210.md"
+    fronted.write_text(f"---\nid: fedcba9876543210fedcba9876543210\nrole: memory\napi_key: {KEY}\n---\n\n"
+                       "Another plain fact\n", encoding="utf-8")
+    good = facts / "20250103T000000Z__00112233445566778899aabbccddeeff.md"
+    good.write_text("---\nid: 00112233445566778899aabbccddeeff\nrole: memory\n---\n\nA good hand edit\n",
+                    encoding="utf-8")
+    with MemoryEngine(engine.config) as eng:  # the start-up commit of edits made while closed
+        tracked = subprocess.run(["git", "-C", str(eng.root), "ls-files"], capture_output=True, text=True,
+                                 check=True).stdout
+        assert good.name in tracked
+        assert named.name not in tracked and fronted.name not in tracked
+        history = subprocess.run(["git", "-C", str(eng.root), "log", "-p", "--all"], capture_output=True,
+                                 check=True).stdout
+        assert KEY.encode() not in history and PLAIN_KEY.encode() not in history
+        notes = " ".join(eng.doctor().notes)
+        assert "file name or front matter holds a likely secret" in notes
+        assert KEY not in notes and PLAIN_KEY not in notes

@@ -23,7 +23,7 @@ from desktop_mem.engine.history.git_history import GitHistory
 from desktop_mem.engine.history.recorder import HistoryRecorder
 from desktop_mem.engine.index.read_path import SearchIndex
 from desktop_mem.engine.models import Memory, Operation, Problem, SecretHeldBack, StoreChange, ValidationError
-from desktop_mem.engine.store import layout
+from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversations import Conversations
 from desktop_mem.engine.store.held_back import KEPT_SECRETS_NAME, HeldBackFiles, KeptSecrets
@@ -85,7 +85,9 @@ class Parts:
         # what a sweep commit leaves out: hand edits held back for a secret, and the files doctor
         # reports as problems (unreadable: committed once they are fixed) (issue #22)
         self.recorder.held_back = lambda dirty: self.outside.held_back(dirty) | {
-            p.path for p in self.catalog.problems() if dirty is None or p.path in dirty}
+            p.path for p in self.catalog.problems() if dirty is None or p.path in dirty} | {
+            p for p in (dirty or ()) if (m := self.catalog.at_path(p)) is not None
+            and secrets_scan.in_names(m)}  # a key in a file name or front matter: never committed
         self.writes = MemoryWrites(self.writer, self.raw)
         self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
         self._chat: ChatService | None = None

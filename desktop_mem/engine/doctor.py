@@ -8,7 +8,7 @@ from typing import Protocol
 from desktop_mem.engine.history.git_history import GitHistoryError
 from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.models import EngineError, Memory, Problem
-from desktop_mem.engine.store.secrets_scan import HELD_BACK_HINT, describe, scan
+from desktop_mem.engine.store.secrets_scan import HELD_BACK_HINT, describe, in_names, redact, scan
 from desktop_mem.engine.store.store_lock import describe_holder, read_holder
 
 
@@ -85,9 +85,16 @@ def _secret_notes(engine: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[s
         if not rel.endswith(".md"):
             continue
         try:
-            findings = scan(engine.store.read(rel).text)
+            memory = engine.store.read(rel)
         except (EngineError, ValueError, OSError):
             continue
+        named = in_names(memory)
+        if named:  # redacting the text cannot help: the file must be renamed or edited (#22)
+            notes.append(f"{redact(rel)}: its file name or front matter holds a likely secret "
+                         f"({describe(named)}), so it is not committed: rename the file or edit its "
+                         "front matter")
+            continue
+        findings = scan(memory.text)
         if findings:
             notes.append(f"{rel} holds a likely secret ({describe(findings)}), so it is not committed: "
                          f"{HELD_BACK_HINT}")

@@ -10,6 +10,7 @@ out of the index and out of the commit. Under "ask" a hand edit with a likely se
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -22,6 +23,8 @@ from desktop_mem.engine.store.held_back import HeldBackFiles, safe_preview
 from desktop_mem.engine.store.manifest import Manifest
 from desktop_mem.engine.store.publisher import Publisher
 from desktop_mem.engine.store.transaction import StoreWriter, Transaction
+
+log = logging.getLogger(__name__)
 
 
 class OutsideEdits:
@@ -122,6 +125,12 @@ class OutsideEdits:
             return memories
         kept: list[Memory] = []
         for memory in memories:
+            named = secrets_scan.in_names(memory)
+            if named:  # a key in its file name or front matter: redacting the text cannot help (#22)
+                log.warning("%s is not committed: its file name or front matter holds a likely "
+                            "secret (%s); rename the file or edit its front matter",
+                            secrets_scan.redact(memory.path), secrets_scan.describe(named))
+                continue
             findings = secrets_scan.scan(memory.text)
             if not findings:
                 kept.append(memory)

@@ -225,6 +225,28 @@ def redact_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {clean(k): clean(v) for k, v in fields.items()}
 
 
+def in_names(memory: Any) -> tuple[Finding, ...]:
+    """Likely secrets in what names or describes a memory file rather than in its text: its path
+    (a file name), its id and its other front-matter keys and values. Redacting the text cannot
+    remove these, so such a hand-made file is never committed as it is (issue #22)."""
+    fields: list[str] = [str(memory.path), str(memory.id)]
+    fields += [str(v) for v in (memory.kind, memory.source, memory.replaced_by) if v]
+
+    def flatten(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                fields.append(str(k))
+                flatten(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                flatten(v)
+        elif value is not None:
+            fields.append(str(value))
+
+    flatten(memory.extra)
+    return tuple(f for text in fields for f in scan(text))
+
+
 def apply_policy(text: str, policy: str, where: str = "the memory") -> tuple[str, tuple[Finding, ...]]:
     """Text to store under `policy`, and what was found. ``ask`` raises SecretDetectedError."""
     if policy not in POLICIES:
