@@ -224,7 +224,9 @@ def test_cancel_stops_the_memory_update_with_nothing_half_applied(
     scripted_llm.script(SUMMARY, "The user likes tea.")
     scripted_llm.script(RECONCILE, "[]")
     outcomes: list[Any] = []
+    events: list[Any] = []
     chat_engine.subscribe_outcomes(outcomes.append)
+    chat_engine.subscribe_write_progress(events.append)
     chat_engine.subscribe_write_progress(lambda e: started.set() if e.stage == "extracting facts" else None)
     reply = chat_engine.chat("c1", "I like tea.")
     assert started.wait(10)
@@ -236,6 +238,19 @@ def test_cancel_stops_the_memory_update_with_nothing_half_applied(
     assert not chat_engine.list_memories(role="memory")
     assert chat_engine.git.dirty_paths() == []  # the turn's messages are committed all the same
     assert chat_engine.get(reply.turn_id).text == "I like tea."
+    assert events[-1].state == "cancelled"
+
+
+def test_cancel_after_the_update_finished_changes_nothing(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": ["The user likes tea"], "task": []}')
+    scripted_llm.script(SUMMARY, "The user likes tea.")
+    events: list[Any] = []
+    chat_engine.subscribe_write_progress(events.append)
+    reply = _tell(chat_engine, "c1", "I like tea.")
+    assert not chat_engine.cancel_write_path(reply.turn_id)  # nothing left to cancel
+    assert events[-1].state == "finished" and chat_engine.list_memories(role="memory")
 
 
 def test_a_restore_or_a_revert_makes_the_summary_stale_until_it_is_rewritten(

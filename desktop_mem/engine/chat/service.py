@@ -400,7 +400,7 @@ class ChatService:
             except Exception:
                 tracker.ended(FAILED)
                 raise
-            tracker.ended(CANCELLED if tracker.cancelled.is_set() else FINISHED)
+            tracker.ended(CANCELLED if tracker.stopped else FINISHED)
             return outcome
 
         future = self._background.submit(write_path)

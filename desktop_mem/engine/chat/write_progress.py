@@ -101,6 +101,7 @@ class Tracker:
         self.conversation_id = conversation_id
         self.turn_id = turn_id
         self.cancelled = cancelled or threading.Event()
+        self.stopped = False  # True once a cancel was honoured (a late one changes nothing)
         self.start = time.monotonic()
 
     def _send(self, state: str, stage: str = "") -> None:
@@ -121,6 +122,7 @@ class Tracker:
     def check(self) -> None:
         """Raise WriteCancelled if the user cancelled."""
         if self.cancelled.is_set():
+            self.stopped = True
             raise WriteCancelled(self.turn_id)
 
     def ended(self, state: str) -> None:
