@@ -136,6 +136,9 @@ def cold_start(store: Path, n: int) -> dict[str, float]:
     timer.start(5)
     QTimer.singleShot(120_000, app.quit)
     app.exec()
+    import resource
+
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the window's process
     window.shutdown()
     return result
 
