@@ -43,7 +43,7 @@ def test_mcp_writes_through_the_open_app_show_a_notice_with_undo_and_a_timeline_
     engine = window.engine
     assert engine is not None and not engine.read_only
     qtbot.waitUntil(lambda: "endpoint" in read_holder(engine.root), timeout=30000)
-    assert read_holder(engine.root)["endpoint"].startswith("http://127.0.0.1:")
+    assert read_holder(engine.root)["endpoint"].startswith("unix:")  # a private socket (issue #22)
 
     async def claude_adds() -> dict[str, Any]:
         async with stdio_session(engine.root, CLAUDE) as session:
@@ -59,17 +59,18 @@ def test_mcp_writes_through_the_open_app_show_a_notice_with_undo_and_a_timeline_
 
     notice = window.tool_notice
     assert notice is not None
-    qtbot.waitUntil(lambda: notice.isVisible() and len(notice.changes) == 2, timeout=10000)
+    # the batch is one commit, one change (all or nothing, issue #22)
+    qtbot.waitUntil(lambda: notice.isVisible() and len(notice.changes) == 1, timeout=10000)
     assert notice.label.text() == "Claude Desktop added 2 memories"
     assert notice.isVisibleTo(window) and not notice.isWindow()  # inside the window, not a dialog
 
     ws = window.workspace
     assert ws is not None
     timeline = ws.timeline
-    qtbot.waitUntil(lambda: timeline.model.rowCount() >= 2
+    qtbot.waitUntil(lambda: timeline.model.rowCount() >= 1
                     and timeline.model.index(0, 0).data(SOURCE_ROLE) == "Claude Desktop · MCP", timeout=20000)
     timeline.source_combo.setCurrentIndex(timeline.source_combo.findData("mcp"))
-    qtbot.waitUntil(lambda: timeline.model.rowCount() == 2 and not timeline.model.loading, timeout=20000)
+    qtbot.waitUntil(lambda: timeline.model.rowCount() == 1 and not timeline.model.loading, timeout=20000)
     chips = {timeline.model.index(r, 0).data(SOURCE_ROLE) for r in range(timeline.model.rowCount())}
     assert chips == {"Claude Desktop · MCP"}
 
