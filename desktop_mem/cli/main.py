@@ -215,15 +215,15 @@ def open_engine(config: Config, command: str) -> MemoryEngine:
     """
     if command == "search":
         try:
-            return MemoryEngine(config)
+            return MemoryEngine.open(config)
         except (StoreLockedError, ReadOnlyError):  # another writer, or a read-only store
-            return MemoryEngine(config, read_only=True)
+            return MemoryEngine.open(config, read_only=True)
     if command in READ_COMMANDS:
-        return MemoryEngine(config, read_only=True)
+        return MemoryEngine.open(config, read_only=True)
     deadline = time.monotonic() + WRITE_WAIT_S
     while True:
         try:
-            return MemoryEngine(config)
+            return MemoryEngine.open(config)
         except StoreLockedError:
             # A brief holder (an MCP call, another command) is waited for; the app or `serve`
             # (it advertises an endpoint) keeps the store for long: say so at once (issue #22).
@@ -550,6 +550,9 @@ def extend_parser(parser: argparse.ArgumentParser) -> None:
 
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     register(sub, HANDLERS)  # import, export, sync
+    from desktop_mem.cli import review
+
+    review.register(sub, HANDLERS)  # review mode's proposals
     from desktop_mem.cli import endpoints
 
     endpoints.register(sub, HANDLERS)  # find the user's model servers
