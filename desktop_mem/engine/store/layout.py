@@ -7,6 +7,10 @@
     <store>/entries/<conversation_id>/deleted/...        (soft deletes keep their relative place)
     <store>/entries/<conversation_id>/conversation.yaml  (title, saved context strategy)
 
+The `global` conversation is the user scope: facts about the user (front matter
+`from_conversation` names the chat they were learned in), read by every conversation - and by
+agent-cli, whose read path queries the conversation and `global` too.
+
 All paths here are store-relative POSIX strings; nothing touches the disk.
 """
 
