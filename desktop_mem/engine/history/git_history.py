@@ -202,9 +202,12 @@ class GitHistory:
                 addable = [p for p in paths if p in tracked or p not in gone]
                 if addable:
                     _write_spec(spec, addable)
-                    # --force: the memory files this operation wrote are versioned whatever an
-                    # ignore rule (info/exclude, a global excludes file) says (issue #22)
-                    g.add("--all", "--force", f"--pathspec-from-file={spec}", "--pathspec-file-nul")
+                    # update-index, not `git add --pathspec-from-file`: add matches every file
+                    # against every pathspec (quadratic: 20,000 paths took 9.8 s, 100,000 minutes),
+                    # update-index takes the paths as they are (20,000: 0.36 s). Like `add --force`
+                    # it stages what this operation wrote whatever an ignore rule says (issue #22).
+                    with open(spec, "rb") as paths_in:
+                        g.update_index("--add", "--remove", "-z", "--stdin", istream=paths_in)
                 staged = self._staged()
                 changed = [p for p in paths if p in staged]
                 if not changed:
