@@ -8,7 +8,7 @@ embedder loads. A second instance on the same store gets a dialog offering read-
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -271,13 +271,14 @@ class MainWindow(QMainWindow):
             self.workspace.tabs.setCurrentIndex(tab)
 
     @Slot()
-    def open_settings(self, group: str | None = None) -> None:
+    def open_settings(self, group: str | None = None, prefill: Mapping[str, str] | None = None) -> None:
         """Ctrl+,: the settings dialog (on `group`'s tab); saving reopens the store with the new
         settings and shows the same conversation, tab and typed message again."""
         from desktop_mem.ui.settings_dialog import SettingsDialog  # openai loads with it: not at start
 
         self.settings_dialog = SettingsDialog(self.config, self.runner, self, app_settings=self._settings,
-                                              group=group if isinstance(group, str) else None)
+                                              group=group if isinstance(group, str) else None,
+                                              prefill=prefill)
         self.settings_dialog.saved.connect(self._on_settings_saved)
         self.settings_dialog.open()
 
@@ -429,7 +430,16 @@ class MainWindow(QMainWindow):
 
     def _show_welcome(self) -> None:
         assert self.engine is not None
-        self.welcome = WelcomePage(str(self.engine.root), self)
+        from desktop_mem.ui.endpoint_finder import EndpointFinder
+
+        finder = EndpointFinder(self.runner, str(self.config["llm.base_url"]),
+                                str(self.config["llm.api_key"]))
+        # A server picked here opens Settings on the Endpoint tab with it filled in: the user sees
+        # and saves it there (where environment variables and overrides are handled).
+        finder.chosen.connect(lambda url, model: self.open_settings(
+            "llm", prefill={"llm.base_url": url, "llm.model": model}))
+        self.welcome = WelcomePage(str(self.engine.root), self, endpoint_finder=finder)
+        finder.find()  # first start: look at once
         self.welcome.demo_requested.connect(self._on_welcome_demo_requested)
         self.welcome.start_requested.connect(self._show_workspace)
         self.stack.addWidget(self.welcome)
@@ -537,7 +547,8 @@ class MainWindow(QMainWindow):
         if self.engine is None or self.engine.read_only:
             return
         path, _filter = QFileDialog.getOpenFileName(
-            self, "Import memories", "", "Exports and memories (*.zip *.json *.md *.markdown *.txt);;All files (*)")
+            self, "Import memories", "",
+            "Exports and memories (*.zip *.json *.md *.markdown *.txt);;All files (*)")
         if path:
             self.import_file(Path(path))
 

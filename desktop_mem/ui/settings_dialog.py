@@ -39,6 +39,7 @@ from desktop_mem.engine.api import LLMEndpoint
 from desktop_mem.engine.config import SETTINGS, Config, Setting, default_config_path, save_config
 from desktop_mem.engine.models import EngineError
 from desktop_mem.ui.app_overrides import APP_SOURCE, OVERRIDES_GROUP
+from desktop_mem.ui.endpoint_finder import EndpointFinder
 from desktop_mem.ui.task_runner import TaskRunner
 
 # "Endpoint": the name the LLM errors use ("Check Settings > Endpoint").
@@ -64,7 +65,7 @@ class SettingsDialog(QDialog):
 
     def __init__(self, config: Config, runner: TaskRunner, parent: QWidget | None = None, *,
                  app_settings: QSettings | None = None, group: str | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, prefill: Mapping[str, str] | None = None) -> None:
         super().__init__(parent)
         self._config = config
         self._runner = runner
@@ -76,6 +77,8 @@ class SettingsDialog(QDialog):
         self._groups: list[str] = []
         self._setup_ui()
         self._connect_signals()
+        for name, value in (prefill or {}).items():  # e.g. a server picked on the welcome page
+            self.set_text(name, value)
         if group is not None and group in self._groups:
             self.tabs.setCurrentIndex(self._groups.index(group))
 
@@ -117,6 +120,10 @@ class SettingsDialog(QDialog):
                 forms[setting.group].addRow(label, field)
             else:
                 forms[setting.group].addRow(label, editor)
+        # Endpoint tab: find the servers this computer runs and fill in URL and model.
+        self.endpoint_finder = EndpointFinder(self._runner, str(self._config["llm.base_url"]),
+                                              str(self._config["llm.api_key"]), self, env=self._env)
+        forms["llm"].insertRow(0, QLabel("Find"), self.endpoint_finder)
         self.test_button = QPushButton("Test connection", self)
         self.test_label = QLabel(self)
         self.test_label.setWordWrap(True)
@@ -191,6 +198,7 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
         self.test_button.clicked.connect(self.test_connection)
+        self.endpoint_finder.chosen.connect(self._on_endpoint_finder_chosen)
 
     def value(self, name: str) -> Any:
         """The value an editor holds now."""
@@ -203,6 +211,18 @@ class SettingsDialog(QDialog):
             return editor.value()
         assert isinstance(editor, QLineEdit)
         return editor.text()
+
+    def set_text(self, name: str, value: str) -> None:
+        """Put `value` in a text setting's editor (not saved until Save)."""
+        editor = self.editors[name]
+        if isinstance(editor, QLineEdit) and editor.isEnabled():
+            editor.setText(value)
+
+    @Slot(str, str)
+    def _on_endpoint_finder_chosen(self, base_url: str, model: str) -> None:
+        self.set_text("llm.base_url", base_url)
+        self.set_text("llm.model", model)
+        self.test_label.setText(f"{model} at {base_url}: press Save to use it (or Test connection first)")
 
     def changes(self) -> dict[str, Any]:
         """Settings whose editor differs from the current config."""

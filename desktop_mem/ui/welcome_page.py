@@ -18,7 +18,8 @@ class WelcomePage(QWidget):
     demo_requested = Signal()
     start_requested = Signal()
 
-    def __init__(self, store: str, parent: QWidget | None = None) -> None:
+    def __init__(self, store: str, parent: QWidget | None = None, *,
+                 endpoint_finder: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("welcomePage")
         text = QLabel(WELCOME.format(store=store), self)
@@ -39,6 +40,15 @@ class WelcomePage(QWidget):
         column.addWidget(text)
         column.addLayout(buttons)
         column.addWidget(self.status_label)
+        if endpoint_finder is not None:  # which model server to chat with, found for the user
+            model_label = QLabel("<b>Your model server</b> — the app talks to any OpenAI-compatible "
+                                 "server; these are the ones found on this computer:", self)
+            model_label.setWordWrap(True)
+            model_label.setMaximumWidth(560)
+            endpoint_finder.setMaximumWidth(560)
+            column.addSpacing(12)
+            column.addWidget(model_label)
+            column.addWidget(endpoint_finder)
         column.addStretch(2)
         layout = QHBoxLayout(self)
         layout.addStretch(1)

@@ -1,0 +1,99 @@
+"""Find the model servers this computer runs and pick one: a Find button, the servers and models
+found, and Use. The probing (a second at most) runs on the task runner, never the GUI thread."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from desktop_mem.engine.api import FoundEndpoint, discover_endpoints, nothing_found_advice
+from desktop_mem.ui.task_runner import TaskRunner
+
+
+def find_endpoints(env: Mapping[str, str], configured_url: str, configured_key: str) -> list[FoundEndpoint]:
+    """Run in a worker."""
+    return discover_endpoints(env, configured_url, configured_key)
+
+
+class EndpointFinder(QWidget):
+    """`chosen(base_url, model)` when the user picks a server's model."""
+
+    chosen = Signal(str, str)
+
+    def __init__(self, runner: TaskRunner, configured_url: str = "", configured_key: str = "",
+                 parent: QWidget | None = None, *, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(parent)
+        self._runner = runner
+        self._configured = (configured_url, configured_key)
+        self._env = dict(os.environ if env is None else env)
+        self.found: list[FoundEndpoint] = []
+        self._setup_ui()
+        self._connect_signals()
+
+    def _setup_ui(self) -> None:
+        self.find_button = QPushButton("Find servers", self)
+        self.find_button.setToolTip("Look for Ollama, LM Studio, llama.cpp's server and vLLM on this "
+                                    "computer, and OPENAI_BASE_URL")
+        self.choices = QComboBox(self)
+        self.choices.setMinimumContentsLength(28)
+        self.choices.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.choices.setVisible(False)
+        self.use_button = QPushButton("Use", self)
+        self.use_button.setVisible(False)
+        self.status_label = QLabel(self)
+        self.status_label.setObjectName("mutedLabel")
+        self.status_label.setWordWrap(True)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.find_button)
+        row.addWidget(self.choices, 1)
+        row.addWidget(self.use_button)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addLayout(row)
+        column.addWidget(self.status_label)
+
+    def _connect_signals(self) -> None:
+        self.find_button.clicked.connect(self.find)
+        self.use_button.clicked.connect(self._on_use_button_clicked)
+
+    @Slot()
+    def find(self) -> None:
+        self.find_button.setEnabled(False)
+        self.status_label.setText("Looking for model servers on this computer…")
+        self._runner.submit(find_endpoints, self._env, *self._configured, key="endpoint-find",
+                            on_result=self._on_found, on_error=self._on_failed)
+
+    def _on_found(self, found: list[FoundEndpoint]) -> None:
+        self.find_button.setEnabled(True)
+        self.found = found
+        self.choices.clear()
+        for endpoint in found:
+            for model in endpoint.models:
+                self.choices.addItem(f"{model} — {endpoint.name} ({endpoint.base_url})",
+                                     (endpoint.base_url, model))
+        answering = [e for e in found if e.found]
+        self.choices.setVisible(bool(answering))
+        self.use_button.setVisible(bool(answering))
+        if answering:
+            names = ", ".join(dict.fromkeys(e.name for e in answering))
+            models = sum(len(e.models) for e in answering)
+            self.status_label.setText(f"Found {names}: {models} model(s). Pick one and press Use.")
+        elif any(e.listening for e in found):
+            busy = "; ".join(f"{e.name} at {e.base_url} {e.error}" for e in found if e.listening)
+            self.status_label.setText(busy)
+        else:
+            self.status_label.setText(nothing_found_advice())
+
+    def _on_failed(self, error: BaseException) -> None:
+        self.find_button.setEnabled(True)
+        self.status_label.setText(f"Could not look for servers: {error}")
+
+    @Slot()
+    def _on_use_button_clicked(self) -> None:
+        data = self.choices.currentData()
+        if data:
+            self.chosen.emit(*data)
