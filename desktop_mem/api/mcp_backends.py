@@ -100,7 +100,7 @@ class StdioBackend:
     def _fresh_reader(self) -> MemoryEngine:
         """The session's read-only engine, brought up to date with the files (changed ones only)."""
         if self._reader is None:
-            self._reader = MemoryEngine(self.config, read_only=True)
+            self._reader = MemoryEngine.open(self.config, read_only=True)
             self.engines_opened += 1
         else:
             self._reader.refresh()
@@ -170,7 +170,7 @@ class StdioBackend:
                 return engine
             self._close_writer()  # somebody wrote since: its catalog may be stale
         try:
-            engine = MemoryEngine(self.config)
+            engine = MemoryEngine.open(self.config)
         except StoreLockedError:
             return None
         self.engines_opened += 1

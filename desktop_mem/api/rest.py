@@ -421,7 +421,7 @@ def serve(
     port = port or int(config["server.port"])
     token = None if no_token else (token or server_token(config))
     check_bind(host, token)
-    engine = MemoryEngine(config)
+    engine = MemoryEngine.open(config)
     endpoint: str | None = None
     try:
         engine.open_index()
