@@ -159,11 +159,14 @@ def _set_remote(repo: git.Repo, url: str) -> None:
         _git(repo, "remote", "add", REMOTE, url)
 
 
-def _count(repo: git.Repo, spec: str) -> int:
+def _count(repo: git.Repo, spec: str, *, work_only: bool = False) -> int:
+    """Commits in base..tip (all of tip when base is missing). work_only leaves out what syncs
+    make themselves (merges and "take only memory" commits): the other machines' work."""
     base, _, tip = spec.partition("..")
     if not base or not _exists(repo, base):
         spec = tip
-    return int(_git(repo, "rev-list", "--count", spec) or 0)
+    only = ["--no-merges", "--invert-grep", f"--grep=^{_FILTER_SUBJECT}"] if work_only else []
+    return int(_git(repo, "rev-list", "--count", *only, spec) or 0)
 
 
 def _exists(repo: git.Repo, ref: str) -> bool:
@@ -193,7 +196,7 @@ def _pull(
         raise SyncError(f"cannot reach the sync remote {url}: {_reason(exc)}. Check sync.remote_url "
                         "and your network; nothing was changed.") from None
     before = engine.git.head()
-    incoming = _count(repo, f"{before or ''}..{tracking}")
+    incoming = _count(repo, f"{before or ''}..{tracking}", work_only=True)
     if incoming == 0:
         return 0, [], []
     theirs = _memory_only(repo, tracking, before, branch)
@@ -253,6 +256,9 @@ def _tree(repo: git.Repo, rev: str | None) -> dict[str, tuple[str, str]]:
     return found
 
 
+_FILTER_SUBJECT = "Sync: take only memory files from"
+
+
 def _memory_only(repo: git.Repo, tracking: str, ours: str | None, branch: str) -> str:
     """The commit to merge instead of the remote tip: its memory files, our version of the rest.
 
@@ -284,7 +290,7 @@ def _memory_only(repo: git.Repo, tracking: str, ours: str | None, branch: str) -
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(index)
-    message = format_message(f"Sync: take only memory files from {branch}",
+    message = format_message(f"{_FILTER_SUBJECT} {branch}",
                              {"Operation": str(Operation.SYNC), "Dropped": str(len(dropped))},
                              "Paths the remote holds that are not memory (kept as this store has "
                              "them):\n" + "\n".join(dropped[:50]))
