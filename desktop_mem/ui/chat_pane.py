@@ -516,8 +516,8 @@ class ChatPane(QWidget):
         self._set_busy(False)
         if turn is not None:
             self.last_token_count = turn.buffer.count
-        if turn is not None and turn.message is not None:
-            turn.message.append_text(turn.buffer.drain())
+        if turn is not None:
+            self._show_words(turn)  # a short reply can end before the first repaint
         if self._queued:
             QTimer.singleShot(0, self._send_queued)
         return turn
@@ -553,8 +553,12 @@ class ChatPane(QWidget):
 
     @Slot()
     def _on_repaint_timeout(self) -> None:
-        turn = self._turn
-        if turn is None or turn.message is None:
+        if self._turn is not None:
+            self._show_words(self._turn)
+
+    def _show_words(self, turn: _Turn) -> None:
+        """Append the words streamed since the last repaint; the first ones say the LLM answers."""
+        if turn.message is None:
             return
         chunk = turn.buffer.drain()
         if chunk:
