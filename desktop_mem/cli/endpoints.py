@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from desktop_mem.cli.output import emit_json, terminal_safe
 from desktop_mem.engine.api import FoundEndpoint, discover_endpoints, nothing_found_advice
 from desktop_mem.engine.config import Config, default_config_path, save_config
 
@@ -26,8 +27,6 @@ def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
 
 
 def cmd_endpoints(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.cli.main import emit_json, terminal_safe
-
     found = discover_endpoints(os.environ, str(config["llm.base_url"]), str(config["llm.api_key"]),
                                timeout=args.timeout)
     answering = [e for e in found if e.found]

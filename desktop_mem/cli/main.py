@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, is_dataclass
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from desktop_mem import __version__
+from desktop_mem.cli.output import EngineError_, emit_json, terminal_safe
 from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, read_holder
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.models import EngineError, HeldBackChoice, Memory, ReadOnlyError, StoreLockedError
-from desktop_mem.engine.schema import MemoryQuery, memory_json
+from desktop_mem.engine.schema import MemoryQuery
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -157,15 +154,6 @@ def _non_negative_int(value: str) -> int:
     return number
 
 
-# C0 controls but newline and tab, DEL and C1 controls: escape sequences a terminal would obey.
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """`text` with terminal control characters shown as \\xNN (memory text may hold ANSI escapes)."""
-    return _CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `desktop-mem` script."""
     parser = build_parser()
@@ -198,10 +186,6 @@ def _config_from_args(args: argparse.Namespace) -> Config:
     if args.store is not None:
         flags["store.path"] = str(args.store)
     return load_config(args.config, flags=flags)
-
-
-class EngineError_(EngineError):  # noqa: N801 - a CLI-only usage error
-    """A malformed command line."""
 
 
 WRITE_WAIT_S = 15.0  # as long as `desktop-mem mcp` waits for a holder that does not forward
@@ -260,28 +244,6 @@ def _open_window(config: Config, parser: argparse.ArgumentParser) -> int:
 
 
 # ---------------------------------------------------------------- output
-
-
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, datetimes and enums as plain JSON values."""
-    if isinstance(value, Memory):
-        return memory_json(value)  # the shape REST and MCP give too
-    if is_dataclass(value) and not isinstance(value, type):
-        return {k: to_jsonable(v) for k, v in asdict(value).items()}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    return value
-
-
-def emit_json(value: Any) -> None:
-    """Print one JSON document."""
-    print(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2, default=str))
 
 
 def _memory_line(m: Memory) -> str:
@@ -552,7 +514,7 @@ def extend_parser(parser: argparse.ArgumentParser) -> None:
     register(sub, HANDLERS)  # import, export, sync
     from desktop_mem.cli import review
 
-    review.register(sub, HANDLERS)  # review mode's proposals
+    review.register(sub, HANDLERS, open_engine)  # review mode's proposals
     from desktop_mem.cli import endpoints
 
     endpoints.register(sub, HANDLERS)  # find the user's model servers

@@ -8,25 +8,27 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import asdict
 from typing import Any
 
+from desktop_mem.cli.output import EngineError_, terminal_safe
+from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.config import Config
 
 Handler = Callable[[argparse.Namespace, Config], int]
+Opener = Callable[[Config, str], MemoryEngine]
 
 
-def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
-    """Add `review` to the `desktop-mem` parser and its handler to `handlers`."""
+def register(subparsers: Any, handlers: MutableMapping[str, Handler], open_engine: Opener) -> None:
+    """Add `review` to the `desktop-mem` parser and its handler to `handlers`; `open_engine` is
+    how the commands open the store (cli/main.py's: read-only for a listing)."""
     p = subparsers.add_parser("review", help="changes the model proposed under review mode "
                               "(memory.review): list them, or accept / reject one (one commit each)")
     p.add_argument("action", nargs="?", choices=["list", "accept", "reject"], default="list")
     p.add_argument("id", nargs="?", help="the proposal's id (or a unique prefix), as `review` lists it")
     p.add_argument("--text", help="accept with this text instead of the model's")
     p.add_argument("--json", action="store_true")
-    handlers["review"] = cmd_review
+    handlers["review"] = lambda args, config: cmd_review(args, config, open_engine)
 
 
-def cmd_review(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.cli.main import EngineError_, open_engine, terminal_safe
-
+def cmd_review(args: argparse.Namespace, config: Config, open_engine: Opener) -> int:
     if args.action != "list" and not args.id:
         raise EngineError_(f"`desktop-mem review {args.action}` needs a proposal id; "
                            "`desktop-mem review` lists them")

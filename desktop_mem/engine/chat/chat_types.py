@@ -5,8 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from desktop_mem.engine.index.retrieval import SearchResult
-from desktop_mem.engine.models import Memory
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
 from desktop_mem.engine.store.transaction import clip
+
+FROM_CONVERSATION = "from_conversation"  # front matter of a user fact: the chat it was learned in
+
+
+def scope_of(memory: Memory, conversation_id: str) -> str:
+    """`user` for the user's own facts (the `global` scope), `conversation` for this chat's
+    memories, `other` for another conversation's."""
+    if memory.conversation_id == GLOBAL_CONVERSATION:
+        return "user"
+    return "conversation" if memory.conversation_id == conversation_id else "other"
+
+
+def learned_in(memory: Memory) -> str | None:
+    """The conversation a user fact was learned in (front matter `from_conversation`), if known."""
+    value = memory.extra.get(FROM_CONVERSATION)
+    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
@@ -33,8 +49,6 @@ class MemoryUsed:
     def origin(self, result: SearchResult) -> str:
         """Where an injected memory came from: "user" (the user's own facts, read in every
         conversation), "conversation" (this one) or "other" (another conversation's)."""
-        from desktop_mem.engine.chat.turn_memory import scope_of
-
         return scope_of(result.memory, self.conversation_id)
 
     @property

@@ -31,33 +31,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
-
-if TYPE_CHECKING:
-    from desktop_mem.engine.chat.chat_types import MemoryUsed, WriteOutcome
+# scope_of, learned_in and FROM_CONVERSATION live with the values they describe (chat_types,
+# which so needs nothing from here); the record's readers find them here too.
+from desktop_mem.engine.chat.chat_types import (
+    FROM_CONVERSATION,
+    MemoryUsed,
+    WriteOutcome,
+    learned_in,
+    scope_of,
+)
+from desktop_mem.engine.models import Memory, Role
 
 VERSION = 1
 USED_KEY = "memory_used"
 UPDATED_KEY = "memory_updated"
-FROM_CONVERSATION = "from_conversation"  # front matter of a user fact: the chat it was learned in
 TEXT_CHARS = 240  # enough to read what was used; the memory itself has the rest
 MAX_ITEMS = 50
-
-
-def scope_of(memory: Memory, conversation_id: str) -> str:
-    """`user` for the user's own facts (the `global` scope), `conversation` for this chat's
-    memories, `other` for another conversation's."""
-    if memory.conversation_id == GLOBAL_CONVERSATION:
-        return "user"
-    return "conversation" if memory.conversation_id == conversation_id else "other"
-
-
-def learned_in(memory: Memory) -> str | None:
-    """The conversation a user fact was learned in (front matter `from_conversation`), if known."""
-    value = memory.extra.get(FROM_CONVERSATION)
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)
