@@ -28,14 +28,15 @@ def _can_mount_read_only(tmp: Path) -> bool:
     return done.returncode == 0
 
 
-def _read_only(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _read_only(store: Path, *args: str,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`desktop-mem --store STORE ARGS` with STORE mounted read-only."""
     s = shlex.quote(str(store))
     argv = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), *args]
     cli = " ".join(shlex.quote(a) for a in argv)
     script = f"mount --bind {s} {s} && mount -o remount,bind,ro {s} && {cli}"
     return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
-                          env=cli_env(), cwd=ROOT, timeout=300)
+                          env=env or cli_env(), cwd=ROOT, timeout=300)
 
 
 def test_a_read_only_store_can_be_listed_and_checked_and_refuses_writes_in_one_line(
@@ -58,3 +59,36 @@ def test_a_read_only_store_can_be_listed_and_checked_and_refuses_writes_in_one_l
     assert added.returncode != 0 and "Traceback" not in added.stderr
     [line] = added.stderr.strip().splitlines()
     assert "cannot be written" in line
+
+
+def test_search_works_on_a_read_only_store_indexed_or_never_indexed(tmp_path: Path) -> None:
+    """A backup mounted read-only may never have been searched (no index), or hold an index that
+    chroma and SQLite cannot open read-only: search still answers (from a scratch copy of the
+    index, brought in step with the files), never a traceback, and leaves nothing behind."""
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("no read-only bind mounts here (needs unshare -m)")
+    store = tmp_path / "store"
+    cmd = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store)]
+    subprocess.run([*cmd, "add", "The user keeps bees in the garden"], check=True, capture_output=True,
+                   env=cli_env(), cwd=ROOT)
+    (store / ".desktop_mem.lock").unlink(missing_ok=True)
+    assert not (store / "chroma").exists()  # an add alone builds no index: never indexed
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = cli_env(TMPDIR=str(scratch))
+
+    never = _read_only(store, "search", "bees", env=env)
+    assert never.returncode == 0 and "Traceback" not in never.stderr, never.stderr
+    assert "keeps bees in the garden" in never.stdout
+    assert not (store / "chroma").exists()  # nothing written into the store
+    assert list(scratch.glob("desktop-mem-*")) == []  # the scratch index went away with the process
+
+    subprocess.run([*cmd, "search", "bees"], check=True, capture_output=True, env=cli_env(), cwd=ROOT)
+    subprocess.run([*cmd, "add", "The user's bees make linden honey"], check=True, capture_output=True,
+                   env=cli_env(), cwd=ROOT)
+    (store / ".desktop_mem.lock").unlink(missing_ok=True)
+    assert (store / "chroma").is_dir()
+    indexed = _read_only(store, "search", "honey", env=env)
+    assert indexed.returncode == 0 and "Traceback" not in indexed.stderr, indexed.stderr
+    assert "linden honey" in indexed.stdout  # added after the last index update: found all the same
+    assert list(scratch.glob("desktop-mem-*")) == []

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from desktop_mem.engine.config import Config
@@ -12,7 +17,7 @@ from desktop_mem.engine.index.reranker import OnnxReranker, Reranker
 from desktop_mem.engine.index.retrieval import MemoryLookup, RetrievalSettings, Retriever
 from desktop_mem.engine.index.vector_index import VectorIndex
 from desktop_mem.engine.store.catalog import Catalog
-from desktop_mem.engine.store.manifest import Manifest
+from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 
 _SHARED_EMBEDDERS: dict[tuple[str, int, int, int], Embedder] = {}
 _SHARED_RERANKERS: dict[tuple[str, int], Reranker] = {}
@@ -59,14 +64,32 @@ def build_index(
     finds a memory by id, default the catalog's)."""
     embedder = make_embedder(config)
     url = config["chroma.url"]
+    at = root
+    if read_only and not url and not os.access(root, os.W_OK):
+        # a store that cannot be written (a read-only mount, a backup): chroma and SQLite cannot
+        # even open there, so search a scratch copy, brought in step with the files (#22)
+        at, manifest, read_only = scratch_index(root)
     vectors = VectorIndex(url=url, ef_search=config["chroma.ef_search"]) if url else VectorIndex(
-        path=root / "chroma", ef_search=config["chroma.ef_search"]
+        path=at / "chroma", ef_search=config["chroma.ef_search"]
     )
-    keywords = KeywordIndex(root / "keyword_index.sqlite3")
+    keywords = KeywordIndex(at / "keyword_index.sqlite3")
     sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only)
     retriever = Retriever(embedder, vectors, keywords, lookup or catalog.lookup, retrieval_settings(config),
                           make_reranker(config), scope_share=catalog.share_of)
     return sync, retriever
+
+
+def scratch_index(root: Path) -> tuple[Path, Manifest, bool]:
+    """A temporary folder holding a copy of the store's indexes and manifest (whatever of them
+    exists), removed at exit; the index there may be written (synced) like a writer's."""
+    scratch = Path(tempfile.mkdtemp(prefix="desktop-mem-index-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        shutil.copytree(root / "chroma", scratch / "chroma")
+    for name in ("keyword_index.sqlite3", MANIFEST_NAME):
+        with contextlib.suppress(OSError):
+            shutil.copy2(root / name, scratch / name)
+    return scratch, Manifest(scratch / MANIFEST_NAME), False
 
 
 def match_similarity(config: Config) -> float:
