@@ -300,7 +300,7 @@ class MemoryEngine:
     def apply_decisions(self, conversation_id: str, decisions: Sequence[Planned], *, source: str | None,
                         client: str | None = None, secrets: str | None = None) -> Applied:
         """Reconciled facts (ADD / UPDATE / DELETE / NONE) as ONE commit (chat/decisions.py)."""
-        from desktop_mem.engine.chat.decisions import apply_as_one_commit
+        from desktop_mem.engine.chat.apply_plan import apply_as_one_commit
 
         return apply_as_one_commit(self._p, conversation_id, decisions, secrets=secrets,
                                    trailers=provenance_trailers(source, client), extra=client_meta(client))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from desktop_mem.engine.index.retrieval import SearchResult
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
@@ -23,6 +25,23 @@ def learned_in(memory: Memory) -> str | None:
     """The conversation a user fact was learned in (front matter `from_conversation`), if known."""
     value = memory.extra.get(FROM_CONVERSATION)
     return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """The turns persisted on the reply path, handed to the write path.
+
+    `notes` say what the reply path changed in them (redacted, cut); `written` are other files it
+    wrote unpublished (the summarizing strategy's summary), committed with the turn.
+    """
+
+    conversation_id: str
+    user: Memory
+    assistant: Memory | None
+    notes: tuple[str, ...] = ()
+    written: tuple[Memory, ...] = ()
+    # memory_used of the reply (turn_memory.py), for the user turn when no reply was stored
+    used: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

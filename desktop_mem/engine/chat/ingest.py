@@ -2,22 +2,22 @@
 
 Order: facts from the latest user message (LLM, else the 002 pattern rules), or the targets of a
 "forget ..." request -> reconcile with ADD / UPDATE / DELETE / NONE -> rolling summary -> TTL
-expiry -> eviction beyond max_entries -> one commit. The LLM steps run without the writer lock;
-their results are applied in one write transaction with the turn's files. Every LLM failure has a
-documented fallback and a note in the outcome; nothing already stored is ever lost.
+expiry -> eviction beyond max_entries -> one commit. This module decides (the LLM steps, without
+the writer lock) and returns the whole turn as one `TurnPlan`; chat/apply_plan.py writes it in one
+transaction with the turn's files. Every LLM failure has a documented fallback and a note in the
+outcome; nothing already stored is ever lost.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Sequence
 
-from desktop_mem.engine.chat import fact_guards, review, scopes, summary_state, turn_memory
-from desktop_mem.engine.chat.chat_types import WriteOutcome
-from desktop_mem.engine.chat.currency import FROM_TURNS, from_turns
-from desktop_mem.engine.chat.decisions import Planned, apply_decisions
+from desktop_mem.engine.chat import fact_guards, scopes, summary_state
+from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
+from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
+from desktop_mem.engine.chat.currency import from_turns
+from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.extraction import (
     ChatModel,
     Decision,
@@ -42,17 +42,9 @@ from desktop_mem.engine.chat.write_progress import (
     quiet,
 )
 from desktop_mem.engine.index.retrieval import SearchFilters
-from desktop_mem.engine.models import (
-    GLOBAL_CONVERSATION,
-    TURN_ROLES,
-    Memory,
-    Operation,
-    Role,
-    utc_now,
-)
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is extraction's
 from desktop_mem.engine.store.secrets_scan import REDACTED_PREFIX, describe
-from desktop_mem.engine.store.transaction import Transaction
 
 log = logging.getLogger(__name__)
 NEIGHBOURS_PER_FACT = 5
@@ -62,32 +54,26 @@ SUMMARY_USER_CHARS = 1200
 SUMMARY_REPLY_CHARS = 400
 
 
-@dataclass(frozen=True)
-class TurnRecord:
-    """The turns persisted on the reply path, handed to the write path.
-
-    `notes` say what the reply path changed in them (redacted, cut); `written` are other files it
-    wrote unpublished (the summarizing strategy's summary), committed with the turn.
-    """
-
-    conversation_id: str
-    user: Memory
-    assistant: Memory | None
-    notes: tuple[str, ...] = ()
-    written: tuple[Memory, ...] = ()
-    # memory_used of the reply (turn_memory.py), for the user turn when no reply was stored
-    used: Mapping[str, Any] | None = None
-
-
 def run_write_path(
     ports: ChatPorts, turn: TurnRecord, llm: ChatModel | None, progress: Tracker | None = None
 ) -> WriteOutcome:
     """Everything after a reply: returns what changed, for the UI's "Memory updated" line.
 
+    First the whole turn is decided without the writer lock (`plan_turn`: the LLM steps), then
+    that plan is written in one transaction and one commit (chat/apply_plan.py)."""
+    return apply_turn(ports, plan_turn(ports, turn, llm, progress))
+
+
+def plan_turn(
+    ports: ChatPorts, turn: TurnRecord, llm: ChatModel | None, progress: Tracker | None = None
+) -> TurnPlan:
+    """What the turn asks of memory: the facts to add / update / delete (the user's own filed in
+    the user scope, the conversation's task in the conversation) and the new summary.
+
     The store is read once (a snapshot, taken after the previous turn's write path finished);
-    the writes are one transaction that re-checks what it changes against the catalog. Facts
-    about the user are filed in the user scope, the conversation's task in the conversation.
-    ``progress`` reports each step; a cancel between steps commits the turn's messages alone."""
+    the transaction that applies the plan re-checks what it changes against the catalog.
+    ``progress`` reports each step; a cancel between steps leaves a plan of the turn's messages
+    alone."""
     conv = turn.conversation_id
     notes: list[str] = list(turn.notes)
     track = progress or quiet(conv, turn.user.id)
@@ -106,60 +92,9 @@ def run_write_path(
         notes.append("Memory update cancelled: this turn's messages were saved, no fact or summary changed.")
     if note:
         notes.append(note)
-    origin: dict[str, Any] = {FROM_TURNS: [turn.user.id]}
-    with ports.writer.transaction(Operation.TURN, conversation=conv, turn_id=turn.user.id,
-                                  publish=False) as tx:
-        tx.adopt(turn.user, turn.assistant, *turn.written)
-        mine = [d for d in decisions if d.event == Act.ADD and d.text in user_scoped]
-        # Review mode: the changes it holds become proposals in this commit (chat/review.py).
-        rest = review.hold_for_review(ports.config, ports.lookup, tx, conv,
-                                      [d for d in decisions if d not in mine], origin, turn.user.id, notes)
-        mine = review.hold_for_review(ports.config, ports.lookup, tx, GLOBAL_CONVERSATION, mine,
-                                      {**origin, turn_memory.FROM_CONVERSATION: conv}, turn.user.id, notes)
-        applied = apply_decisions(tx, ports.get, conv, rest, origin)
-        if mine:  # the user's facts: read in every conversation, learned in this one
-            applied.added += apply_decisions(tx, ports.get, GLOBAL_CONVERSATION, mine,
-                                             {**origin, turn_memory.FROM_CONVERSATION: conv}).added
-        summary = ports.summary(conv)
-        if summary_text is not None:
-            summary = tx.write_summary(conv, summary_text, summary_count)
-        if summary is not None and summary_text is not None:
-            summary = tx.rewrite(summary, {summary_state.DIGEST_KEY: summary_state.digest(
-                _live_facts(ports, conv), conv)})
-        expired = _expire(ports, tx, snap, conv)
-        evicted = _evict(ports, tx, snap, conv)
-        if evicted or expired:
-            tx.trailers["Evicted"] = ", ".join(m.id for m in [*evicted, *expired])
-        tx.subject = _subject(conv, len(applied.added), len(applied.updated), len(applied.deleted),
-                              summary_text is not None)
-        outcome = WriteOutcome(
-            conversation_id=conv,
-            turns=(turn.user, *([turn.assistant] if turn.assistant else [])),
-            added=tuple(applied.added), updated=tuple(applied.updated), deleted=tuple(applied.deleted),
-            evicted=tuple(evicted), expired=tuple(expired), summary_changed=summary_text is not None,
-            summary=summary, notes=tuple(notes), turn_id=turn.user.id,
-        )
-        _record(tx, turn, outcome)
-        change = tx.publish()
-    return replace(outcome, commit=change.commit)
-
-
-def _record(tx: Transaction, turn: TurnRecord, outcome: WriteOutcome) -> None:
-    """Keep the reply's Memory used / Memory updated with its turn (turn_memory.py)."""
-    holder = turn_memory.holder(turn.user, turn.assistant)
-    updates: dict[str, Any] = {turn_memory.UPDATED_KEY: turn_memory.updated_front_matter(outcome)}
-    if turn.assistant is None and turn.used is not None:
-        updates[turn_memory.USED_KEY] = dict(turn.used)
-    try:
-        tx.rewrite(holder, updates)
-    except Exception:  # e.g. the user deleted the turn meanwhile: the record is not worth a failed turn
-        log.exception("could not record what memory the turn used and changed")
-
-
-def _live_facts(ports: ChatPorts, conv: str) -> list[Memory]:
-    """The facts of the conversation and of the user scope as the catalog holds them now."""
-    return [m for c in dict.fromkeys([conv, GLOBAL_CONVERSATION])
-            for m in ports.raw.list_memories(conversation_id=c, role="memory")]
+    mine = tuple(d for d in decisions if d.event == Act.ADD and d.text in user_scoped)
+    return TurnPlan(turn, snap, tuple(d for d in decisions if d not in mine), mine, summary_text,
+                    summary_count, tuple(notes))
 
 
 def _decide(
@@ -369,51 +304,3 @@ def _summary_line(turn: Memory) -> str:
     limit = SUMMARY_USER_CHARS if turn.role == Role.USER else SUMMARY_REPLY_CHARS
     text = " ".join(turn.text.split())
     return f"{turn.role}: {text[:limit]}" + ("..." if len(text) > limit else "")
-
-
-def _still_live(ports: ChatPorts, memories: Sequence[Memory]) -> list[Memory]:
-    """The snapshot's memories as the catalog holds them now, under the writer lock: each one's
-    current version, without those that left, were deleted or are held back meanwhile."""
-    held = ports.held_back_ids()
-    current: dict[str, Memory] = {}
-    for m in memories:
-        now = ports.raw.lookup(m.id)
-        if now is not None and not now.deleted and now.id not in held:
-            current[now.id] = now
-    return list(current.values())
-
-
-def _expire(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str) -> list[Memory]:
-    """002: drop entries whose TTL passed (soft delete, so they can be restored)."""
-    now = utc_now()
-    candidates = _still_live(ports, snap.list_memories(conversation_id=conv, include_summaries=False))
-    return [tx.soft_delete(m) for m in candidates if m.expired(now)]
-
-
-def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str) -> list[Memory]:
-    """001 §4.5: beyond max_entries, soft-delete the oldest facts/turns; summaries are exempt.
-    Counted: the snapshot's memories still live, and what this transaction wrote."""
-    limit = ports.config["memory.max_entries"]
-    mine = [m for m in tx.written if m.conversation_id == conv]
-    live = [m for m in _still_live(ports, [*snap.list_memories(conversation_id=conv), *mine])
-            if m.role != Role.SUMMARY]
-    excess = len(live) - limit
-    if excess <= 0:
-        return []
-    live.sort(key=lambda m: (m.created_at, m.path))
-    evicted = [tx.soft_delete(m) for m in live[:excess]]
-    turns_gone = sum(1 for m in evicted if m.role in TURN_ROLES)
-    summary = ports.summary(conv)
-    if summary is not None and turns_gone and summary.summarized_count and (
-            summary.id not in ports.held_back_ids()):  # a held-back summary is not committed as it is
-        # the summary counts positions in the turn history; evicted turns shift them
-        count = max(summary.summarized_count - turns_gone, 0)
-        tx.write_summary(conv, summary.text, count)
-    return evicted
-
-
-def _subject(conv: str, added: int, updated: int, deleted: int, summary: bool) -> str:
-    parts = [f"{n} {word}" for n, word in ((added, "added"), (updated, "updated"), (deleted, "deleted")) if n]
-    if summary:
-        parts.append("summary updated")
-    return f"Chat turn in {conv}" + (f": {', '.join(parts)}" if parts else "")

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from desktop_mem.engine.chat import scopes
-from desktop_mem.engine.chat.turn_memory import FROM_CONVERSATION
+from desktop_mem.engine.chat.chat_types import FROM_CONVERSATION
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 from desktop_mem.engine.store import front_matter, layout
 from desktop_mem.engine.store.markdown_store import atomic_write, fsync_dir

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.chat import forgetting, prompts, summary_state, temporal, turn_memory
-from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome
+from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.context import (
     INCOMPLETE,
     MESSAGE_ID,
@@ -31,7 +31,7 @@ from desktop_mem.engine.chat.currency import (
     superseded_by_turn,
 )
 from desktop_mem.engine.chat.extraction import update_summary
-from desktop_mem.engine.chat.ingest import TurnRecord, run_write_path
+from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label

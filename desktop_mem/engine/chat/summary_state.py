@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards, scopes
-from desktop_mem.engine.chat.turn_memory import learned_in
+from desktop_mem.engine.chat.chat_types import learned_in
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 DIGEST_KEY = "facts_digest"
