@@ -39,6 +39,7 @@ from desktop_mem.engine.api import (
     MemoryEngine,
     MemoryUsed,
     RetrievalOverrides,
+    SecretDetectedError,
     parse_as_of,
     validate_conversation_id,
 )
@@ -98,6 +99,31 @@ class NewMemory(BaseModel):
     conversation_id: str = GLOBAL_CONVERSATION
     expires_at: datetime | None = None
     secrets: Literal["keep", "redact"] | None = None  # the user's choice for a likely secret
+
+
+class BatchItem(BaseModel):
+    """One memory of POST /api/memories/batch."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str
+    type: str = "fact"
+
+
+class NewMemories(BaseModel):
+    """Body of POST /api/memories/batch: several memories of one conversation, all or nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+    memories: list[BatchItem] = Field(min_length=1, max_length=1000)
+    conversation_id: str = GLOBAL_CONVERSATION
+    secrets: Literal["keep", "redact"] | None = None
+
+
+class MemoryChange(BaseModel):
+    """Body of PATCH /api/memories/{id}: the memory's new text."""
+
+    model_config = ConfigDict(extra="forbid")
+    content: str
+    secrets: Literal["keep", "redact"] | None = None
 
 
 # ------------------------------------------------------------------------------------- app
@@ -208,9 +234,32 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
                             expires_at=expires, secrets=body.secrets)
         return memory_json(memory)
 
+    @app.post("/api/memories/batch", status_code=201)
+    def add_memories(body: NewMemories) -> dict[str, Any]:
+        # One commit or nothing (MemoryEngine.add_many): every item is checked before any is
+        # written, and an error names the item and says that nothing was saved (#22).
+        n = len(body.memories)
+        for i, item in enumerate(body.memories, 1):
+            if item.type not in KINDS:
+                raise ValidationError(f"nothing was saved: item {i} of {n}: type {item.type!r} is not "
+                                      f"one of {', '.join(KINDS)}")
+        stored = engine.add_many([m.content for m in body.memories], conversation_id=body.conversation_id,
+                                 kinds=[m.type for m in body.memories], secrets=body.secrets)
+        return {"object": "list", "data": [memory_json(m) for m in stored]}
+
     @app.get("/api/memories/{memory_id}")
     def get_memory(memory_id: str) -> dict[str, Any]:
         return memory_json(engine.get(memory_id))
+
+    @app.patch("/api/memories/{memory_id}")
+    def edit_memory(memory_id: str, body: MemoryChange) -> dict[str, Any]:
+        return memory_json(engine.edit(memory_id, text=body.content, secrets=body.secrets))
+
+    @app.post("/api/memories/{memory_id}/restore")
+    def restore_memory(memory_id: str) -> dict[str, Any]:
+        if not engine.get(memory_id).deleted:
+            raise ConflictError(f"memory {memory_id} is not deleted")
+        return memory_json(engine.restore(memory_id))
 
     @app.delete("/api/memories/{memory_id}")
     def delete_memory(memory_id: str) -> dict[str, Any]:
@@ -376,8 +425,11 @@ def _error_of(exc: Exception) -> tuple[int, dict[str, Any]]:
         return status, _error_body(status, exc.message, exc.kind, "upstream_error")["error"]
     status = next((s for t, s in _ENGINE_STATUS if isinstance(exc, t)), 500)
     message = str(exc) if status != 500 else f"internal error: {type(exc).__name__}: {exc}"
-    return status, _error_body(status, message, None, "invalid_request_error" if status < 500
-                               else "server_error")["error"]
+    error = _error_body(status, message, None, "invalid_request_error" if status < 500 else "server_error")
+    if isinstance(exc, SecretDetectedError):  # what was found (masked): the client can ask its user
+        error["error"].update(code="secret_detected",
+                              findings=[{"kind": f.kind, "masked": f.masked} for f in exc.findings])
+    return status, error["error"]
 
 
 def _install_error_handlers(app: FastAPI) -> None:

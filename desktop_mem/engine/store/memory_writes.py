@@ -9,6 +9,7 @@ from typing import Any
 
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Role, ValidationError, utc_now
 from desktop_mem.engine.store.ports import MemoryView, Writer
+from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.engine.store.transaction import clip, noun
 
 
@@ -93,6 +94,8 @@ class MemoryWrites:
         for i, text in enumerate(texts, 1):
             try:
                 checked.append(writer.check_secrets(text, secrets))  # "ask": SecretDetectedError
+            except SecretDetectedError as exc:  # which item, and that nothing was saved
+                raise SecretDetectedError(exc.findings, f"item {i} of {n} (nothing was saved)") from None
             except ValidationError as exc:
                 raise ValidationError(f"nothing was saved: item {i} of {n}: {exc}") from None
         memories: list[Memory] = []
