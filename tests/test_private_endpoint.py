@@ -1,18 +1,24 @@
 """Issue #22: forwarding that cannot be impersonated.
 
-`desktop-mem mcp` forwards writes (with the user's memories, and a token if one is set) to the
-process holding the store. Another local user must not be able to receive them: not by binding
-the TCP port a closing writer leaves, not by a socket in a folder they can reach, and not in the
-moment after SIGTERM while the writer finishes its last work.
+`desktop-mem mcp` and CLI writes forward the user's memories to the process holding the store.
+Another local user must not be able to receive them (or the bearer token): not by binding the TCP
+port a closing writer leaves, not by a socket in a folder they can reach, not in the moment after
+SIGTERM while the writer finishes its last work, and, where there are no Unix sockets (forced
+here with DESKTOP_MEM_ENDPOINT_TCP=1), not by listening on the fallback port: the listener must
+first prove it knows the run secret, and the secret and the token are never sent.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import secrets
 import signal
 import socket
 import stat
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,12 +28,22 @@ import anyio
 import httpx
 import pytest
 
-from desktop_mem.api.loopback import SOCKET_NAME, UNIX_PREFIX, private_socket, remove_private_socket
-from desktop_mem.api.mcp_forward import forward_call, writer_endpoint
+from desktop_mem.api.loopback import (
+    FORCE_TCP_ENV,
+    HELLO,
+    PROOF,
+    SOCKET_NAME,
+    UNIX_PREFIX,
+    private_socket,
+    remove_private,
+    remove_private_socket,
+    run_key_note,
+)
+from desktop_mem.api.mcp_forward import writer_endpoint
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.store.store_lock import read_holder
-from tests.mcp_clients import ServeProcess, cli_env, stdio_session
+from tests.mcp_clients import ROOT, ServeProcess, cli_env, git, stdio_session
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix domain sockets only")
 
@@ -90,7 +106,7 @@ def test_a_socket_others_can_reach_or_own_is_not_trusted(tmp_path: Path) -> None
         folder = Path(endpoint[len(UNIX_PREFIX):]).parent
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         holder.lock.publish(endpoint=endpoint)
-        assert writer_endpoint(holder.root) == endpoint
+        assert str(writer_endpoint(holder.root)) == endpoint
         os.chmod(folder, 0o755)  # another user could now swap the socket out
         assert writer_endpoint(holder.root) is None
         os.chmod(folder, 0o700)
@@ -138,29 +154,6 @@ def test_serve_leaves_the_lock_note_before_its_listener_closes(tmp_path: Path) -
     assert not Path(endpoint[len(UNIX_PREFIX):]).exists()
 
 
-def test_a_forwarded_call_with_a_wrong_token_says_why(tmp_path: Path) -> None:
-    """Where no private socket is used (TCP, e.g. Windows), a 401 keeps its reason."""
-    store = tmp_path / "store"
-    serve = ServeProcess(store, token="right-token-7f3e9a").wait_ready()
-    try:
-        url = f"http://127.0.0.1:{serve.port}"
-        right = {"Authorization": "Bearer right-token-7f3e9a"}
-        assert httpx.get(f"{url}/health", headers=right).status_code == 200
-
-        async def scenario() -> str:
-            try:
-                await forward_call(url, "add_memories", {"text": "The user likes tea"}, None, "wrong-token")
-            except Exception as exc:  # noqa: BLE001 - the message is what is under test
-                return str(exc)
-            return "no error"
-
-        message = anyio.run(scenario)
-        assert message.startswith("the token does not match"), message
-        assert "wrong-token" not in message
-    finally:
-        serve.stop()
-
-
 def test_the_private_socket_needs_no_token_and_the_port_still_does(tmp_path: Path) -> None:
     store = tmp_path / "store"
     serve = ServeProcess(store, token="right-token-7f3e9a").wait_ready()
@@ -173,3 +166,166 @@ def test_the_private_socket_needs_no_token_and_the_port_still_does(tmp_path: Pat
     finally:
         serve.stop()
 
+
+
+# ------------------------------------------------------------- the TCP fallback (no Unix sockets)
+
+HELLO_LINE = re.compile(rb"DMEM-HELLO/1 [0-9a-f]{64}\n")
+
+
+class ProvingSquatter:
+    """Another local user's listener on the fallback port, playing the writer as well as it can
+    without the run secret: it answers every hello with a well-formed proof it had to make up,
+    and records everything it receives."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.received: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(60)
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+
+    def _talk(self, conn: socket.socket) -> None:
+        got = b""
+        with conn:
+            conn.settimeout(3)
+            with contextlib.suppress(OSError):
+                while b"\n" not in got:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+                forged = PROOF + secrets.token_hex(32).encode() + b" " + secrets.token_hex(32).encode()
+                conn.sendall(forged + b"\n")
+                while chunk := conn.recv(65536):  # whatever comes after its "proof"
+                    got += chunk
+        self.received.append(got)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def tcp_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forwarding as on a system without Unix domain sockets (Windows)."""
+    monkeypatch.setenv(FORCE_TCP_ENV, "1")
+
+
+def _key_of(store: Path) -> tuple[str, bytes]:
+    path = read_holder(store)["endpoint_key"]
+    return path, bytes.fromhex(Path(path).read_text())
+
+
+@pytest.mark.usefixtures("tcp_fallback")
+def test_a_squatter_on_the_fallback_port_receives_nothing_secret(tmp_path: Path) -> None:
+    squatter = ProvingSquatter()
+    holder = _holder(tmp_path / "store")
+    key, note = run_key_note()
+    try:
+        holder.lock.publish(endpoint=f"http://127.0.0.1:{squatter.port}", endpoint_key=note)
+        token = "tok-3f9a1c5e7d"
+
+        async def scenario() -> Any:
+            with anyio.fail_after(90):
+                env = {**cli_env(), "DESKTOP_MEM_TOKEN": token}
+                async with stdio_session(holder.root, env=env) as s:
+                    return await s.call_tool("add_memories", {"text": "The user's bank is Argenta"})
+
+        result = anyio.run(scenario)
+        assert result.is_error
+        assert "is not the desktop-mem process that holds the store" in result.content[0].text
+        assert "nothing was sent" in result.content[0].text
+        cli = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(holder.root), "add",
+                              "The user's PIN hint is Argenta"], capture_output=True, text=True,
+                             env=cli_env(DESKTOP_MEM_TOKEN=token), cwd=ROOT, timeout=120)
+        assert cli.returncode == 1 and "Traceback" not in cli.stderr, cli.stderr
+        [line] = cli.stderr.strip().splitlines()
+        assert "is not the desktop-mem process" in line
+    finally:
+        holder.close()
+        squatter.close()
+        remove_private(note)
+    assert len(squatter.received) >= 2  # the MCP forwarder and the CLI both tried it
+    for got in squatter.received:  # a random nonce, then nothing: no proof, no HTTP, no memory
+        assert HELLO_LINE.fullmatch(got), got
+        assert b"Argenta" not in got and token.encode() not in got and key.hex().encode() not in got
+    assert git(tmp_path / "store", "log", "--all", "--format=%s").count("Argenta") == 0
+
+
+@pytest.mark.usefixtures("tcp_fallback")
+def test_the_fallback_forwards_after_the_mutual_proof_and_refuses_anyone_without_it(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    serve = ServeProcess(store, token="right-token-7f3e9a").wait_ready()
+    try:
+        holder = read_holder(store)
+        endpoint = holder["endpoint"]
+        assert endpoint.startswith("http://127.0.0.1:") and f":{serve.port}" not in endpoint
+        note, key = _key_of(store)
+        assert len(key) == 32 and key.hex() not in (store / ".desktop_mem.lock.json").read_text()
+        assert stat.S_IMODE(os.stat(note).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(Path(note).parent).st_mode) == 0o700
+        port = int(endpoint.rsplit(":", 1)[1])
+
+        # the forwarder proves itself and the write lands, without a token
+        async def scenario() -> Any:
+            with anyio.fail_after(90):
+                async with stdio_session(store, env=cli_env(**{FORCE_TCP_ENV: "1"})) as s:
+                    return await s.call_tool("add_memories", {"text": "The user keeps bees"})
+
+        result = anyio.run(scenario)
+        assert not result.is_error, result.content
+        assert [m["text"] for m in httpx.get(f"{serve.url}/api/memories", headers=serve.headers).json()[
+            "data"]] == ["The user keeps bees"]
+
+        # HTTP straight to the private port, even with the right token: not one byte back
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as raw:
+            raw.sendall(b"GET /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        b"Authorization: Bearer right-token-7f3e9a\r\n\r\n")
+            assert raw.recv(65536) == b""  # closed: it never spoke HTTP
+        # a caller that cannot prove the secret gets the server's proof line and nothing more
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as raw:
+            raw.sendall(HELLO + secrets.token_hex(32).encode() + b"\n")
+            answer = b""
+            while b"\n" not in answer:
+                answer += raw.recv(65536)
+            assert answer.startswith(PROOF) and answer.endswith(b"\n")
+            raw.sendall(PROOF + secrets.token_hex(32).encode() + b"\nGET /api/memories HTTP/1.1\r\n"
+                        b"Host: 127.0.0.1\r\n\r\n")
+            assert raw.recv(65536) == b""
+        # the public port is unchanged: HTTP with the bearer token, no handshake
+        assert httpx.get(f"{serve.url}/api/memories").status_code == 401
+    finally:
+        serve.stop()
+    assert not Path(note).exists() and not Path(note).parent.exists()  # the note went with the run
+
+
+@pytest.mark.usefixtures("tcp_fallback")
+def test_a_key_note_others_could_read_or_swap_is_not_trusted(tmp_path: Path) -> None:
+    holder = _holder(tmp_path / "store")
+    _key, note = run_key_note()
+    try:
+        holder.lock.publish(endpoint="http://127.0.0.1:9", endpoint_key=note)
+        assert writer_endpoint(holder.root) is not None
+        os.chmod(note, 0o644)
+        assert writer_endpoint(holder.root) is None
+        os.chmod(note, 0o600)
+        os.chmod(Path(note).parent, 0o755)
+        assert writer_endpoint(holder.root) is None
+        os.chmod(Path(note).parent, 0o700)
+        link = tmp_path / "run.key"
+        link.symlink_to(note)
+        holder.lock.publish(endpoint_key=str(link))
+        assert writer_endpoint(holder.root) is None
+        holder.lock.publish(endpoint_key=note, endpoint="http://203.0.113.5:80")  # not this machine
+        assert writer_endpoint(holder.root) is None
+    finally:
+        holder.close()
+        remove_private(note)

@@ -128,9 +128,8 @@ class StdioBackend:
                 return value
             endpoint = writer_endpoint(self.root)
             if endpoint is not None:
-                token = str(self.config["server.token"]) or None
-                try:
-                    return await forward_call(endpoint, tool, arguments, client, token)
+                try:  # a private endpoint: no token is sent (mcp_forward.py)
+                    return await forward_call(endpoint, tool, arguments, client)
                 except WriterUnreachable:  # the writer is starting or stopping: ask again
                     if time.monotonic() > deadline:
                         raise ToolError(f"the desktop-mem process at {endpoint} does not answer") from None

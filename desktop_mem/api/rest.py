@@ -26,12 +26,15 @@ from starlette.exceptions import HTTPException
 
 from desktop_mem import __version__
 from desktop_mem.api.loopback import (
+    handshake_protocol,
     has_unix_sockets,
     private_server_class,
     private_socket,
+    remove_private,
     remove_private_socket,
+    verified_listener,
 )
-from desktop_mem.api.security import Guard, check_bind, loopback_endpoint, server_token
+from desktop_mem.api.security import Guard, check_bind, server_token
 from desktop_mem.engine.api import (
     STRATEGY_NAMES,
     ChatReply,
@@ -257,8 +260,6 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.post("/api/memories/{memory_id}/restore")
     def restore_memory(memory_id: str) -> dict[str, Any]:
-        if not engine.get(memory_id).deleted:
-            raise ConflictError(f"memory {memory_id} is not deleted")
         return memory_json(engine.restore(memory_id))
 
     @app.delete("/api/memories/{memory_id}")
@@ -475,30 +476,38 @@ def serve(
     check_bind(host, token)
     engine = MemoryEngine.open(config)
     endpoint: str | None = None
+    key_note: str | None = None
     try:
         engine.open_index()
         if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
             engine.start_watcher()
+        # `desktop-mem mcp` and CLI writes forward over a private socket, never the public port;
+        # without Unix sockets, over a second 127.0.0.1 port behind the run secret's handshake
+        note: dict[str, str] = {}
+        http: Any = "auto"
+        if has_unix_sockets():
+            private, endpoint = private_socket()
+        else:
+            private, key, key_note, endpoint = verified_listener()
+            note["endpoint_key"] = key_note
+            http = handshake_protocol(key, private.getsockname()[1])
         settings = uvicorn.Config(create_app(engine, token), host=host, port=port, workers=1,
-                                  log_level="info", lifespan="on")
+                                  log_level="info", lifespan="on", http=http)
         print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
               f"{' (bearer token required)' if token else ' (no token: any local user can connect)'}",
               flush=True)
         if token:  # the user's own terminal: what to give an OpenAI client as its api_key
             print(f"desktop-mem: bearer token (api_key for OpenAI clients; server.token in "
                   f"{config.file or 'the settings'}): {token}", flush=True)
-        sockets = [settings.bind_socket()]
-        endpoint = loopback_endpoint(host, port)
-        if has_unix_sockets():  # `desktop-mem mcp` forwards over a private socket, not the port
-            unix, endpoint = private_socket()
-            sockets.append(unix)
+        sockets = [settings.bind_socket(), private]
         server = private_server_class()(settings)  # leaves the lock note before the port closes
-        server.engine, server.private_endpoint = engine, endpoint
-        engine.lock.publish(endpoint=endpoint)
+        server.engine, server.private_endpoint, server.key_note = engine, endpoint, key_note
+        engine.lock.publish(endpoint=endpoint, **note)
         with _sigterm_exits():
             server.run(sockets=sockets)
     finally:
         remove_private_socket(endpoint)
+        remove_private(key_note)
         engine.close()  # finishes the queued write paths, releases the store lock
 
 

@@ -134,11 +134,3 @@ def check_bind(host: str, token: str | None) -> None:
             f"refusing to serve on {host!r} without a token: anyone on the network could read your "
             "memories. Set --token (or DESKTOP_MEM_TOKEN / server.token), or bind 127.0.0.1."
         )
-
-
-def loopback_endpoint(host: str, port: int) -> str:
-    """The URL a process on this machine uses to reach a server bound to `host:port`."""
-    name = host.strip().strip("[]")
-    if name in ("", "0.0.0.0", "::") or is_loopback(name):
-        return f"http://127.0.0.1:{port}" if ":" not in name or name == "::" else f"http://[::1]:{port}"
-    return f"http://{host}:{port}"

@@ -205,14 +205,22 @@ def open_engine(config: Config, command: str) -> MemoryEngine:
     if command in READ_COMMANDS:
         return MemoryEngine.open(config, read_only=True)
     deadline = time.monotonic() + WRITE_WAIT_S
+    root = config.store_path.expanduser().resolve()
     while True:
         try:
             return MemoryEngine.open(config)
         except StoreLockedError:
             # A brief holder (an MCP call, another command) is waited for; the app or `serve`
-            # (it advertises an endpoint) keeps the store for long: say so at once (issue #22).
-            if "endpoint" in read_holder(config.store_path.expanduser().resolve()) \
-                    or time.monotonic() > deadline:
+            # (it advertises an endpoint) keeps the store for long: add, edit, delete and
+            # restore are forwarded to it, other writes say so at once (issue #22).
+            if "endpoint" in read_holder(root):
+                from desktop_mem.cli.forward import remote_writer
+
+                remote = remote_writer(root, command)
+                if remote is not None:
+                    return remote  # type: ignore[return-value]  # the writes those commands make
+                raise
+            if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
 

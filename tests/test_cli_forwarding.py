@@ -1,0 +1,99 @@
+"""Issue #22, writers forward to a long-lived holder: while `serve` (or the app) holds the store,
+`desktop-mem add / edit / delete / restore` are done by that process, with the output and exit
+code of a direct write, over its private endpoint (a 0700 Unix socket, or the verified TCP
+fallback where there are none, forced here with DESKTOP_MEM_ENDPOINT_TCP=1). Before, they failed
+at once naming the holder. Real `serve` and CLI processes, real HTTP, real git.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from desktop_mem.api.loopback import FORCE_TCP_ENV
+from tests.mcp_clients import ROOT, ServeProcess, cli_env, git
+
+LINE = re.compile(r"[0-9a-f]{8}  \d{4}-\d\d-\d\d \d\d:\d\d  (\S+)\s+memory\s+(.*)")
+
+
+def _cli(store: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), *args],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def _subjects(store: Path) -> list[str]:
+    return git(store, "log", "--format=%s").strip().splitlines()
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_cli_writes_while_serve_holds_the_store_are_forwarded_like_direct_writes(
+    tmp_path: Path, transport: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if transport == "tcp":
+        monkeypatch.setenv(FORCE_TCP_ENV, "1")  # serve and the CLI: no Unix sockets
+    env = cli_env()
+    direct_store = tmp_path / "direct"
+    direct = _cli(direct_store, env, "add", "--json", "--conversation", "music", "The user plays the cello")
+    assert direct.returncode == 0, direct.stderr
+    store = tmp_path / "store"
+    serve = ServeProcess(store).wait_ready()
+    try:
+        added = _cli(store, env, "add", "--kind", "preference", "The user prefers oat milk")
+        assert added.returncode == 0, added.stderr
+        assert LINE.fullmatch(added.stdout.strip()).groups() == ("global", "The user prefers oat milk")
+
+        as_json = _cli(store, env, "add", "--json", "--conversation", "music", "The user plays the cello")
+        assert as_json.returncode == 0, as_json.stderr
+        forwarded, local = json.loads(as_json.stdout), json.loads(direct.stdout)
+        assert forwarded.keys() == local.keys()
+        same = ("text", "conversation_id", "role", "kind", "source", "client", "deleted", "expires_at")
+        assert {k: forwarded[k] for k in same} == {k: local[k] for k in same}
+        memory_id = forwarded["id"]
+
+        edited = _cli(store, env, "edit", memory_id, "--text", "The user plays the viola")
+        assert edited.returncode == 0, edited.stderr
+        assert LINE.fullmatch(edited.stdout.strip()).groups() == ("music", "The user plays the viola")
+        deleted = _cli(store, env, "delete", memory_id[:8])
+        assert deleted.returncode == 0 and deleted.stdout.strip().endswith("[deleted]"), deleted.stderr
+        restored = _cli(store, env, "restore", memory_id[:8])
+        assert restored.returncode == 0 and not restored.stdout.strip().endswith("[deleted]")
+
+        # refusals: the same message and exit code as a direct write, nothing stored
+        secret = "my password for the bank is hunter2xyz!"
+        for where, result in (("serve", _cli(store, env, "add", secret)),
+                              ("direct", _cli(direct_store, env, "add", secret))):
+            assert result.returncode == 1, (where, result.stderr)
+            [line] = result.stderr.strip().splitlines()
+            assert line.startswith("desktop-mem: the text looks like it contains a secret: password"), line
+            assert "hunter2xyz" not in line and "--redact-secret" in line
+        unknown = _cli(store, env, "delete", "nosuchid")
+        assert unknown.returncode == 1 and unknown.stderr.strip() == _cli(
+            direct_store, env, "delete", "nosuchid").stderr.strip()
+
+        assert serve.proc.poll() is None  # serve kept the store the whole time
+        subjects = _subjects(store)  # one commit per write, none for a refusal
+        assert len(subjects) == 5 and [x.split()[0] for x in subjects] == [
+            "Restore", "Delete", "Edit", "Add", "Add"], subjects
+        redacted = _cli(store, env, "add", "--redact-secret", secret)
+        assert redacted.returncode == 0 and "[redacted:" in redacted.stdout
+    finally:
+        serve.stop()
+    assert "hunter2xyz" not in git(store, "log", "--all", "-p")
+
+
+def test_a_cli_write_still_names_a_holder_it_cannot_forward_to(tmp_path: Path) -> None:
+    """`reindex`, `import` and other bulk writes are not forwarded: one line naming the holder."""
+    store = tmp_path / "store"
+    serve = ServeProcess(store).wait_ready()
+    try:
+        result = _cli(store, cli_env(), "reindex")
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert "is open for writing by" in line and f"pid {serve.proc.pid}" in line
+    finally:
+        serve.stop()
