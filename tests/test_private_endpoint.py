@@ -329,3 +329,33 @@ def test_a_key_note_others_could_read_or_swap_is_not_trusted(tmp_path: Path) -> 
     finally:
         holder.close()
         remove_private(note)
+
+
+@pytest.mark.usefixtures("tcp_fallback")
+def test_the_apps_endpoint_takes_forwarded_writes_over_the_fallback_and_takes_its_note_away(
+    tmp_path: Path,
+) -> None:
+    from desktop_mem.api.loopback import start_app_endpoint, stop_app_endpoint
+
+    holder = _holder(tmp_path / "store")
+    try:
+        endpoint = start_app_endpoint(holder)
+        assert endpoint is not None and endpoint.ready.wait(60) and endpoint.url is not None
+        assert endpoint.url.startswith("http://127.0.0.1:")
+        note = read_holder(holder.root)["endpoint_key"]
+        assert Path(note).is_file()
+
+        async def scenario() -> Any:
+            with anyio.fail_after(90):
+                async with stdio_session(holder.root, env=cli_env(**{FORCE_TCP_ENV: "1"})) as s:
+                    return await s.call_tool("add_memories", {"text": "The user rows on Sundays"})
+
+        result = anyio.run(scenario)
+        assert not result.is_error, result.content
+        assert [m.text for m in holder.list_memories()] == ["The user rows on Sundays"]
+        stop_app_endpoint(holder)
+        assert "endpoint" not in read_holder(holder.root) and "endpoint_key" not in read_holder(holder.root)
+        assert not Path(note).exists()
+    finally:
+        stop_app_endpoint(holder)
+        holder.close()
