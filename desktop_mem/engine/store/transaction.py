@@ -200,6 +200,7 @@ class Transaction:
         self._written: dict[str, Memory] = {}  # by id: the last version this transaction wrote
         self._removed: dict[str, Memory] = {}  # by id: versions that left their place
         self._paths: list[str] = []
+        self._path_set: set[str] = set()  # `in` on the list made a 100k-file import quadratic
         self.commit: str | None = None
         self.change: StoreChange | None = None
 
@@ -343,7 +344,8 @@ class Transaction:
     # ------------------------------------------------------------- bookkeeping
 
     def _touch(self, rel: str) -> None:
-        if rel not in self._paths:
+        if rel not in self._path_set:
+            self._path_set.add(rel)
             self._paths.append(rel)
 
     def _wrote(self, memory: Memory) -> Memory:
