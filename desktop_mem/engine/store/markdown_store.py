@@ -12,6 +12,8 @@ import contextlib
 import hashlib
 import os
 import re
+import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, date, datetime
@@ -57,8 +59,62 @@ def atomic_write(path: Path, data: bytes) -> None:
     atomic_replace(path, lambda handle: handle.write(data))
 
 
+_BATCH = threading.local()  # this thread's durable_batch: the paths written in it, or None
+
+
+@contextlib.contextmanager
+def durable_batch(root: Path) -> Iterator[None]:
+    """Within the block this thread's atomic writes skip their own fsyncs; when it ends without
+    an error, everything written is made durable at once: one syncfs of `root`'s file system
+    (Linux), else os.sync, else an fsync of each file and folder. A bulk import's batch: fsync per
+    file cost 2-5 ms here, 100k files minutes. A crash inside the block keeps whole files only (the
+    rename still comes after the write); the caller commits after the block."""
+    if getattr(_BATCH, "paths", None) is not None:  # nested: the outer block syncs
+        yield
+        return
+    written: set[Path] = set()
+    _BATCH.paths = written
+    try:
+        yield
+    finally:
+        _BATCH.paths = None
+    if written:
+        _sync_all(root, written)
+
+
+def _sync_all(root: Path, paths: set[Path]) -> None:
+    syncfs = getattr(_libc(), "syncfs", None) if sys.platform.startswith("linux") else None
+    if syncfs is not None:
+        fd = os.open(root, os.O_RDONLY)
+        try:
+            if syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    if hasattr(os, "sync") and sys.platform != "win32":
+        os.sync()
+        return
+    for path in paths:
+        with contextlib.suppress(OSError), open(path, "rb+") as handle:
+            os.fsync(handle.fileno())
+    for folder in {p.parent for p in paths}:
+        fsync_dir(folder)
+
+
+def _libc() -> Any:
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    except OSError:
+        return None
+
+
 def atomic_replace(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Let `write` fill a temp file beside `path`, fsync it, then rename it over `path`."""
+    """Let `write` fill a temp file beside `path`, fsync it, then rename it over `path` (inside a
+    durable_batch the fsyncs wait for the batch's end)."""
+    batch: set[Path] | None = getattr(_BATCH, "paths", None)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
@@ -68,13 +124,17 @@ def atomic_replace(path: Path, write: Callable[[BinaryIO], object]) -> None:
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
-            os.fsync(handle.fileno())
+            if batch is None:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    fsync_dir(path.parent)
+    if batch is None:
+        fsync_dir(path.parent)
+    else:
+        batch.add(path)
 
 
 def fsync_dir(folder: Path) -> None:
