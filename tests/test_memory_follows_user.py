@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from desktop_mem.engine.chat.context import FORGET_NOTE
 from desktop_mem.engine.chat.forgetting import FORGOTTEN
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
@@ -82,6 +83,21 @@ def test_forget_masks_the_transcript_at_once_and_keeps_the_stored_turns(
     assert "I live in Ghent" in sent  # the rest of the message is still read
     stored = chat_engine.get(first.turn_id)
     assert stored.text == "I have a cat named Miso. I live in Ghent."  # the transcript is the user's
+
+
+def test_the_reply_to_forget_is_told_that_the_app_forgets(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """A small model answered "I cannot forget your location" while the app deleted it: the
+    turn that asks to forget tells the model the app does it; other turns do not say so."""
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.default_reply = "Okay."
+    _tell(chat_engine, "home", "I live in Lisbon.")
+    assert FORGET_NOTE not in _system(scripted_llm)
+    _tell(chat_engine, "home", "Please forget where I live.")
+    assert FORGET_NOTE in _system(scripted_llm)
+    _tell(chat_engine, "home", "What's the weather like in spring?")
+    assert FORGET_NOTE not in _system(scripted_llm)
 
 
 def test_a_fact_deleted_by_hand_is_masked_in_the_next_reply(

@@ -13,8 +13,9 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, Protocol, cast, get_args
+from typing import Any, ClassVar, Final, Literal, Protocol, cast, get_args
 
+from desktop_mem.engine.chat.fact_guards import forget_request
 from desktop_mem.engine.chat.memory_interface import SimpleMemory
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 from desktop_mem.engine.config import default
@@ -452,6 +453,21 @@ def open_memory(
     return StrategyMemory(history, make_strategy(strategy, settings, counter, summarizer), state)
 
 
+FORGET_NOTE: Final = (
+    "The user's last message asks you to forget something. This app deletes it from the user's "
+    "memory when you have replied: say briefly that it is forgotten, and do not repeat it.")
+
+
+def _base_for_turn(base_prompt: str, sent: Sequence[Message]) -> str:
+    """The base prompt, plus FORGET_NOTE when the new message asks to forget: a small model
+    otherwise answers "I cannot forget" while the memory is being deleted."""
+    last = next((m for m in reversed(sent) if m.get("role") == "user"), None)
+    text = last.get("content") if last is not None else None
+    if isinstance(text, str) and forget_request(text) is not None:
+        return f"{base_prompt.rstrip()}\n\n{FORGET_NOTE}"
+    return base_prompt
+
+
 def context_from(
     memory: StrategyMemory,
     *,
@@ -479,7 +495,7 @@ def context_from(
     system = {
         "role": "system",
         "content": build_system_prompt(
-            base_prompt,
+            _base_for_turn(base_prompt, body),
             injected_memories=recalled,
             summary=outcome.summary,
             cross_session=cross_session,
