@@ -4,16 +4,16 @@ it uses. The only module that knows them all; engine/api.py's MemoryEngine deleg
     parts = compose.build(config, read_only=False)   # objects only: no file, lock or git touched
     compose.start(parts)                             # the store lock, git, the catalog, migrations
 
-`Parts` is also the store view that history/, transfer/ and doctor take (their ports: root,
-config, files, writer, reads, git): those functions get the parts, never the facade. The chat
-path gets narrower still: chat/ports.py's ChatPorts.
+`Parts` is also the store view that history/, transfer/ and doctor take, each through its own
+protocol naming only what it uses (history/ports.py HistorySource, transfer/ports.py
+TransferSource and ExportSource, doctor.py DoctorSource): they get the parts, never the facade.
+The chat path gets a value of its own: chat/ports.py's ChatPorts.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 from desktop_mem.engine.store.markdown_store import MarkdownStore
 from desktop_mem.engine.store.memory_writes import MemoryWrites
 from desktop_mem.engine.store.outside_edits import OutsideEdits, remove_temp_files
+from desktop_mem.engine.store.problem_files import ProblemFiles
 from desktop_mem.engine.store.publisher import Publisher, notify
 from desktop_mem.engine.store.reads import MemoryReads
 from desktop_mem.engine.store.store_lock import StoreLock
@@ -39,6 +40,8 @@ from desktop_mem.engine.store.transaction import StoreWriter
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.extraction import ChatModel
     from desktop_mem.engine.chat.service import ChatService
+    from desktop_mem.engine.index.index_sync import Progress, SyncReport
+    from desktop_mem.engine.watcher import StoreWatcher
 
 log = logging.getLogger(__name__)
 HeldBackListener = Callable[[SecretHeldBack], None]
@@ -90,10 +93,59 @@ class Parts:
             and secrets_scan.in_names(m)}  # a key in a file name or front matter: never committed
         self.writes = MemoryWrites(self.writer, self.raw)
         self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
+        self.problem_files = ProblemFiles(self.store, self.writer, self.catalog.problems, self.outside.apply)
         self._chat: ChatService | None = None
+        self._watcher: StoreWatcher | None = None
         from desktop_mem.engine.chat.write_progress import WriteProgressHub
 
         self.write_progress = WriteProgressHub()  # "Updating memory…" events and Cancel
+
+    # ------------------------------------------------- lifecycle, listeners, whole-store checks
+
+    def start_watcher(self) -> bool:
+        """Apply outside edits as they happen, if `watcher.enabled` (True if it runs)."""
+        from desktop_mem.engine.watcher import StoreWatcher
+
+        if self.read_only or not self.config["watcher.enabled"]:
+            return False
+        if self._watcher is None:
+            self._watcher = StoreWatcher(self.root, self.outside.apply, self.outside.known_paths,
+                                         self.config["watcher.debounce_ms"])
+        self._watcher.start()
+        return True
+
+    def stop_watcher(self) -> None:
+        """Stop the file watcher, if one runs (idempotent)."""
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop()
+
+    def subscribe_held_back(self, listener: HeldBackListener) -> Callable[[], None]:
+        """Tell `listener` of each hand edit held back for a likely secret; returns the unsubscribe."""
+        return _subscribe(self.held_listeners, listener)
+
+    def subscribe_outcomes(self, listener: OutcomeListener) -> Callable[[], None]:
+        """Tell `listener` of each finished write path (the chat service is not built for it)."""
+        return _subscribe(self.outcome_listeners, listener)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until background write paths finished (True when none runs or is queued)."""
+        return self._chat.wait_idle(timeout) if self._chat is not None else True
+
+    def is_empty(self) -> bool:
+        """True for a new store: no memory (live or deleted) and no conversation."""
+        return not len(self.catalog) and not self.store.conversations()
+
+    def held_back_left_out(self, **filters: Any) -> int:
+        """How many held-back hand edits the shared `list_memories(**filters)` leaves out."""
+        return len(self.raw.list_memories(**filters)) - len(self.shared.list_memories(**filters))
+
+    def reindex(self, progress: Progress | None = None) -> SyncReport:
+        """Re-read the files under the writer lock, then rebuild the derived indexes from them."""
+        self.writer.require_writer()
+        with self.writer.lock:
+            self.refresh()
+        return self.search_index.rebuild(progress)
 
     def _released_by(self, change: StoreChange) -> None:
         self.held.released_by(change)  # a held-back file committed any way is no longer held
@@ -124,7 +176,7 @@ class Parts:
         """The chat pipeline if something built it, else None (closing need not build it)."""
         return self._chat
 
-    # ------------------------------------------- the store view history/ and transfer/ take
+    # ---------------------------- the store view history/, transfer/ and doctor take (their ports)
 
     @property
     def memory_llm(self) -> ChatModel:
@@ -150,10 +202,6 @@ class Parts:
     def transcript(self, conversation_id: str) -> list[Memory]:
         """Shared view: a held-back turn in its place, redacted."""
         return self.shared.transcript(conversation_id)
-
-    def conversation_strategy(self, conversation_id: str) -> str | None:
-        """The strategy saved for a conversation, if any."""
-        return self.conversations.strategy(conversation_id)
 
     def conversation_title(self, conversation_id: str) -> str:
         """A conversation's title (its id when none was set)."""
@@ -185,12 +233,6 @@ class Parts:
     ) -> str | None:
         """Commit everything that differs from HEAD (history/recorder.py)."""
         return self.recorder.commit_all(subject, operation, trailers, dirty=dirty)
-
-    def list_as_of(self, moment: datetime, **filters: Any) -> list[Memory]:
-        """What was live at `moment` (history/as_of.py)."""
-        from desktop_mem.engine.history.as_of import memories_as_of
-
-        return memories_as_of(self, moment, **filters)
 
 
 def build(config: Config, *, read_only: bool = False) -> Parts:
@@ -248,7 +290,9 @@ def migrate_user_scope(parts: Parts) -> str | None:
 
 
 def close(parts: Parts) -> None:
-    """Finish queued write paths, then release the store lock, the indexes and git's helpers."""
+    """Stop the watcher, finish queued write paths, then release the store lock, the indexes and
+    git's helpers."""
+    parts.stop_watcher()
     if parts.chat_started is not None:
         parts.chat_started.close()
     if not parts.read_only:
@@ -256,6 +300,11 @@ def close(parts: Parts) -> None:
     parts.search_index.close()
     parts.git.close()
     parts.lock.release()
+
+
+def _subscribe(listeners: list[Any], listener: Any) -> Callable[[], None]:
+    listeners.append(listener)
+    return lambda: listeners.remove(listener) if listener in listeners else None
 
 
 def _remove_stale_git_lock(root: Path) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
-from desktop_mem.engine.history.git_history import GitHistoryError
-from desktop_mem.engine.history.ports import HistorySource
+from desktop_mem.engine.history.git_history import GitHistory, GitHistoryError
 from desktop_mem.engine.models import EngineError, Memory, Problem
+from desktop_mem.engine.store.ports import MemoryView, StoreFiles
 from desktop_mem.engine.store.secrets_scan import HELD_BACK_HINT, describe, in_names, redact, scan
 from desktop_mem.engine.store.store_lock import describe_holder, read_holder
 
@@ -21,8 +22,18 @@ class LockState(Protocol):
     def is_locked_elsewhere(self) -> bool: ...
 
 
-class DoctorSource(HistorySource, Protocol):
-    """What `examine` looks at (MemoryEngine satisfies it)."""
+class DoctorSource(Protocol):
+    """What `examine` looks at, and nothing else (compose.Parts and MemoryEngine satisfy it): the
+    files, the raw catalog (counted, never shown), git, the lock, the problems and the index."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def store(self) -> StoreFiles: ...
+    @property
+    def raw(self) -> MemoryView: ...
+    @property
+    def git(self) -> GitHistory: ...
 
     @property
     def lock(self) -> LockState: ...

@@ -81,6 +81,16 @@ SOURCES: tuple[str, ...] = tuple(s.value for s in (Source.LLM, Source.PATTERN, S
 GLOBAL_CONVERSATION = "global"
 
 
+def flag(value: object) -> bool:
+    """A yes/no front matter value: YAML's true/false, or the same written as text by hand
+    ("true", "yes", "on", "1"; "false", "no" ... are False). Anything else is False."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value.strip().casefold() in {"true", "yes", "on", "1"}
+    return isinstance(value, int | float) and value != 0
+
+
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC, to the second (front matter stays readable)."""
     return datetime.now(UTC).replace(microsecond=0)
@@ -91,7 +101,7 @@ class Memory:
     """One Markdown file of the store, parsed. `path` is relative to the store root (POSIX)."""
 
     id: str
-    role: str
+    role: Role  # given as a Role or its string ("memory", "user" ...): always a Role after
     conversation_id: str
     text: str
     created_at: datetime
@@ -109,6 +119,27 @@ class Memory:
     valid_to: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        # Files, the manifest's JSON and callers give the role as a string; compared and passed
+        # on it is the enum (equal to its string, so front matter and JSON stay the same text).
+        if type(self.role) is not Role:
+            object.__setattr__(self, "role", Role(self.role))
+
+    @property
+    def interrupted(self) -> bool:
+        """A reply the user stopped or whose stream failed (front matter `interrupted`)."""
+        return flag(self.extra.get("interrupted"))
+
+    @property
+    def truncated(self) -> bool:
+        """A reply the server cut at its length limit (front matter `truncated`)."""
+        return flag(self.extra.get("truncated"))
+
+    @property
+    def complete(self) -> bool:
+        """False for a reply that was interrupted or cut: never summarised, never sent as said."""
+        return not (self.interrupted or self.truncated)
 
     @property
     def deleted(self) -> bool:

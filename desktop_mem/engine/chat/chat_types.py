@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from desktop_mem.engine.index.retrieval import SearchResult
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, StoredMessage
 from desktop_mem.engine.store.transaction import clip
 
 FROM_CONVERSATION = "from_conversation"  # front matter of a user fact: the chat it was learned in
@@ -25,6 +25,12 @@ def learned_in(memory: Memory) -> str | None:
     """The conversation a user fact was learned in (front matter `from_conversation`), if known."""
     value = memory.extra.get(FROM_CONVERSATION)
     return value if isinstance(value, str) and value else None
+
+
+def stored_messages(turns: Iterable[Memory]) -> list[StoredMessage]:
+    """Stored turns as chat messages (as the model is shown them), with their ids and times."""
+    return [{"role": str(m.role), "content": m.text, "id": m.id, "created_at": m.created_at.isoformat()}
+            for m in turns]
 
 
 @dataclass(frozen=True)

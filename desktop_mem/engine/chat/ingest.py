@@ -250,7 +250,7 @@ def _summary_update(
     gone_now = {old for old, _new in superseded}  # replaced or forgotten by this very turn
     live = [m for m in facts if not m.deleted and m.text not in gone_now]
     previous = current.text if current else None
-    material = [_summary_line(m) for m in pending if _complete(m)]
+    material = [_summary_line(m) for m in pending if m.complete]
     material += [f"fact: {t}" for t in new_facts]
     if stale and previous is not None:
         # Facts it speaks for changed since it was written (a hand delete, restore, revert,
@@ -293,11 +293,6 @@ def _facts_summary(
     live = [m.text for m in snap.list_memories(conversation_id=conv, role="memory")]
     facts = [t for t in dict.fromkeys([*live, *new_facts]) if t not in gone]
     return "\n".join(f"- {t}" for t in facts) or NOTHING_TO_SUMMARISE
-
-
-def _complete(turn: Memory) -> bool:
-    """False for a reply the user stopped or the server cut (front matter interrupted/truncated)."""
-    return not (turn.extra.get("interrupted") or turn.extra.get("truncated"))
 
 
 def _summary_line(turn: Memory) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,7 @@ from desktop_mem.engine.index.retrieval import (
     injection_lines,
 )
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, Memory, Operation, Role
+from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.secrets_scan import describe
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class ChatService:
         on_token: TokenCallback | None = None,
         on_used: UsedCallback | None = None,
         cancel: threading.Event | None = None,
-        history: Sequence[dict[str, Any]] | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
         retrieval: RetrievalOverrides | None = None,
         retry: bool = False,
         client_turn_id: str | None = None,
@@ -114,6 +115,8 @@ class ChatService:
         `client_turn_id`: the sender's own id for this message; sent again, the same message is
         never stored twice, and once it has a complete reply that reply is returned as it is.
         """
+        validate_conversation_id(conversation_id)
+        given = [dict(m) for m in history] if history is not None else None  # the caller's, copied
         ports = self.ports
         ports.writer.require_writer()
         if not message.strip():
@@ -125,7 +128,7 @@ class ChatService:
         snapshot = ports.snapshot()  # the one read of the store for this reply
         failed, answered = self._resent_turn(snapshot, conversation_id, message, client_turn_id)
         if answered is not None and failed:  # this very message was answered already
-            used, _context = self.prepare(conversation_id, message, strategy=strategy, history=history,
+            used, _context = self.prepare(conversation_id, message, strategy=strategy, history=given,
                                           exclude={failed[0].id, answered.id}, retrieval=retrieval,
                                           snapshot=snapshot)
             return ChatReply(conversation_id, answered.text, used, turn_id=failed[0].id)
@@ -136,7 +139,7 @@ class ChatService:
                                            extra={CLIENT_TURN_ID: client_turn_id} if client_turn_id else None)
             snapshot.including(user_turn)
             skipped = {user_turn.id}
-        used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
+        used, context = self.prepare(conversation_id, message, strategy=strategy, history=given,
                                      exclude=skipped, retrieval=retrieval, snapshot=snapshot)
         if on_used is not None:
             on_used(used)
@@ -299,10 +302,10 @@ class ChatService:
             return [], None
         end = next((i for i in users if i > at), len(turns))
         after = turns[at + 1:end]
-        answered = next((m for m in after if not m.extra.get("interrupted")), None)
+        answered = next((m for m in after if not m.interrupted), None)
         if answered is not None and not client_turn_id:
             return [], None  # it was answered: the same words again are a new question
-        return [turns[at], *(m for m in after if m.extra.get("interrupted"))], answered
+        return [turns[at], *(m for m in after if m.interrupted)], answered
 
     def _retrieve(
         self, snap: ConversationSnapshot, conv: str, message: str, exclude: Collection[str],
@@ -473,8 +476,8 @@ def _without_forgotten(
 def _as_message(m: Memory, note: str | None = None) -> dict[str, Any]:
     """A stored turn as a chat message; ``note`` says what in it is out of date (not stored)."""
     text = f"{m.text}\n\n[Memory note: {note}]" if note else m.text
-    message: dict[str, Any] = {"role": m.role, "content": text, MESSAGE_ID: m.id}
-    if m.extra.get("interrupted") or m.extra.get("truncated"):
+    message: dict[str, Any] = {"role": str(m.role), "content": text, MESSAGE_ID: m.id}
+    if not m.complete:
         message[INCOMPLETE] = True  # never summarised; context_from drops the key before sending
     return message
 

@@ -43,6 +43,7 @@ from desktop_mem.engine.chat.chat_types import (
     scope_of,
 )
 from desktop_mem.engine.models import Memory, Role
+from desktop_mem.engine.store.ports import MemoryView
 
 VERSION = 1
 USED_KEY = "memory_used"
@@ -105,7 +106,7 @@ def used_front_matter(used: MemoryUsed, model: str) -> dict[str, Any]:
     for r in used.memories[:MAX_ITEMS]:
         m = r.memory
         item: dict[str, Any] = {
-            "id": m.id, "scope": scope_of(m, conv), "conversation_id": m.conversation_id, "role": m.role,
+            "id": m.id, "scope": scope_of(m, conv), "conversation_id": m.conversation_id, "role": str(m.role),
             "text": _clip(m.text), "score": round(float(r.scores.final), 4)}
         if learned_in(m):
             item[FROM_CONVERSATION] = learned_in(m)
@@ -162,6 +163,12 @@ def read(user_turn_id: str, holder_memory: Memory) -> TurnMemory | None:
         summary_changed=w.get("summary_changed") is True,
         notes=tuple(_str(n) for n in _list(w.get("notes")) if _str(n)),
     )
+
+
+def record_for(reads: MemoryView, turn_id: str) -> TurnMemory | None:
+    """What the reply to the user turn `turn_id` used and changed, as stored with it (None: no
+    record yet); NotFoundError for an unknown turn."""
+    return records(reads.transcript(reads.get(turn_id).conversation_id)).get(turn_id)
 
 
 def records(transcript: Iterable[Memory]) -> dict[str, TurnMemory]:

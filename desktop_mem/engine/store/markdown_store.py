@@ -591,7 +591,7 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
         raise ValidationError(f"valid_to {until} is before valid_from {since}")
     return Memory(
         id=str(mid),
-        role=role,
+        role=Role(role),
         conversation_id=conversation_id,
         text=doc.body,
         created_at=created,

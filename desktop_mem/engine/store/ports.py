@@ -9,8 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from desktop_mem.engine.config import Config
-from desktop_mem.engine.models import Memory, Operation, Problem, SecretHeldBack
+from desktop_mem.engine.models import Memory, Operation, Problem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -95,24 +94,10 @@ class MemoryView(Protocol):
 
 class MemorySource(MemoryView, Protocol):
     """Read the catalog (the shared view: held-back hand edits left out) and change the store
-    through its writer."""
+    through its writer (review mode's accept and reject). History, transfer and doctor have views
+    of their own (their ports.py), each with only what it uses."""
 
     @property
     def root(self) -> Path: ...
     @property
-    def config(self) -> Config: ...
-    @property
-    def store(self) -> StoreFiles: ...
-    @property
     def writer(self) -> Writer: ...
-
-    def conversation_strategy(self, conversation_id: str) -> str | None: ...
-
-    def conversation_title(self, conversation_id: str) -> str: ...
-
-    @property
-    def raw(self) -> MemoryView:
-        """The files as they are, held-back hand edits included (the plain reads leave them out)."""
-        ...
-
-    def held_back_files(self) -> tuple[SecretHeldBack, ...]: ...

@@ -21,8 +21,8 @@ from desktop_mem.engine.models import Memory, ValidationError, utc_now
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.layout import ENTRIES
 from desktop_mem.engine.store.markdown_store import atomic_replace
-from desktop_mem.engine.store.ports import MemorySource
 from desktop_mem.engine.transfer.import_formats import EXPORT_FORMAT
+from desktop_mem.engine.transfer.ports import ExportSource
 
 EXPORT_VERSION = 1
 _README = """\
@@ -50,7 +50,7 @@ class ExportResult:
     held_back: tuple[str, ...] = ()  # hand edits left out: a likely secret not answered for yet
 
 
-def export_data(engine: MemorySource, conversation_id: str | None = None) -> dict[str, Any]:
+def export_data(engine: ExportSource, conversation_id: str | None = None) -> dict[str, Any]:
     """The JSON export as a dict: format marker, conversations with titles, every memory."""
     memories = _memories(engine, conversation_id)
     convs = sorted({m.conversation_id for m in memories} | ({conversation_id} if conversation_id else set()))
@@ -87,7 +87,7 @@ def memory_record(m: Memory) -> dict[str, Any]:
 
 
 def export_json(
-    engine: MemorySource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
+    engine: ExportSource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
 ) -> ExportResult:
     """Write the JSON export to `output`."""
     data = export_data(engine, conversation_id)
@@ -99,7 +99,7 @@ def export_json(
 
 
 def export_zip(
-    engine: MemorySource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
+    engine: ExportSource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
 ) -> ExportResult:
     """Write a zip of the Markdown tree (entries/ only, or one conversation's folder) + README.txt."""
     memories = _memories(engine, conversation_id)
@@ -119,7 +119,7 @@ def export_zip(
     return ExportResult(Path(output), len(memories), sum(1 for m in memories if m.deleted), len(convs), held)
 
 
-def _plain_files(engine: MemorySource, conversation_id: str | None) -> list[Path]:
+def _plain_files(engine: ExportSource, conversation_id: str | None) -> list[Path]:
     """Regular files under entries/ (or one conversation); symbolic links are never followed
     nor archived: one could point at any file of the user's."""
     folder = engine.store.abspath(f"{ENTRIES}/{conversation_id}") if conversation_id else engine.store.entries
@@ -135,7 +135,7 @@ def _plain_files(engine: MemorySource, conversation_id: str | None) -> list[Path
     return sorted(found)
 
 
-def _memories(engine: MemorySource, conversation_id: str | None) -> list[Memory]:
+def _memories(engine: ExportSource, conversation_id: str | None) -> list[Memory]:
     if conversation_id is not None:
         validate_conversation_id(conversation_id)
         if conversation_id not in engine.store.conversations():
@@ -145,7 +145,7 @@ def _memories(engine: MemorySource, conversation_id: str | None) -> list[Memory]
     return engine.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True)
 
 
-def _held_paths(engine: MemorySource, conversation_id: str | None) -> tuple[str, ...]:
+def _held_paths(engine: ExportSource, conversation_id: str | None) -> tuple[str, ...]:
     """Files left out of an export: hand edits held back for a likely secret (not answered for)."""
     return tuple(h.path for h in engine.held_back_files()
                  if conversation_id is None or h.conversation_id == conversation_id)

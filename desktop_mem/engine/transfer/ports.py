@@ -1,18 +1,22 @@
-"""The view of a store that imports, exports and sync work on: protocols only (no concrete
-class of another part leaks through); engine/compose.py's parts satisfy it."""
+"""The views of a store that imports, exports and sync work on: protocols only, each with just
+what its part uses (no concrete class of another part leaks through); engine/compose.py's parts
+and MemoryEngine satisfy them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Protocol
 
 from desktop_mem.engine.chat.extraction import ChatModel
-from desktop_mem.engine.history.ports import HistorySource
-from desktop_mem.engine.models import Operation, StoreChange
+from desktop_mem.engine.history.ports import GitStore
+from desktop_mem.engine.models import Memory, Operation, SecretHeldBack, StoreChange
+from desktop_mem.engine.store.ports import StoreFiles
 
 
-class TransferSource(HistorySource, Protocol):
-    """A store with its history, the memory model, and the ways outside changes are recorded."""
+class TransferSource(GitStore, Protocol):
+    """Imports and sync: the git store, the memory model (imports extract facts with it), and
+    the ways outside changes are recorded (sync)."""
 
     @property
     def memory_llm(self) -> ChatModel:
@@ -26,3 +30,20 @@ class TransferSource(HistorySource, Protocol):
     def commit_all(
         self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None
     ) -> str | None: ...
+
+
+class ExportSource(Protocol):
+    """Exports: the shared reads (held-back hand edits left out), which files are held back, the
+    files and the conversations' titles."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def store(self) -> StoreFiles: ...
+
+    def list_memories(self, *, conversation_id: str | None = None, include_deleted: bool = False,
+                      include_summaries: bool = True) -> list[Memory]: ...
+
+    def held_back_files(self) -> tuple[SecretHeldBack, ...]: ...
+
+    def conversation_title(self, conversation_id: str) -> str: ...
