@@ -71,14 +71,22 @@ def test_cli_writes_while_serve_holds_the_store_are_forwarded_like_direct_writes
             [line] = result.stderr.strip().splitlines()
             assert line.startswith("desktop-mem: the text looks like it contains a secret: password"), line
             assert "hunter2xyz" not in line and "--redact-secret" in line
+        for target, the_id in ((store, memory_id), (direct_store, local["id"])):
+            assert _cli(target, env, "delete", the_id[:8]).returncode == 0
+        again, direct_again = (_cli(store, env, "delete", memory_id[:8]),
+                               _cli(direct_store, env, "delete", local["id"][:8]))
+        assert again.returncode == direct_again.returncode == 1
+        assert again.stderr.replace(memory_id, "ID") == direct_again.stderr.replace(local["id"], "ID")
+        assert "already deleted" in again.stderr
+        assert _cli(store, env, "restore", memory_id).returncode == 0
         unknown = _cli(store, env, "delete", "nosuchid")
         assert unknown.returncode == 1 and unknown.stderr.strip() == _cli(
             direct_store, env, "delete", "nosuchid").stderr.strip()
 
         assert serve.proc.poll() is None  # serve kept the store the whole time
         subjects = _subjects(store)  # one commit per write, none for a refusal
-        assert len(subjects) == 5 and [x.split()[0] for x in subjects] == [
-            "Restore", "Delete", "Edit", "Add", "Add"], subjects
+        assert [x.split()[0] for x in subjects] == [
+            "Restore", "Delete", "Restore", "Delete", "Edit", "Add", "Add"], subjects
         redacted = _cli(store, env, "add", "--redact-secret", secret)
         assert redacted.returncode == 0 and "[redacted:" in redacted.stdout
     finally:

@@ -264,8 +264,9 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.delete("/api/memories/{memory_id}")
     def delete_memory(memory_id: str) -> dict[str, Any]:
-        if engine.get(memory_id).deleted:
-            raise ConflictError(f"memory {memory_id} is already deleted")
+        current = engine.get(memory_id)
+        if current.deleted:  # the engine's words (a CLI delete forwarded here prints them)
+            raise ConflictError(f"memory {current.id} is already deleted")
         return memory_json(engine.delete(memory_id))
 
     return app
