@@ -8,6 +8,7 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from desktop_mem.cli.progress import eta_progress
 from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.config import Config
 
@@ -17,8 +18,9 @@ Handler = Callable[[argparse.Namespace, Config], int]
 def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
     """Add the three commands to the `desktop-mem` parser and their handlers to `handlers`."""
     p = subparsers.add_parser("import", help="import a ChatGPT or Claude data export, a mem0 / OpenMemory "
-                              "export, a JSON list of memories or Markdown bullets (one commit; "
-                              "re-importing adds nothing)")
+                              "export, a JSON list of memories or Markdown bullets and index them (one "
+                              "commit per 5,000 memories; re-importing adds nothing, and finishes an "
+                              "import that was interrupted)")
     p.add_argument("file", type=Path, help="the export .zip as downloaded, conversations.json, "
                    "memories.json, "
                    ".json or .md")
@@ -28,6 +30,11 @@ def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
                    help="default: guessed from the file")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would be added and skipped; write nothing")
+    p.add_argument("--no-index", action="store_true",
+                   help="write the files only; the search index catches up when the store next opens")
+    p.add_argument("--workers", type=int, default=2, choices=range(1, 9), metavar="N",
+                   help="embedding runs side by side while importing (default 2; 1 leaves a core to a "
+                   "local LLM)")
     p.add_argument("--extract", action="store_true",
                    help="also extract facts from imported user messages (uses the LLM; off by default)")
     secrets = p.add_mutually_exclusive_group()
@@ -50,9 +57,9 @@ def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
 
 
 def cmd_import(args: argparse.Namespace, config: Config) -> int:
-    """Plan the import, print it for a dry run, else write it with a progress bar."""
-    from tqdm import tqdm
-
+    """Plan the import, print it for a dry run, else write it (one commit per 5,000 memories) and
+    index it while it writes, each with progress and an ETA. Killed half way, the same command
+    finishes it: what is already in the store is left out, and what was indexed stays indexed."""
     from desktop_mem.engine.api import apply_import, iter_plan_lines, plan_import
 
     with MemoryEngine.open(config) as engine:
@@ -62,19 +69,22 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
                 print(line)
             print("dry run: nothing was written")
             return 0
-        bar = tqdm(total=len(plan.entries), unit="memories", desc="importing", disable=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
-
-        try:
-            result = apply_import(engine, plan, progress)
-        finally:
-            bar.close()
-    print(f"imported {result.conversations} conversations, {result.turns} turns, {result.facts} facts"
-          + (f" (commit {result.commit[:10]})" if result.commit else ""))
+        if plan.already_present and plan.entries:
+            print(f"{plan.already_present:,} of these memories are already in the store (an earlier "
+                  f"or interrupted import): importing the other {len(plan.entries):,}", file=sys.stderr)
+        with eta_progress("writing", 0) as wrote:
+            if args.no_index or not plan.entries:
+                result = apply_import(engine, plan, wrote)
+            else:
+                with eta_progress("indexing", 1) as indexed:
+                    engine.open_index()  # the store as it was, in step first (quick when it is)
+                    with engine.index.background(indexed, expected=len(plan.entries), workers=args.workers):
+                        result = apply_import(engine, plan, wrote)
+    last = (result.commit or "")[:10]
+    commits = f" ({len(result.commits)} commits, the last {last})" if len(result.commits) > 1 \
+        else f" (commit {last})" if last else ""
+    print(f"imported {result.conversations} conversations, {result.turns} turns, "
+          f"{result.facts} facts{commits}")
     if result.already_present:
         print(f"already in the store, left out: {result.already_present}")
     for note in result.notes:

@@ -168,6 +168,9 @@ class OnnxEmbedder:
                 raise EmbeddingError(f"embedding {label} file not found: {path}")
         self.batch_size = batch_size
         self.max_length = max_length
+        # Batches embedded side by side by embed() (a bulk build sets 2 while nothing else runs:
+        # IndexSync.background); 1 beside the app and a local LLM.
+        self.workers = 1
         self.name = self.spec.name
         self.tokenizer = self._load_tokenizer(self.tokenizer_path, max_length)
         self.session = self._load_session(self.model_path, threads)
@@ -274,9 +277,21 @@ class OnnxEmbedder:
     def _embed_all(self, texts: list[str]) -> FloatMatrix:
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+
+        def one(chunk: list[int]) -> None:
             result[chunk] = self._embed_batch([texts[i] for i in chunk])
+
+        if self.workers > 1 and len(chunks) > 1:
+            # Runs side by side on one session (onnxruntime allows concurrent runs), each on one
+            # thread: unlike intra-op threads they never spin waiting for each other.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(self.workers, thread_name_prefix="embed") as pool:
+                list(pool.map(one, chunks))
+        else:
+            for chunk in chunks:
+                one(chunk)
         return result
 
     def _embed_batch(self, texts: list[str], session: ort.InferenceSession | None = None) -> FloatMatrix:

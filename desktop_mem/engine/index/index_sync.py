@@ -8,11 +8,13 @@ metadata that went into the indexes (so a restart re-embeds only what changed, a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:  # chromadb and onnxruntime load in about a second: only when 
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
+BULK_SAVE_SECONDS = 30.0  # a background() run saves the manifest this often (what a kill re-embeds)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,22 @@ class SyncReport:
     metadata_only: int
     removed: int
     unchanged: int
+
+
+def _nothing() -> None:
+    return None
+
+
+def _notify(condition: threading.Condition) -> None:
+    with condition:
+        condition.notify_all()
+
+
+def _counting(progress: Progress | None, counts: list[int]) -> Progress | None:
+    """A batch's progress as part of a whole background run's (`counts`: done before it, total)."""
+    if progress is None:
+        return None
+    return lambda done, _total: progress(counts[0] + done, counts[1])
 
 
 def index_metadata(memory: Memory) -> dict[str, Any]:
@@ -82,6 +101,7 @@ class IndexSync:
         self._state = threading.Lock()
         self._syncing = False
         self._handed: list[tuple[list[Memory], list[str]]] = []
+        self._on_hand: Callable[[], None] = _nothing  # wakes a background() worker
         # What is indexed for a turn includes the turn before it (see index_text.py).
         self.turns = TurnContext()
         name = f"{embedder.name}:{embedder.dim}"
@@ -112,10 +132,7 @@ class IndexSync:
 
     def _sync(self, memories: Iterable[Memory], progress: Progress | None) -> SyncReport:
         if not self.consistent():
-            log.info("index does not match memory_index.json: rebuilding from the files")
-            self.vectors.reset()
-            self.keywords.reset()
-            self.manifest.indexed.clear()
+            self._reconcile()
         desired: dict[str, Memory] = {}
         for m in memories:  # read here, under the index lock: a later write is handed to us
             desired[m.id] = m
@@ -133,6 +150,89 @@ class IndexSync:
         else:
             self.manifest.flush()  # a warm start changes nothing: no 10k-entry rewrite
         return report
+
+    def _reconcile(self) -> None:
+        """Make the manifest and both indexes agree on which ids are indexed, keeping what they
+        agree on: a kill between an index write and the manifest's next save (a bulk import)
+        costs a re-embed of those ids only, not of the whole store."""
+        log.info("index does not match memory_index.json: keeping what both hold, re-indexing the rest")
+        in_vectors, in_keywords = self.vectors.ids(), self.keywords.ids()
+        both = in_vectors & in_keywords
+        for i in [i for i in self.manifest.indexed if i not in both]:
+            del self.manifest.indexed[i]
+        if stray := sorted(in_vectors - self.manifest.indexed.keys()):
+            self.vectors.delete(stray)
+        if stray := sorted(in_keywords - self.manifest.indexed.keys()):
+            self.keywords.delete(stray)
+
+    @contextlib.contextmanager
+    def background(self, progress: Progress | None = None, expected: int = 0,
+                   workers: int = 1) -> Iterator[None]:
+        """Within the block, writes' index updates are queued and indexed by a worker thread, so
+        a bulk import writes its next batch of files while the last one is embedded (one core
+        each). The block ends when everything queued is indexed. `progress(done, total)` counts
+        the memories indexed; `expected` is the total to announce before the writes arrive.
+
+        `workers`: embedding runs side by side (a bulk import that nothing else waits on: 2).
+        The manifest is saved every BULK_SAVE_SECONDS, so a kill re-embeds at most that much."""
+        if self.read_only:
+            yield
+            return
+        wake = threading.Condition()
+        stop = threading.Event()
+        errors: list[BaseException] = []
+        counts = [0, expected]
+
+        def work() -> None:
+            saved = time.monotonic()
+            with self._lock:
+                try:
+                    while True:
+                        with wake:
+                            wake.wait_for(lambda: bool(self._handed) or stop.is_set())
+                        with self._state:
+                            handed, self._handed = self._handed, []
+                        if not handed:
+                            if stop.is_set():
+                                return
+                            continue
+                        for changed, removed in handed:
+                            counts[1] = max(counts[1], counts[0] + len(changed))
+                            self._apply(changed, removed, _counting(progress, counts))
+                            counts[0] += len(changed)
+                        if time.monotonic() - saved > BULK_SAVE_SECONDS:
+                            self.manifest.save()
+                            saved = time.monotonic()
+                except BaseException as exc:  # re-raised in the importing thread
+                    errors.append(exc)
+                finally:
+                    with self._state:
+                        self._syncing = False
+                        handed, self._handed = self._handed, []
+                    for changed, removed in handed:  # after an error: index them the slow way
+                        with contextlib.suppress(Exception):
+                            self._apply(changed, removed, None)
+                    self.manifest.save()
+
+        with self._state:
+            self._syncing = True
+        self._on_hand = lambda: _notify(wake)
+        usual = getattr(self.embedder, "workers", None)
+        if usual is not None:
+            self.embedder.workers = workers  # type: ignore[attr-defined]  # OnnxEmbedder only
+        worker = threading.Thread(target=work, name="index-background", daemon=True)
+        worker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            _notify(wake)
+            worker.join()
+            self._on_hand = _nothing
+            if usual is not None:
+                self.embedder.workers = usual  # type: ignore[attr-defined]
+        if errors:
+            raise errors[0]
 
     def _take_handed(self, fresh: set[str]) -> set[str]:
         """Apply the writes handed over since the last batch; returns every id written meanwhile."""
@@ -154,6 +254,7 @@ class IndexSync:
             with self._state:
                 if self._syncing:
                     self._handed.append((list(changed), list(removed_ids)))
+                    self._on_hand()
                     return SyncReport(0, 0, 0, 0)
         try:
             report = self._apply(changed, removed_ids, None)
@@ -203,6 +304,9 @@ class IndexSync:
                 meta_only.append(m)
             else:
                 to_embed.append(m)
+        # Similar lengths side by side: less padding per embedding run (deterministic for a
+        # given set of texts; the int8 model's vectors depend slightly on their batch-mates).
+        to_embed.sort(key=lambda m: len(m.text))
         total = len(to_embed)
         batch = 256
         skip: set[str] = set()

@@ -3,7 +3,7 @@ a JSON list of memories (ours or anyone's), or Markdown bullet lists -> conversa
 facts.
 
 `plan_import` reads and checks the whole file and writes nothing (the dry run shows it);
-`apply_import` writes every file under the writer lock and makes one commit. Ids are derived
+`apply_import` writes every file under the writer lock, one commit per 5,000 memories. Ids are derived
 from the source (uuid5 of the ChatGPT message id, or of the entry's content), so importing the
 same file again adds nothing. A file that cannot be read at all raises ImportFileError; entries
 that are bad are left out and listed in `skipped` with where and why.
@@ -27,6 +27,7 @@ from desktop_mem.engine.models import TURN_ROLES, Memory, Operation, Role, Secre
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
+from desktop_mem.engine.store.markdown_store import durable_batch
 from desktop_mem.engine.store.ports import StoreFiles
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError, describe, redact, scan
 from desktop_mem.engine.store.transaction import Transaction
@@ -58,6 +59,9 @@ PREVIEW_LINES = 8
 MAX_IMPORT_BYTES = 100 * 1024 * 1024
 MAX_IMPORT_ENTRIES = 200_000
 MAX_ZIP_MEMBERS = 10_000
+# Memories per commit: one commit for most imports; a 100k history lands as 20 commits, so a kill
+# loses at most one batch's work (re-running the import finishes it).
+IMPORT_BATCH = 5_000
 Progress = Callable[[int, int], None]
 
 
@@ -110,6 +114,7 @@ class ImportResult:
     skipped: tuple[Skipped, ...]
     already_present: int
     notes: tuple[str, ...] = ()
+    commits: tuple[str, ...] = ()  # one per batch written (`commit` is the last)
 
 
 # ---------------------------------------------------------------------------- planning
@@ -373,12 +378,16 @@ def _load_json(raw: bytes, path: Path) -> Any:
 
 
 def apply_import(
-    engine: TransferSource, plan: ImportPlan, progress: Progress | None = None, llm: ChatModel | None = None
+    engine: TransferSource, plan: ImportPlan, progress: Progress | None = None, llm: ChatModel | None = None,
+    *, batch_size: int = IMPORT_BATCH,
 ) -> ImportResult:
-    """Write the plan's entries (+ extracted facts if the plan asks) and make one commit.
+    """Write the plan's entries (+ extracted facts if the plan asks), one commit per batch of
+    `batch_size` (one commit for most imports).
 
-    If a write fails, the files this import already wrote are removed again and the error is
-    raised: an import is all or nothing.
+    Each batch is all or nothing: if a write fails, the files of that batch are removed again and
+    the error is raised; the batches before it stay committed. A batch's files are made durable
+    once, before its commit (durable_batch), not file by file. An import that was killed is
+    finished by running it again: what is on disk is left out (ids are stable), the rest written.
     """
     engine.writer.require_writer()
     entries = list(plan.entries)
@@ -388,28 +397,46 @@ def apply_import(
         entries += facts
         notes += [note] if note else []
     todo = [e for e in entries if engine.raw.lookup(e.id) is None]
-    # One transaction: if any write fails, every file this import wrote is put back as it was.
-    with engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
-                                   publish=False) as tx:
-        for conv, title in plan.titles.items():
-            if not engine.store.conversation_meta(conv).get("title"):
-                tx.write_conversation_meta(conv, {**engine.store.conversation_meta(conv), "title": title})
-        for i, entry in enumerate(todo, 1):
-            _write(tx, entry)
-            if progress is not None:
-                progress(i, len(todo))
-        written = list(tx.written)
-        turns = sum(1 for m in written if m.role in TURN_ROLES)
-        facts_n = sum(1 for m in written if m.role == Role.MEMORY)
-        convs = len({m.conversation_id for m in written} | set(plan.titles))
-        sha = None
-        if tx.paths:
-            only = {m.conversation_id for m in written} | set(plan.titles)
-            tx.conversation = only.pop() if len(only) == 1 else None
-            tx.subject = f"Import {plan.source.name}: {convs} conversations, {turns} turns, {facts_n} facts"
-            sha = tx.publish().commit
-    return ImportResult(convs, turns, facts_n, tuple(written), sha, plan.skipped,
-                        plan.already_present + len(entries) - len(todo), tuple(notes))
+    parts = [todo[i:i + batch_size] for i in range(0, len(todo), max(1, batch_size))] or [[]]
+    written: list[Memory] = []
+    commits: list[str] = []
+    done = 0
+    for n, part in enumerate(parts, 1):
+        # One transaction per batch: if a write fails, every file of the batch is put back as it was.
+        with engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
+                                       publish=False) as tx:
+            with durable_batch(engine.root):
+                if n == 1:
+                    for conv, title in plan.titles.items():
+                        if not engine.store.conversation_meta(conv).get("title"):
+                            tx.write_conversation_meta(
+                                conv, {**engine.store.conversation_meta(conv), "title": title})
+                for entry in part:
+                    _write(tx, entry)
+                    done += 1
+                    if progress is not None:
+                        progress(done, len(todo))
+            batch = list(tx.written)
+            written += batch
+            if tx.paths:
+                only = {m.conversation_id for m in batch} | (set(plan.titles) if n == 1 else set())
+                tx.conversation = only.pop() if len(only) == 1 else None
+                tx.subject = _subject(plan, batch, n, len(parts))
+                sha = tx.publish().commit
+                commits += [sha] if sha else []
+    turns = sum(1 for m in written if m.role in TURN_ROLES)
+    facts_n = sum(1 for m in written if m.role == Role.MEMORY)
+    convs = len({m.conversation_id for m in written} | set(plan.titles))
+    return ImportResult(convs, turns, facts_n, tuple(written), commits[-1] if commits else None, plan.skipped,
+                        plan.already_present + len(entries) - len(todo), tuple(notes), tuple(commits))
+
+
+def _subject(plan: ImportPlan, batch: list[Memory], n: int, parts: int) -> str:
+    convs = len({m.conversation_id for m in batch} | (set(plan.titles) if n == 1 else set()))
+    turns = sum(1 for m in batch if m.role in TURN_ROLES)
+    facts = sum(1 for m in batch if m.role == Role.MEMORY)
+    part = f" (part {n} of {parts})" if parts > 1 else ""
+    return f"Import {plan.source.name}{part}: {convs} conversations, {turns} turns, {facts} facts"
 
 
 def _write(tx: Transaction, e: Entry) -> Memory:
