@@ -77,10 +77,11 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
     with ports.writer.transaction(Operation.TURN, conversation=conv, turn_id=turn.user.id,
                                   publish=False) as tx:
         tx.adopt(turn.user, turn.assistant, *turn.written)
-        applied = _held_or_applied(ports.config, ports, tx, conv, plan.decisions, origin, turn.user.id, notes)
-        if plan.user_facts:  # the user's facts: read in every conversation, learned in this one
-            applied.added += _held_or_applied(ports.config, ports, tx, GLOBAL_CONVERSATION, plan.user_facts,
-                                              learned, turn.user.id, notes).added
+        # the conversation's decisions, then the user's facts (read in every conversation,
+        # learned in this one)
+        applied = _held_or_applied(ports, tx, [(conv, plan.decisions, origin),
+                                               (GLOBAL_CONVERSATION, plan.user_facts, learned)],
+                                   turn.user.id, notes)
         summary = ports.summary(conv)
         if plan.summary_text is not None:
             summary = tx.write_summary(conv, plan.summary_text, plan.summary_count)
@@ -125,12 +126,19 @@ def apply_as_one_commit(
 
 
 def _held_or_applied(
-    config: Config, reads: DecisionTarget | ChatPorts, tx: Transaction, conv: str,
-    decisions: Sequence[Planned], extra: Mapping[str, Any], turn_id: str, notes: list[str],
+    ports: ChatPorts, tx: Transaction, scopes: Sequence[tuple[str, Sequence[Planned], Mapping[str, Any]]],
+    turn_id: str, notes: list[str],
 ) -> Applied:
-    """Review mode's proposals for what it holds (in `tx`), the rest applied."""
-    now = review.hold_for_review(config, reads.lookup, tx, conv, decisions, extra, turn_id, notes)
-    return apply_decisions(tx, reads.get, conv, now, extra)
+    """For each (conversation, decisions, front matter) in turn: review mode's proposals for what
+    it holds (in `tx`), the rest applied; what all of them changed."""
+    applied = Applied()
+    for conv, decisions, extra in scopes:
+        now = review.hold_for_review(ports.config, ports.lookup, tx, conv, decisions, extra, turn_id, notes)
+        done = apply_decisions(tx, ports.get, conv, now, extra)
+        applied.added += done.added
+        applied.updated += done.updated
+        applied.deleted += done.deleted
+    return applied
 
 
 def _record(tx: Transaction, turn: TurnRecord, outcome: WriteOutcome) -> None:
