@@ -7,6 +7,7 @@ The store is made read-only for real: a read-only bind mount in a private mount 
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -92,3 +93,43 @@ def test_search_works_on_a_read_only_store_indexed_or_never_indexed(tmp_path: Pa
     assert indexed.returncode == 0 and "Traceback" not in indexed.stderr, indexed.stderr
     assert "linden honey" in indexed.stdout  # added after the last index update: found all the same
     assert list(scratch.glob("desktop-mem-*")) == []
+
+
+MCP_SEARCH = '''
+import json, sys
+import anyio
+from pathlib import Path
+from tests.mcp_clients import stdio_session
+
+async def main():
+    async with stdio_session(Path(sys.argv[1])) as s:
+        found = await s.call_tool("search_memory", {"query": sys.argv[2]})
+        added = await s.call_tool("add_memories", {"text": "The user likes coffee"})
+    text = lambda r: "".join(getattr(c, "text", "") for c in r.content)
+    print(json.dumps({"found": [found.is_error, text(found)], "added": [added.is_error, text(added)]}))
+
+anyio.run(main)
+'''
+
+
+def test_an_mcp_search_works_on_a_read_only_store_and_an_add_says_why_not(tmp_path: Path) -> None:
+    """`desktop-mem mcp` runs a search where the writer is; on a read-only store there is none,
+    and the search failed with "cannot be written". It is a read: it answers."""
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("no read-only bind mounts here (needs unshare -m)")
+    store = tmp_path / "store"
+    subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "add",
+                    "The user keeps bees in the garden"], check=True, capture_output=True, env=cli_env(),
+                   cwd=ROOT)
+    (store / ".desktop_mem.lock").unlink(missing_ok=True)
+    script = tmp_path / "mcp_search.py"
+    script.write_text(MCP_SEARCH)
+    s = shlex.quote(str(store))
+    run = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {s} bees"
+    mount = f"mount --bind {s} {s} && mount -o remount,bind,ro {s}"
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f"{mount} && {run}"], capture_output=True, text=True,
+                          env=cli_env(), cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["found"][0] is False and "keeps bees in the garden" in answer["found"][1], answer
+    assert answer["added"][0] is True and "cannot be written" in answer["added"][1], answer

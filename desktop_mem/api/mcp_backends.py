@@ -35,7 +35,8 @@ from desktop_mem.engine.models import EngineError, StoreChange, StoreLockedError
 EngineCall = Callable[[MemoryEngine], Any]
 ChangeListener = Callable[[StoreChange], None]
 LOCK_WAIT_S = 15.0  # how long a call waits for a writer that advertises no endpoint (a CLI command)
-DERIVED = ("memory_index.json", "keyword_index.sqlite3", "chroma/chroma.sqlite3")
+DERIVED = ("memory_index.json.sqlite3", "keyword_index.sqlite3", "chroma/chroma.sqlite3")
+READS_AT_WRITER = frozenset({"search_memory"})  # run at the writer to search its fresh index
 
 
 class Backend(Protocol):
@@ -121,6 +122,10 @@ class StdioBackend:
                         call: EngineCall) -> Any:
         from desktop_mem.api.mcp_forward import WriterUnreachable, forward_call, writer_endpoint
 
+        if tool in READS_AT_WRITER and not os.access(self.root, os.W_OK):
+            # a read-only store (a mounted backup): nobody can write it, so a search needs no
+            # writer; it runs on the reader (its index from a scratch copy, issue #22)
+            return await self.read(call)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             done, value = await anyio.to_thread.run_sync(self._write_sync, call)
