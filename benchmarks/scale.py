@@ -163,7 +163,7 @@ def child(kind: str, store: Path, *extra: str) -> dict[str, Any]:
 
 def index_size_mb(store: Path) -> float:
     parts = [store / "chroma", store / "keyword_index.sqlite3", store / "keyword_index.sqlite3-wal",
-             store / "memory_index.json"]
+             store / "memory_index.json", store / "memory_index.json.sqlite3"]
     total = 0
     for part in parts:
         if part.is_file():

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(300)
 
 def _local_state(store: Path) -> dict[str, Any]:
     """What a reader must leave as it is: git's index and refs, and the store's local state files."""
-    watched = [store / ".git" / "index", store / ".git" / "HEAD", store / "memory_index.json",
+    watched = [store / ".git" / "index", store / ".git" / "HEAD", store / "memory_index.json.sqlite3",
                store / "kept_secrets.json"]
     return {str(p): (p.stat().st_mtime_ns, p.read_bytes()) if p.exists() else None for p in watched}
 

@@ -3,7 +3,6 @@ opened with another model re-embeds every memory, reporting progress, then searc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +10,7 @@ import numpy as np
 
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.index.embedder import OnnxEmbedder
+from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 
 FACTS = [
     "The user has a dog named Biscuit, a greyhound",
@@ -22,7 +22,7 @@ FACTS = [
 
 
 def _recorded_model(engine: MemoryEngine) -> str:
-    return str(json.loads((engine.root / "memory_index.json").read_text(encoding="utf-8"))["embedder"])
+    return Manifest(engine.root / MANIFEST_NAME).embedder_name
 
 
 def test_a_model_change_re_embeds_everything_with_progress(make_config: Callable[..., Any]) -> None:

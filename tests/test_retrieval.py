@@ -153,7 +153,7 @@ def test_a_deleted_index_is_rebuilt_from_the_files_with_identical_results(
         before = [[(r.memory.id, round(r.scores.relevance, 4)) for r in eng.search(q)] for q in queries]
     shutil.rmtree(root / "chroma")
     (root / "keyword_index.sqlite3").unlink()
-    (root / "memory_index.json").unlink()
+    (root / "memory_index.json.sqlite3").unlink()
     for leftover in root.glob("keyword_index.sqlite3-*"):
         leftover.unlink()
     with MemoryEngine(make_config()) as again:

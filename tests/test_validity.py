@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history import validity_migration
 from desktop_mem.engine.models import ValidationError
 from desktop_mem.engine.store import validity
+from desktop_mem.engine.store.manifest import MANIFEST_NAME
 
 
 def _file(engine: MemoryEngine, rel: str) -> str:
@@ -159,12 +161,14 @@ def test_a_cached_listing_from_before_validity_is_read_again(make_config: Callab
     config = make_config()
     with MemoryEngine(config) as eng:
         fact = eng.add("The user lives in Ghent")
-        manifest = eng.root / "memory_index.json"
-    data = json.loads(manifest.read_text("utf-8"))
-    for entry in data["files"].values():  # as an older version cached it: no validity fields
-        entry["memory"].pop("valid_from", None)
-        entry["memory"].pop("valid_to", None)
-    manifest.write_text(json.dumps(data), "utf-8")
+        manifest = eng.root / MANIFEST_NAME
+    with sqlite3.connect(manifest) as db:  # as an older version cached it: no validity fields
+        for path, text in db.execute("SELECT path, memory FROM files").fetchall():
+            cached = json.loads(text)
+            cached.pop("valid_from", None)
+            cached.pop("valid_to", None)
+            db.execute("UPDATE files SET memory = ? WHERE path = ?", (json.dumps(cached), path))
+    db.close()
     with MemoryEngine(config) as eng:
         assert eng.get(fact.id).valid_from == fact.valid_from
 

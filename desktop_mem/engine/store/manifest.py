@@ -1,40 +1,48 @@
-"""memory_index.json: per file its stat signature, content hash and parsed memory (a restart
-with unchanged files parses nothing), and per indexed id the hashes of what went into the indexes.
-A cache: deleting it costs a re-parse and re-embed, never data."""
+"""The manifest: per file its stat signature, content hash and parsed memory (a restart with
+unchanged files parses nothing), and per indexed id the hashes of what went into the indexes.
+A cache: deleting it costs a re-parse and re-embed, never data.
+
+Kept in SQLite (`memory_index.json.sqlite3`), one row per file, written in place: at 100,000
+memories the JSON file it replaces was 84 MB, read whole at every start (2.9 s, and its decoded
+dicts raised the peak) and rewritten whole by every save. Now a start streams the rows once and
+a save writes only the rows that changed. The name keeps the old `memory_index.json.*` pattern
+that every store's committed .gitignore already ignores. An old memory_index.json is read once
+and replaced by the first save.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
+import sys
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.models import Memory
-from desktop_mem.engine.store.markdown_store import atomic_write
 
-MANIFEST_NAME = "memory_index.json"
-MANIFEST_VERSION = 1
+MANIFEST_NAME = "memory_index.json.sqlite3"
+LEGACY_NAME = "memory_index.json"  # the JSON manifest before issue #25, migrated by the first save
+LEGACY_VERSION = 1
+SCHEMA_VERSION = "2"
 SAVE_INTERVAL = 5.0  # seconds between manifest writes caused by single edits
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """What memory_index.json knows about one file."""
-
-    mtime_ns: int
-    size: int
-    hash: str
-    # The parsed Memory (shared with the catalog, so the cache costs no second copy), or its JSON
-    # form as read from disk until the file is first looked up.
-    memory: Memory | Mapping[str, Any]
-
-
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,
+                                  size INTEGER NOT NULL, hash TEXT NOT NULL, memory TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS indexed (id TEXT PRIMARY KEY, text_hash TEXT NOT NULL, meta_hash TEXT NOT NULL);
+"""
+Stat = tuple[int, int]  # (st_mtime_ns, st_size): a file unchanged since it was parsed
 _FIELDS = tuple(f.name for f in fields(Memory))
 _FIELD_SET = frozenset(_FIELDS)
+# Values many memories share: one string object each instead of one per memory (issue #25).
+_SHARED = ("conversation_id", "source", "kind", "summary_kind")
 
 
 def memory_to_json(memory: Memory) -> dict[str, Any]:
@@ -54,88 +62,290 @@ def memory_from_json(data: Mapping[str, Any]) -> Memory:
     for key in ("created_at", "updated_at", "deleted_at", "expires_at"):
         if values.get(key):
             values[key] = datetime.fromisoformat(values[key])
+    for key in _SHARED:
+        if isinstance(values.get(key), str):
+            values[key] = sys.intern(values[key])
     return Memory(**values)
 
 
+class _Indexed(dict[str, tuple[str, str]]):
+    """id -> (text hash, metadata hash) of what the indexes hold, remembering which ids changed
+    since the last save so a save writes only those rows."""
+
+    def __init__(self, items: Iterable[tuple[str, tuple[str, str]]] = ()) -> None:
+        super().__init__(items)
+        self.changed: set[str] = set()
+        self.cleared = False
+
+    def __setitem__(self, key: str, value: tuple[str, str]) -> None:
+        super().__setitem__(key, value)
+        self.changed.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.changed.add(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.changed.add(key)
+        return super().pop(key, *default)
+
+    def clear(self) -> None:
+        super().clear()
+        self.changed.clear()
+        self.cleared = True
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
 
 class Manifest:
-    """memory_index.json: file cache + what is in the indexes. Saved atomically."""
+    """The file cache + what is in the indexes, in SQLite. Thread-safe; saves are atomic (one
+    transaction), so a crash leaves the previous state, which is merely stale."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.embedder_name = ""
+        self._saved_embedder = ""
         self._saved_at = 0.0
         self._dirty = False
-        self.files: dict[str, FileEntry] = {}
-        self.indexed: dict[str, tuple[str, str]] = {}
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None  # the file, or the legacy JSON's rows in memory
+        self._writable = False
+        self._legacy: Path | None = None  # an old memory_index.json to remove once saved
+        # path -> (stat, memory), or None for a file gone: written by the next save
+        self._pending: dict[str, tuple[Stat, Memory] | None] = {}
+        self.indexed = _Indexed()
         self._load()
 
+    # ------------------------------------------------------------------ reading
+
     def _load(self) -> None:
+        if self.path.exists():
+            try:
+                db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                if meta.get("version") != SCHEMA_VERSION:
+                    db.close()
+                    return  # another version: start empty (a re-parse and re-embed), overwritten on save
+                self.embedder_name = self._saved_embedder = meta.get("embedder", "")
+                rows = db.execute("SELECT id, text_hash, meta_hash FROM indexed")
+                self.indexed = _Indexed((i, (t, m)) for i, t, m in rows)
+                self._db = db
+            except sqlite3.Error:
+                self.indexed = _Indexed()
+                self.embedder_name = self._saved_embedder = ""
+            return
+        legacy = self.path.with_name(LEGACY_NAME)
+        if legacy.name != self.path.name and legacy.is_file():
+            self._load_legacy(legacy)
+
+    def _load_legacy(self, legacy: Path) -> None:
+        """Read an old memory_index.json once, into an in-memory table; the first save writes the
+        SQLite file and removes the JSON (a reader never writes)."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(legacy.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return
-        if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
-            return
-        self.files = {
-            p: FileEntry(e["mtime_ns"], e["size"], e["hash"], e["memory"]) for p, e in data["files"].items()
-        }
+        if not (isinstance(data, dict) and data.get("version") == LEGACY_VERSION
+                and isinstance(data.get("files"), dict)):
+            return  # not ours (another tool's memory_index.json): leave it alone
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.executescript(_SCHEMA)
+        rows = ((p, e["mtime_ns"], e["size"], e["hash"], json.dumps(e["memory"], default=str))
+                for p, e in data.pop("files").items() if isinstance(e, dict))
+        with contextlib.suppress(KeyError, TypeError, sqlite3.Error), db:
+            db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
         self.embedder_name = str(data.get("embedder", ""))
-        self.indexed = {k: (v[0], v[1]) for k, v in data.get("indexed", {}).items()}
+        indexed = data.get("indexed", {})
+        self.indexed = _Indexed((k, (v[0], v[1])) for k, v in indexed.items()
+                                if isinstance(v, list) and len(v) == 2)
+        self.indexed.changed.update(self.indexed)
+        self._db = db
+        self._legacy = legacy
+        self._dirty = True  # a writer's first flush moves it to SQLite
 
-    def save(self, *, force: bool = True) -> None:
-        """Write the manifest atomically (a crash leaves the old one, which is merely stale).
+    def reuse(self, stats: Mapping[str, Stat]) -> Iterator[Memory]:
+        """The parsed memory of every file in `stats` whose (mtime_ns, size) match the cached row;
+        rows of files not in `stats` are dropped at the next save. One pass over the rows, so a
+        start holds one row at a time, not the whole manifest."""
+        with self._lock:
+            pending = dict(self._pending)
+            rows: Iterable[tuple[str, int, int, str]] = self._rows()
+        seen: set[str] = set()
+        for rel, entry in pending.items():
+            seen.add(rel)
+            if entry is not None and rel in stats and entry[0] == stats[rel]:
+                yield entry[1]
+        stale: list[str] = []
+        for rel, mtime_ns, size, text in rows:
+            if rel in seen:
+                continue
+            st = stats.get(rel)
+            if st is None:
+                stale.append(rel)
+                continue
+            if st != (mtime_ns, size):
+                continue
+            memory = _parse_row(text)
+            if memory is not None:
+                yield memory
+        if stale:
+            with self._lock:
+                for rel in stale:
+                    self._pending.setdefault(rel, None)
+                self._dirty = True
 
-        With force=False the write is skipped if the last one was under SAVE_INTERVAL seconds
-        ago: the manifest is a cache, so a stale one costs a re-parse or re-embed of the files
-        that changed, never data. Without this, every single write would rewrite a file that
-        grows with the store (megabytes at 10k memories). `flush()` writes what was skipped.
-        """
-        now = time.monotonic()
-        if not force and now - self._saved_at < SAVE_INTERVAL:
+    def _rows(self) -> Iterator[tuple[str, int, int, str]]:
+        """The saved rows, streamed: from a connection of their own (a save meanwhile does not
+        disturb them), or from the old JSON's in-memory table."""
+        db = self._db
+        if db is None:
+            return iter(())
+        if not self._legacy and self.path.exists():
+            try:
+                db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            except sqlite3.Error:
+                return iter(())
+            return _stream(db, close=True)
+        with self._lock:
+            return iter(db.execute("SELECT path, mtime_ns, size, memory FROM files").fetchall())
+
+    # ------------------------------------------------------------------ changes
+
+    def remember_file(self, memory: Memory, stat: os.stat_result | Stat) -> None:
+        """Record a freshly parsed file with its stat (or its (mtime_ns, size))."""
+        signature = (stat.st_mtime_ns, stat.st_size) if isinstance(stat, os.stat_result) else stat
+        with self._lock:
+            self._pending[memory.path] = (signature, memory)
             self._dirty = True
-            return
-        self._saved_at = now
-        self._dirty = False
-        data = {
-            "version": MANIFEST_VERSION,
-            "embedder": self.embedder_name,
-            # Not dataclasses.asdict: it deep-copies every stored memory (~1 s per save at 10k
-            # files, and a start saves twice); the entries are already JSON-ready.
-            "files": {p: {"mtime_ns": e.mtime_ns, "size": e.size, "hash": e.hash,
-                          "memory": memory_to_json(e.memory) if isinstance(e.memory, Memory) else e.memory}
-                      for p, e in list(self.files.items())},  # a snapshot: writers may add meanwhile
-            "indexed": {k: list(v) for k, v in list(self.indexed.items())},
-        }
-        atomic_write(self.path, json.dumps(data, separators=(",", ":"), default=str).encode("utf-8"))
-
-    def flush(self) -> None:
-        """Write the manifest if anything changed since the last write (deferred saves, close)."""
-        if self._dirty:
-            self.save()
-
-    def cached_memory(self, rel: str, stat: os.stat_result) -> Memory | None:
-        """The parsed memory of an unchanged file (same mtime and size), else None."""
-        entry = self.files.get(rel)
-        if entry is None or entry.mtime_ns != stat.st_mtime_ns or entry.size != stat.st_size:
-            return None
-        if isinstance(entry.memory, Memory):
-            return entry.memory
-        if not entry.memory.keys() >= _FIELD_SET:
-            return None  # cached before Memory had these fields (e.g. valid_from): parse again
-        try:
-            memory = memory_from_json(entry.memory)
-        except (TypeError, ValueError, KeyError):
-            return None
-        self.files[rel] = FileEntry(entry.mtime_ns, entry.size, entry.hash, memory)  # drop the JSON copy
-        return memory
-
-    def remember_file(self, memory: Memory, stat: os.stat_result) -> None:
-        """Record a freshly parsed file."""
-        self.files[memory.path] = FileEntry(stat.st_mtime_ns, stat.st_size, memory.content_hash, memory)
-        self._dirty = True
 
     def forget_file(self, rel: str) -> None:
         """Drop a file that moved or went away."""
-        if self.files.pop(rel, None) is not None:
+        with self._lock:
+            self._pending[rel] = None
             self._dirty = True
+
+    def save(self, *, force: bool = True) -> None:
+        """Write what changed, in one transaction (a crash leaves the previous state).
+
+        With force=False the write is skipped if the last one was under SAVE_INTERVAL seconds
+        ago (a burst of single edits makes one write); `flush()` writes what was skipped.
+        """
+        now = time.monotonic()
+        with self._lock:
+            if not force and now - self._saved_at < SAVE_INTERVAL:
+                self._dirty = True
+                return
+            self._saved_at = now
+            db = self._writer()
+            pending, self._pending = self._pending, {}
+            indexed = self.indexed
+            # swapped, not copied and cleared: an id the index thread changes meanwhile lands in
+            # the new set and is written by the next save
+            changed, cleared = indexed.changed, indexed.cleared
+            indexed.changed, indexed.cleared = set(), False
+            try:
+                with db:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self.embedder_name,))
+                    gone = [(p,) for p, e in pending.items() if e is None]
+                    db.executemany("DELETE FROM files WHERE path = ?", gone)
+                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", (
+                        (p, e[0][0], e[0][1], e[1].content_hash,
+                         json.dumps(memory_to_json(e[1]), separators=(",", ":"), default=str))
+                        for p, e in pending.items() if e is not None))
+                    if cleared:
+                        db.execute("DELETE FROM indexed")
+                    now_indexed = {i: indexed.get(i) for i in changed}
+                    db.executemany("DELETE FROM indexed WHERE id = ?",
+                                   ((i,) for i, v in now_indexed.items() if v is None))
+                    db.executemany("INSERT OR REPLACE INTO indexed VALUES (?, ?, ?)",
+                                   ((i, *v) for i, v in now_indexed.items() if v is not None))
+            except BaseException:
+                # keep what was not written for the next save
+                self._pending = {**pending, **self._pending}
+                indexed.changed |= changed
+                indexed.cleared = indexed.cleared or cleared
+                self._dirty = True
+                raise
+            self._saved_embedder = self.embedder_name
+            self._dirty = False
+            if self._legacy is not None:
+                with contextlib.suppress(OSError):
+                    self._legacy.unlink()
+                self._legacy = None
+
+    def flush(self) -> None:
+        """Write the manifest if anything changed since the last write (deferred saves, close)."""
+        indexed = self.indexed
+        if self._dirty or indexed.changed or indexed.cleared or self.embedder_name != self._saved_embedder:
+            self.save()
+
+    def close(self) -> None:
+        """Close the database (what is pending stays pending until a save)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+                self._writable = False
+
+    def _writer(self) -> sqlite3.Connection:
+        """The file's connection for writing: created on the first save (a reader never writes);
+        rows read from an old JSON manifest are copied into it."""
+        if self._db is not None and self._writable:
+            return self._db
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists()
+        db = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            if self._db is not None and self._legacy is not None:
+                self._db.backup(db)  # the old JSON's rows, now on disk
+            elif not fresh and _version(db) != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError("another version")
+            db.executescript(_SCHEMA)
+        except sqlite3.Error:
+            # unreadable or another version: it is a cache, start it again
+            db.close()
+            self.path.unlink(missing_ok=True)
+            db = sqlite3.connect(self.path, check_same_thread=False)
+            db.executescript(_SCHEMA)
+            self.indexed.changed.update(self.indexed)
+            self.indexed.cleared = True
+        if self._db is not None:
+            self._db.close()
+        self._db, self._writable = db, True
+        return db
+
+
+def _parse_row(text: str) -> Memory | None:
+    """A cached memory, or None when the row cannot be used (parse the file again)."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not data.keys() >= _FIELD_SET:
+            return None  # cached before Memory had these fields (e.g. valid_from): parse again
+        return memory_from_json(data)
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def _stream(db: sqlite3.Connection, *, close: bool) -> Iterator[tuple[str, int, int, str]]:
+    try:
+        cursor = db.execute("SELECT path, mtime_ns, size, memory FROM files")
+        while batch := cursor.fetchmany(2000):
+            yield from batch
+    except sqlite3.Error:
+        return
+    finally:
+        if close:
+            db.close()
+
+
+def _version(db: sqlite3.Connection) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+    return str(row[0]) if row else None

@@ -9,10 +9,11 @@ Safety does not depend on a caller remembering a safe variant: the plain name is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import replace
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from desktop_mem.engine.models import Memory, Role
 from desktop_mem.engine.store import layout, secrets_scan
@@ -29,12 +30,29 @@ class HeldBack(Protocol):
     def refuse_if_held(self, memory: Memory) -> None: ...
 
 
+@dataclass(frozen=True)
+class MemoryPage:
+    """One page of a listing (MemoryReads.list_page): its rows, how many the whole listing has,
+    and whether any of them is deleted (a list shows a Status column then)."""
+
+    memories: tuple[Memory, ...]
+    total: int
+    any_deleted: bool = False
+
+
+SortKey = Callable[[Memory], Any]
+
+
 class MemoryReads:
     """Reads of the catalog; with `held`, the shared view (held-back hand edits kept out)."""
 
     def __init__(self, catalog: Catalog, held: HeldBack | None = None) -> None:
         self._catalog = catalog
         self._held = held
+        # The last listing's order (one list of references), reused for its next pages until the
+        # catalog or the held-back set changes: a page of a 100k listing costs a slice, not a sort.
+        self._listing_lock = threading.Lock()
+        self._listing: tuple[tuple[Any, ...], list[Memory], bool] | None = None
 
     @property
     def is_raw(self) -> bool:
@@ -74,6 +92,24 @@ class MemoryReads:
         )
         held = self._held.ids if self._held is not None else frozenset()
         return [m for m in found if m.id not in held] if held else found
+
+    def list_page(self, offset: int, limit: int, *, key: SortKey | None = None, descending: bool = False,
+                  **filters: Any) -> MemoryPage:
+        """Rows offset..offset+limit of list_memories(**filters) newest first, or sorted by `key`
+        (`descending` for the reverse; ties stay newest first), with the listing's total. The
+        memory browser lists a 100k store this way, one page at a time (issue #25)."""
+        held = self._held.ids if self._held is not None else frozenset()
+        signature = (self._catalog.generation, held, key, descending, tuple(sorted(filters.items())))
+        with self._listing_lock:
+            if self._listing is None or self._listing[0] != signature:
+                rows = self.list_memories(**filters)
+                rows.reverse()
+                if key is not None:
+                    rows.sort(key=key, reverse=descending)
+                self._listing = (signature, rows, any(m.deleted for m in rows))
+            _sig, rows, any_deleted = self._listing
+        start = max(offset, 0)
+        return MemoryPage(tuple(rows[start:start + max(limit, 0)]), len(rows), any_deleted)
 
     def summary(self, conversation_id: str) -> Memory | None:
         """The conversation's rolling summary, if any. Shared: a held-back one (kept in place, as

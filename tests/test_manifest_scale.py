@@ -1,0 +1,125 @@
+"""The manifest at scale (issue #25): kept in SQLite, written row by row, read one row at a time,
+and an old memory_index.json carried over without a re-parse or a re-embed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.store.manifest import LEGACY_NAME, MANIFEST_NAME, memory_to_json
+from desktop_mem.engine.store.markdown_store import MarkdownStore
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _rows(store: Path) -> dict[str, str]:
+    with sqlite3.connect(store / MANIFEST_NAME) as db:
+        rows = dict(db.execute("SELECT path, memory FROM files"))
+    db.close()
+    return rows
+
+
+def test_a_save_after_one_edit_writes_that_file_only(make_config: Callable[..., Any]) -> None:
+    """At 100k memories the JSON manifest was rewritten whole (84 MB) by every save; now an add
+    writes its own row and leaves every other row as it was."""
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        kept = eng.add("The user grows tomatoes on the balcony")
+        root = eng.root
+    marker = json.loads(_rows(root)[kept.path])
+    marker["source"] = "marker-left-alone"
+    with sqlite3.connect(root / MANIFEST_NAME) as db:
+        db.execute("UPDATE files SET memory = ? WHERE path = ?", (json.dumps(marker), kept.path))
+    db.close()
+    with MemoryEngine(config) as eng:
+        added = eng.add("The user plays the cello on Sundays")
+    rows = _rows(root)
+    assert set(rows) == {kept.path, added.path}
+    assert json.loads(rows[kept.path])["source"] == "marker-left-alone"  # not rewritten
+    assert json.loads(rows[added.path])["text"] == "The user plays the cello on Sundays"
+
+
+def test_a_removed_file_leaves_the_manifest(make_config: Callable[..., Any]) -> None:
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        gone = eng.add("The user lived in Porto")
+        stays = eng.add("The user lives in Ghent")
+        root = eng.root
+    (root / gone.path).unlink()
+    with MemoryEngine(config) as eng:
+        assert eng.lookup(gone.id) is None
+    assert set(_rows(root)) == {stays.path}
+
+
+def test_memories_from_the_manifest_share_their_repeated_values(make_config: Callable[..., Any]) -> None:
+    """100k memories in a few conversations hold one copy of each conversation id and source,
+    not one per memory."""
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        ids = [eng.add(f"The user mentioned topic number {i}", conversation_id="kitchen").id for i in range(3)]
+    with MemoryEngine(config) as eng:
+        first, *others = (eng.get(i) for i in ids)
+        for other in others:
+            assert other.conversation_id is first.conversation_id
+            assert other.source is first.source
+
+
+def test_an_old_json_manifest_is_carried_over_without_parsing_or_re_embedding(
+    make_config: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store last opened by a version with memory_index.json: the first start parses no file,
+    embeds nothing again, and replaces the JSON with the SQLite manifest."""
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        facts = [eng.add(t) for t in ("The user has a greyhound named Biscuit", "The user is a nurse")]
+        eng.open_index()
+        root = eng.root
+        indexed = dict(eng.manifest.indexed)
+        embedder = eng.manifest.embedder_name
+        stats = {m.path: (root / m.path).stat() for m in facts}
+    legacy = {"version": 1, "embedder": embedder,
+              "files": {m.path: {"mtime_ns": stats[m.path].st_mtime_ns, "size": stats[m.path].st_size,
+                                 "hash": m.content_hash, "memory": memory_to_json(m)} for m in facts},
+              "indexed": {k: list(v) for k, v in indexed.items()}}
+    (root / MANIFEST_NAME).unlink()
+    (root / LEGACY_NAME).write_text(json.dumps(legacy, default=str), encoding="utf-8")
+    parsed: list[str] = []
+    real_read = MarkdownStore.read
+    monkeypatch.setattr(MarkdownStore, "read", lambda self, rel: parsed.append(rel) or real_read(self, rel))
+    with MemoryEngine(config) as eng:
+        assert [eng.get(m.id).text for m in facts] == [m.text for m in facts]
+        report = eng.open_index()
+        assert report.embedded == 0
+        assert eng.search("greyhound")[0].memory.id == facts[0].id
+    assert parsed == []
+    assert not (root / LEGACY_NAME).exists()
+    assert set(_rows(root)) == {m.path for m in facts}
+
+
+def test_another_tools_memory_index_json_is_left_alone(make_config: Callable[..., Any]) -> None:
+    config = make_config()
+    store = Path(config.store_path)
+    store.mkdir(parents=True)
+    foreign = json.dumps({"version": "agent-cli 3", "entries": []})
+    (store / LEGACY_NAME).write_text(foreign, encoding="utf-8")
+    with MemoryEngine(config) as eng:
+        eng.add("The user likes rain")
+    assert (store / LEGACY_NAME).read_text(encoding="utf-8") == foreign
+
+
+def test_a_damaged_manifest_costs_a_re_parse_not_the_memories(make_config: Callable[..., Any]) -> None:
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        fact = eng.add("The user speaks Dutch")
+        root = eng.root
+    (root / MANIFEST_NAME).write_bytes(b"not a database" * 100)
+    with MemoryEngine(config) as eng:
+        assert eng.get(fact.id).text == "The user speaks Dutch"
+        eng.add("The user speaks French")
+    assert len(_rows(root)) == 2
