@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Final, NotRequired, TypedDict
 
 from desktop_mem.engine.index.retrieval import SearchResult
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, StoredMessage
 from desktop_mem.engine.store.transaction import clip
 
-FROM_CONVERSATION = "from_conversation"  # front matter of a user fact: the chat it was learned in
+FROM_CONVERSATION: Final = "from_conversation"  # front matter of a user fact: the chat it was learned in
 
 
 def scope_of(memory: Memory, conversation_id: str) -> str:
@@ -33,6 +33,53 @@ def stored_messages(turns: Iterable[Memory]) -> list[StoredMessage]:
             for m in turns]
 
 
+class UsedItem(TypedDict):
+    """One memory put in front of the model, as a reply's `memory_used` records it."""
+
+    id: str
+    scope: str  # "user", "conversation" or "other" (scope_of)
+    conversation_id: str
+    role: str
+    text: str
+    score: float
+    from_conversation: NotRequired[str]
+
+
+class UsedRecord(TypedDict):
+    """A reply's `memory_used` front matter (chat/turn_memory.py): what its context held."""
+
+    version: int
+    model: str
+    strategy: str
+    summary: str | None
+    summary_stale: bool
+    memories: list[UsedItem]
+    other_conversations: list[str]
+
+
+class ChangedItem(TypedDict):
+    """One fact a turn added or deleted (`id`, `text`) or replaced (`old_*` / `new_*`)."""
+
+    scope: str
+    id: NotRequired[str]
+    text: NotRequired[str]
+    old_id: NotRequired[str]
+    new_id: NotRequired[str]
+    old_text: NotRequired[str]
+    new_text: NotRequired[str]
+
+
+class UpdatedRecord(TypedDict):
+    """A turn's `memory_updated` front matter (chat/turn_memory.py): what its write path changed."""
+
+    version: int
+    added: list[ChangedItem]
+    updated: list[ChangedItem]
+    deleted: list[ChangedItem]
+    summary_changed: bool
+    notes: list[str]
+
+
 @dataclass(frozen=True)
 class TurnRecord:
     """The turns persisted on the reply path, handed to the write path.
@@ -47,7 +94,7 @@ class TurnRecord:
     notes: tuple[str, ...] = ()
     written: tuple[Memory, ...] = ()
     # memory_used of the reply (turn_memory.py), for the user turn when no reply was stored
-    used: Mapping[str, Any] | None = None
+    used: UsedRecord | None = None
 
 
 @dataclass(frozen=True)

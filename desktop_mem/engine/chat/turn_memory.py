@@ -38,6 +38,9 @@ from typing import Any
 from desktop_mem.engine.chat.chat_types import (
     FROM_CONVERSATION,
     MemoryUsed,
+    UpdatedRecord,
+    UsedItem,
+    UsedRecord,
     WriteOutcome,
     learned_in,
     scope_of,
@@ -99,17 +102,17 @@ class TurnMemory:
 # -- writing ----------------------------------------------------------------------------------
 
 
-def used_front_matter(used: MemoryUsed, model: str) -> dict[str, Any]:
+def used_front_matter(used: MemoryUsed, model: str) -> UsedRecord:
     """The `memory_used` value for a reply (see the module docstring)."""
     conv = used.conversation_id
-    items = []
+    items: list[UsedItem] = []
     for r in used.memories[:MAX_ITEMS]:
         m = r.memory
-        item: dict[str, Any] = {
+        item: UsedItem = {
             "id": m.id, "scope": scope_of(m, conv), "conversation_id": m.conversation_id, "role": str(m.role),
             "text": _clip(m.text), "score": round(float(r.scores.final), 4)}
-        if learned_in(m):
-            item[FROM_CONVERSATION] = learned_in(m)
+        if (origin := learned_in(m)) is not None:
+            item[FROM_CONVERSATION] = origin
         items.append(item)
     return {
         "version": VERSION, "model": model, "strategy": used.strategy,
@@ -120,7 +123,7 @@ def used_front_matter(used: MemoryUsed, model: str) -> dict[str, Any]:
     }
 
 
-def updated_front_matter(outcome: WriteOutcome) -> dict[str, Any]:
+def updated_front_matter(outcome: WriteOutcome) -> UpdatedRecord:
     """The `memory_updated` value for a turn's write-path outcome."""
     conv = outcome.conversation_id
     return {
