@@ -300,6 +300,12 @@ def test_the_fallback_forwards_after_the_mutual_proof_and_refuses_anyone_without
             raw.sendall(PROOF + secrets.token_hex(32).encode() + b"\nGET /api/memories HTTP/1.1\r\n"
                         b"Host: 127.0.0.1\r\n\r\n")
             assert raw.recv(65536) == b""
+        # garbage, or a line that never ends: closed, and serve goes on serving
+        for junk in (b"\x00\xff" * 20 + b"\n", b"DMEM-HELLO/1 " + b"a" * 5000):
+            with (socket.create_connection(("127.0.0.1", port), timeout=15) as raw,
+                  contextlib.suppress(ConnectionResetError, BrokenPipeError)):
+                raw.sendall(junk)
+                assert raw.recv(65536) == b""
         # the public port is unchanged: HTTP with the bearer token, no handshake
         assert httpx.get(f"{serve.url}/api/memories").status_code == 401
     finally:
