@@ -61,6 +61,11 @@ class _Sim:
     out: list[bytes] = field(default_factory=list)
     now: datetime = datetime(2025, 1, 1, tzinfo=UTC)
     mark: int = 0
+    recent: dict[str, list[str]] = field(default_factory=dict)  # paths by role, newest last
+
+    def add_live(self, path: str, f: _File) -> None:
+        self.live[path] = f
+        self.recent.setdefault(str(f.meta["role"]), []).append(path)
 
     def fact_text(self) -> str:
         return f"User {self.rng.choice(_SUBJECTS)} {self.rng.choice(_OBJECTS)} ({self.rng.randrange(10**6)})"
@@ -89,8 +94,15 @@ class _Sim:
         self.out.append(b"\n")
 
     def pick(self, pool: dict[str, _File], role: str = "memory") -> str | None:
-        paths = [p for p, f in pool.items() if f.meta["role"] == role]
-        return self.rng.choice(paths[-400:]) if paths else None  # recent ones, as in real use
+        """One of the 400 newest live files of `role` (recent ones, as in real use).
+
+        Kept in a list per role, pruned of files gone since: a scan of every live file per step
+        made a 100,000-commit build quadratic."""
+        paths = self.recent.get(role, [])
+        tail = [p for p in paths[-800:] if p in pool][-400:]
+        if len(paths) > 1600:
+            paths[:-800] = []
+        return self.rng.choice(tail) if tail else None
 
 
 def _to_deleted(path: str) -> str:
@@ -103,14 +115,15 @@ def _step(sim: _Sim, op: str, conv: str) -> None:
     trail = {"Conversation": conv}
     if op == "add" or (op in ("edit", "update", "delete", "evict", "hand") and sim.pick(sim.live) is None):
         path, f = sim.new_file(conv, "memory", sim.fact_text())
-        sim.live[path] = f
+        sim.add_live(path, f)
         sim.commit(f"Add fact: {f.body}", {"Operation": "add", "Ids": f.meta["id"], **trail},
                    [("M", path, f.render())])
     elif op == "turns":
         u_path, u = sim.new_file(conv, "user", "Can you remember that " + sim.fact_text().lower() + "?")
         reply = "Sure - noted. " + " ".join(sim.fact_text() for _ in range(3))
         a_path, a = sim.new_file(conv, "assistant", reply)
-        sim.live.update({u_path: u, a_path: a})
+        sim.add_live(u_path, u)
+        sim.add_live(a_path, a)
         ids = f"{u.meta['id']}, {a.meta['id']}"
         sim.commit(f"Turn: {u.body[:60]}", {"Operation": "turn", "Ids": ids, **trail},
                    [("M", u_path, u.render()), ("M", a_path, a.render())])
@@ -143,7 +156,7 @@ def _step(sim: _Sim, op: str, conv: str) -> None:
         if op in ("update", "hand"):
             new_path, new = sim.new_file(f.meta["conversation_id"], "memory", sim.fact_text())
             f.meta["replaced_by"] = new.meta["id"]
-            sim.live[new_path] = new
+            sim.add_live(new_path, new)
             changes.append(("M", new_path, new.render()))
         sim.deleted[tomb] = f
         changes.append(("M", tomb, f.render()))
@@ -162,7 +175,7 @@ def _step(sim: _Sim, op: str, conv: str) -> None:
         f.meta.pop("deleted_at", None)
         f.meta["updated_at"] = sim.now
         path = tomb.replace("/deleted/", "/", 1)
-        sim.live[path] = f
+        sim.add_live(path, f)
         sim.commit(f"Restore fact: {f.body}", {"Operation": "restore", "Ids": f.meta["id"], **trail},
                    [("D", tomb, b""), ("M", path, f.render())])
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class Role(StrEnum):
@@ -64,6 +64,20 @@ class Message(TypedDict):
 
     role: str  # "system", "user", "assistant" (a Role for stored turns), "tool"
     content: str
+
+
+class ChatMessage(TypedDict):
+    """A message as the chat path carries it (chat/context.py's strategies, the 004 interface,
+    an API client's history): a chat message, what a tool call carries, and two keys that never
+    leave the app (`memory_id`: the stored turn it is; `incomplete`: a reply stopped or cut)."""
+
+    role: str  # "system", "user", "assistant", "tool"
+    content: NotRequired[Any]  # text; an OpenAI client may send a list of parts, or None beside tool_calls
+    name: NotRequired[str]
+    tool_calls: NotRequired[list[dict[str, Any]]]
+    tool_call_id: NotRequired[str]
+    memory_id: NotRequired[str]
+    incomplete: NotRequired[bool]
 
 
 class StoredMessage(Message):
@@ -289,6 +303,9 @@ class CommitInfo:
     trailers: Mapping[str, str]
     events: tuple[TimelineEvent, ...]
     made_by_app: bool
+    # True for a commit of more memory files than history.timeline.DETAIL_LIMIT (an import, a
+    # migration): its events come from the file paths alone, without texts.
+    events_from_paths: bool = False
 
 
 class EngineError(Exception):

@@ -260,7 +260,8 @@ def describe(event: TimelineEvent) -> str:
         return f"{new} (true since {event.valid_from})"
     if event.type == EventType.DELETE and event.hard_delete:
         return f"{old} (file removed)"
-    return new or old
+    # An event of a bulk commit (CommitInfo.events_from_paths) has no texts: name its file.
+    return new or old or event.path.rpartition("/")[2]
 
 
 SELECTED_FILL = QColor("#dbe6fb")  # as QListView::item:selected in style.qss

@@ -337,6 +337,9 @@ class TimelinePane(QWidget):
     def _show_event(self, commit: CommitInfo | None, event: TimelineEvent | None) -> None:
         self.status_label.clear()
         self._update_actions(event)
+        if commit is not None and commit.events_from_paths and not self.status_label.text():
+            self.status_label.setText(f"This commit changed {len(commit.events):,} memory files: they are "
+                                      "listed by file name; the diff below shows the selected one.")
         if event is not None and event.memory_id and self.restore_button.isEnabled():
             # Restore only what is still deleted: a memory restored since is live again.
             self._runner.submit(self._engine.get, event.memory_id, key=f"{self._key}-live",

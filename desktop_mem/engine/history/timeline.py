@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from desktop_mem.engine.history.git_history import FileChange, RawCommit
 from desktop_mem.engine.models import TURN_ROLES, CommitInfo, EventType, Operation, Role, TimelineEvent
@@ -55,11 +54,30 @@ def commit_source(trailers: Mapping[str, str]) -> str:
     return SOURCE_APP if "Operation" in trailers else SOURCE_OUTSIDE
 
 
-def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
-    """Turn a commit into its timeline events (newest-first order is the caller's concern)."""
+# A commit that changes more memory files than this (an import, a migration, a sync) is
+# classified from its file paths alone: reading and parsing both sides of every file took
+# 10 s for the 6,000 files of two migration commits on a timeline's first page, and an import
+# of 100,000 memories would take minutes. Its events then carry no texts (the diff view reads
+# a file's two sides when it is shown) and a replacement shows as a delete and an add.
+DETAIL_LIMIT = 200
+
+
+def _no_blob(_sha: str | None) -> bytes | None:
+    return None
+
+
+def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | None | _Unset = _UNSET
+             ) -> CommitInfo:
+    """Turn a commit into its timeline events (newest-first order is the caller's concern).
+
+    Above `detail_limit` memory files (default DETAIL_LIMIT; None: no limit) no file is read."""
     operation = commit.trailers.get("Operation", "").lower()
     evicted = {i.strip() for i in commit.trailers.get("Evicted", "").split(",") if i.strip()}
     changes = [c for c in commit.changes if _is_memory_path(c.new_path or c.old_path)]
+    limit = DETAIL_LIMIT if isinstance(detail_limit, _Unset) else detail_limit
+    from_paths = limit is not None and len(changes) > limit
+    if from_paths:
+        read_blob = _no_blob
     changes = _pair_moves(changes)
     events: list[TimelineEvent] = []
     added_by_id: dict[str, tuple[int, _Side]] = {}
@@ -105,6 +123,7 @@ def classify(commit: RawCommit, read_blob: BlobReader) -> CommitInfo:
         trailers=dict(commit.trailers),
         events=tuple(events),
         made_by_app="Operation" in commit.trailers,
+        events_from_paths=from_paths,
     )
 
 
@@ -133,7 +152,7 @@ def _classify_change(
         if new.role == Role.SUMMARY:
             return _event(EventType.SUMMARY, sha, old, new)
         if layout.in_deleted(new.path):
-            if old.text == new.text:
+            if old.text == new.text and old.text is not None:
                 return None  # a tombstone re-stamped: not a change of memory content
             return _event(EventType.EDIT, sha, old, new)
         return _event(EventType.EDIT, sha, old, new)
@@ -189,35 +208,35 @@ def _pair_moves(changes: list[FileChange]) -> list[FileChange]:
     A file keeps its name when it moves (into deleted/ and back), so a rename git guessed between
     two names is undone when a file of the old name was added: git's similarity can pair a fact
     with its short, similar replacement instead of with its own tombstone."""
-    added = {PurePosixPath(c.new_path).name for c in changes if c.status == "A" and c.new_path}
+    added = {_name(c.new_path) for c in changes if c.status == "A" and c.new_path}
     split: list[FileChange] = []
     for c in changes:
-        old_name, new_name = PurePosixPath(c.old_path or "").name, PurePosixPath(c.new_path or "").name
+        old_name, new_name = _name(c.old_path), _name(c.new_path)
         if c.status == "R" and c.new_path and old_name in added and old_name != new_name:
             split += [FileChange("D", c.old_path, None, c.old_blob, None),
                       FileChange("A", None, c.new_path, None, c.new_blob)]
         else:
             split.append(c)
     changes = split
-    deletes = {PurePosixPath(c.old_path).name: c for c in changes if c.status == "D" and c.old_path}
+    deletes = {_name(c.old_path): c for c in changes if c.status == "D" and c.old_path}
     result: list[FileChange] = []
     paired: set[str] = set()
     for change in changes:
         if change.status == "A" and change.new_path:
-            name = PurePosixPath(change.new_path).name
+            name = _name(change.new_path)
             gone = deletes.get(name)
             if gone is not None and name not in paired:
                 paired.add(name)
                 result.append(FileChange("R", gone.old_path, change.new_path, gone.old_blob, change.new_blob))
                 continue
         result.append(change)
-    return [c for c in result if not (c.status == "D" and PurePosixPath(c.old_path or "").name in paired)]
+    return [c for c in result if not (c.status == "D" and _name(c.old_path) in paired)]
 
 
 def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | None:
     if path is None:
         return None
-    parts = PurePosixPath(path).parts
+    parts = tuple(path.split("/"))  # a git path: '/'-separated, never empty parts
     conversation = parts[1] if len(parts) > 2 else None
     if conversation == "deleted" and len(parts) > 3:
         conversation = parts[2]  # agent-cli's entries/deleted/<conv>/... tombstones
@@ -231,7 +250,8 @@ def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | 
         except FrontMatterError:
             text = raw.decode("utf-8", errors="replace")[:2000]
     role = meta.get("role") or _role_from_path(parts)
-    memory_id = meta.get("id") or PurePosixPath(path).stem.partition("__")[2] or PurePosixPath(path).stem
+    stem = _stem(parts[-1])
+    memory_id = meta.get("id") or stem.partition("__")[2] or stem
     replaced = meta.get("replaced_by")
     return _Side(
         path=path,
@@ -243,6 +263,17 @@ def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | 
         valid_from=_when(meta.get("valid_from")),
         valid_to=_when(meta.get("valid_to")),
     )
+
+
+def _stem(name: str) -> str:
+    """A file name without its last suffix (as PurePosixPath.stem, without its cost)."""
+    dot = name.rfind(".")
+    return name[:dot] if dot > 0 else name
+
+
+def _name(path: str | None) -> str:
+    """The last part of a git path (as PurePosixPath.name)."""
+    return (path or "").rpartition("/")[2]
 
 
 def _when(value: object) -> str | None:
