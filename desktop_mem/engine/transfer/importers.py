@@ -11,6 +11,7 @@ that are bad are left out and listed in `skipped` with where and why.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,15 @@ from typing import IO, Any
 import yaml
 
 from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
-from desktop_mem.engine.models import TURN_ROLES, Memory, Operation, Role, SecretsPolicy, ValidationError
+from desktop_mem.engine.models import (
+    TURN_ROLES,
+    EngineError,
+    Memory,
+    Operation,
+    Role,
+    SecretsPolicy,
+    ValidationError,
+)
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
@@ -403,8 +412,9 @@ def apply_import(
     done = 0
     for n, part in enumerate(parts, 1):
         # One transaction per batch: if a write fails, every file of the batch is put back as it was.
-        with engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
-                                       publish=False) as tx:
+        with _says_what_was_saved(n, len(parts), len(written), len(todo), list(commits)), \
+                engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
+                                          publish=False) as tx:
             with durable_batch(engine.root):
                 if n == 1:
                     for conv, title in plan.titles.items():
@@ -429,6 +439,28 @@ def apply_import(
     convs = len({m.conversation_id for m in written} | set(plan.titles))
     return ImportResult(convs, turns, facts_n, tuple(written), commits[-1] if commits else None, plan.skipped,
                         plan.already_present + len(entries) - len(todo), tuple(notes), tuple(commits))
+
+
+class ImportIncomplete(EngineError):
+    """An import failed after some of its batches were committed (they stay; the message says
+    how many, and running the same import again imports the rest)."""
+
+
+@contextlib.contextmanager
+def _says_what_was_saved(n: int, parts: int, saved: int, total: int, commits: list[str]) -> Iterator[None]:
+    """Batch `n` of an import failed: with earlier batches committed, say exactly what was saved
+    and what was not (issue #22). A failure in the first batch is raised as it is: nothing saved."""
+    try:
+        yield
+    except (EngineError, OSError) as exc:
+        if not commits:
+            raise
+        reason = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ImportIncomplete(
+            f"{saved:,} of {total:,} memories were imported ({len(commits)} commit"
+            f"{'s' if len(commits) > 1 else ''}, the last {commits[-1][:10]}); part {n} of {parts} failed "
+            f"and the other {total - saved:,} were not imported: {reason}. Run the same import again "
+            "to import the rest (what is in the store is left out).") from exc
 
 
 def _subject(plan: ImportPlan, batch: list[Memory], n: int, parts: int) -> str:
