@@ -108,3 +108,14 @@ def test_a_commit_at_the_limit_keeps_its_texts(engine: Any, monkeypatch: pytest.
     commit = timeline_page(engine, TimelineQuery(), None, 5, CommitCache()).commits[0]
     assert not commit.events_from_paths
     assert sorted(e.new_text or "" for e in commit.events)[0] == "Imported fact number eight"
+
+
+def test_a_small_commit_reads_each_of_its_files_once(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fact = engine.add("User lives in Berlin.")
+    engine.edit(fact.id, text="User lives in Hamburg.")
+    blobs = CountingBlobs(engine, monkeypatch)
+    commit = timeline_page(engine, TimelineQuery(), None, 1, CommitCache()).commits[0]
+    assert [(e.type, e.old_text, e.new_text) for e in commit.events] == [
+        (EventType.EDIT, "User lives in Berlin.", "User lives in Hamburg.")]
+    read = [b for b in blobs.read if b]
+    assert sorted(read) == sorted(_blobs_of(engine, commit.sha))  # the two versions, once each

@@ -83,10 +83,12 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
     added_by_id: dict[str, tuple[int, _Side]] = {}
     consumed: set[int] = set()
     pending_updates: list[tuple[int, _Side, _Side, FileChange]] = []
+    # Each side is read once (the loop below classifies from the same sides).
+    sides = [(_side(c.old_path, c.old_blob, read_blob), _side(c.new_path, c.new_blob, read_blob))
+             for c in changes]
 
     for index, change in enumerate(changes):
-        old = _side(change.old_path, change.old_blob, read_blob)
-        new = _side(change.new_path, change.new_blob, read_blob)
+        old, new = sides[index]
         if change.status == "A" and new and not layout.in_deleted(new.path) and new.memory_id:
             added_by_id[new.memory_id] = (index, new)
         if change.status == "R" and old and new:
@@ -112,7 +114,7 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
         if index in update_events:
             events.append(update_events[index])
             continue
-        event = _classify_change(change, commit.sha, operation, read_blob, evicted)
+        event = _classify_change(change, *sides[index], commit.sha, operation, evicted)
         if event is not None:
             events.append(event)
     return CommitInfo(
@@ -128,10 +130,8 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
 
 
 def _classify_change(
-    change: FileChange, sha: str, operation: str, read_blob: BlobReader, evicted: set[str]
+    change: FileChange, old: _Side | None, new: _Side | None, sha: str, operation: str, evicted: set[str]
 ) -> TimelineEvent | None:
-    old = _side(change.old_path, change.old_blob, read_blob)
-    new = _side(change.new_path, change.new_blob, read_blob)
     if old is not None and old.memory_id in evicted:
         operation = "evict"
     if change.status == "A" and new:
