@@ -40,6 +40,7 @@ from desktop_mem.engine.models import (
 from desktop_mem.engine.public_names import import_index_modules
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.memory_writes import clean_client_name, client_meta, provenance_trailers
+from desktop_mem.engine.store.reads import MemoryPage
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied, Planned
@@ -133,6 +134,10 @@ class MemoryEngine:
         """Memories matching the filters (conversation_id, role, kind, include_deleted, only_deleted,
         include_summaries, since, until), oldest first; held-back hand edits left out."""
         return self._p.shared.list_memories(**filters)
+
+    def list_page(self, offset: int, limit: int, **options: Any) -> MemoryPage:
+        """One page of list_memories (newest first, or by `key`/`descending`) and its total."""
+        return self._p.shared.list_page(offset, limit, **options)
 
     def summary(self, conversation_id: str) -> Memory | None:
         """The conversation's rolling summary, if any; held back, with its likely secrets redacted."""

@@ -1,8 +1,9 @@
 """The memory browser: search (keywords + meaning), filters, a sortable table, and problems.
 
-An empty search box lists memories (engine.list_memories); typed text runs the read path
-(engine.search, keyword and dense fused) keyed "latest wins", so only the newest query's results
-reach the table. All engine calls go through the TaskRunner; the table is a snapshot model.
+An empty search box lists memories a page at a time (engine.list_page: the first page and the
+total, then the next page as the table scrolls, sorted by the engine over every memory); typed
+text runs the read path (engine.search, keyword and dense fused) keyed "latest wins", so only the
+newest query's results reach the table. All engine calls go through the TaskRunner.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from desktop_mem.engine.api import MemoryEngine, ScoreBreakdown, SearchFilters
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, StoreChange
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.flow_layout import FlowLayout, group
-from desktop_mem.ui.memory_model import SCORE_COLUMN, STATUS_COLUMN, MemoryTableModel, ProblemsModel
+from desktop_mem.ui.memory_model import (
+    FETCH_BATCH,
+    SCORE_COLUMN,
+    STATUS_COLUMN,
+    MemoryTableModel,
+    ProblemsModel,
+    sort_key,
+)
 from desktop_mem.ui.task_runner import TaskRunner
 
 SEARCH_DELAY_MS = 250
@@ -63,6 +71,9 @@ class BrowserQuery:
     include_deleted: bool
     show_all_ranked: bool = False
     as_of: datetime | None = None  # time travel: what was live then (validity + git history)
+    sort_column: int = -1  # a listing's order: a column (-1: newest first)
+    descending: bool = False
+    page_size: int = FETCH_BATCH
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,8 @@ class BrowserPage:
     problems: tuple[Problem, ...]
     below_cutoff: int = 0  # ranked results not shown because they do not match
     searched: bool = False  # the rows answer a search (rank order), not a listing
+    total: int = -1  # a paged listing: rows in all of it (`memories` is its first page); -1: all here
+    any_deleted: bool = False
 
 
 def is_match(scores: ScoreBreakdown, threshold: float, text: str = "") -> bool:
@@ -92,12 +105,8 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     if query.as_of is not None:
         return _load_as_of(engine, query, problems)
     if not query.text.strip():
-        listed = engine.list_memories(
-            conversation_id=query.conversation_id, role=query.role, kind=query.kind,
-            include_deleted=query.include_deleted, since=query.since, until=query.until,
-        )
-        listed.reverse()  # newest first: what a reader looks for
-        return BrowserPage(tuple(listed), {}, problems)
+        page = engine.list_page(0, query.page_size, **_listing_options(query))
+        return BrowserPage(page.memories, {}, problems, total=page.total, any_deleted=page.any_deleted)
     filters = SearchFilters(
         conversation_id=query.conversation_id,
         roles=(query.role,) if query.role else None,
@@ -114,6 +123,18 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
                                                    if is_match(r.scores, threshold, r.memory.text)]
     return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
                        problems, below_cutoff=len(results) - len(shown), searched=True)
+
+
+def load_more(engine: MemoryEngine, query: BrowserQuery, offset: int) -> tuple[Memory, ...]:
+    """Run in a worker: the listing's next page, from `offset`."""
+    return engine.list_page(offset, query.page_size, **_listing_options(query)).memories
+
+
+def _listing_options(query: BrowserQuery) -> dict[str, object]:
+    """A listing's filters and order, as engine.list_page takes them (newest first by default)."""
+    return {"conversation_id": query.conversation_id, "role": query.role, "kind": query.kind,
+            "include_deleted": query.include_deleted, "since": query.since, "until": query.until,
+            "key": sort_key(query.sort_column), "descending": query.descending}
 
 
 def _load_as_of(engine: MemoryEngine, query: BrowserQuery, problems: tuple[Problem, ...]) -> BrowserPage:
@@ -149,6 +170,7 @@ class MemoryBrowser(QWidget):
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DELAY_MS)
         self._selected_id: str | None = None
+        self._listed: BrowserQuery | None = None  # the query the shown listing answers
         self._setup_ui()
         self._connect_signals()
 
@@ -260,6 +282,8 @@ class MemoryBrowser(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_row_changed)
         self.problems_table.doubleClicked.connect(self._on_problems_table_double_clicked)
         self.lineage_action.triggered.connect(self._on_lineage_action_triggered)
+        self._model.more_requested.connect(self._on_model_more_requested)
+        self._model.sort_requested.connect(self._on_model_sort_requested)
 
     @Slot()
     def _on_lineage_action_triggered(self) -> None:
@@ -328,6 +352,9 @@ class MemoryBrowser(QWidget):
             include_deleted=self.deleted_check.isChecked(),
             show_all_ranked=self.all_ranked_check.isChecked(),
             as_of=self._as_of(),
+            sort_column=self.table.horizontalHeader().sortIndicatorSection(),
+            descending=self.table.horizontalHeader().sortIndicatorOrder() == Qt.SortOrder.DescendingOrder,
+            page_size=self._model.page_size,
         )
 
     def _as_of(self) -> datetime | None:
@@ -344,7 +371,8 @@ class MemoryBrowser(QWidget):
         query = self.query()
         self.count_label.setText("searching…" if query.text else "loading…")
         self._runner.submit(load_page, self._engine, query, key="browser-page",
-                            on_result=self._on_page_loaded, on_error=self._on_page_failed)
+                            on_result=lambda page: self._on_page_loaded(page, query),
+                            on_error=self._on_page_failed)
 
     def on_store_changed(self, change: StoreChange) -> None:
         """Something changed in the store (this app or an outside editor): reload soon."""
@@ -368,27 +396,52 @@ class MemoryBrowser(QWidget):
         self.deleted_check.setEnabled(not on)  # as of a moment, a tombstone shows when it was live
         self.refresh()
 
-    def _on_page_loaded(self, page: BrowserPage) -> None:
+    def _on_page_loaded(self, page: BrowserPage, query: BrowserQuery | None = None) -> None:
         header = self.table.horizontalHeader()
-        self._model.set_memories(page.memories, page.scores)
+        paged = page.total >= 0
+        self._listed = query if paged else None
+        if paged:
+            self._model.set_listing(page.total, page.memories)  # already in the header's order
+        else:
+            self._model.set_memories(page.memories, page.scores)
         if page.searched:
             header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # rank order
-        elif header.sortIndicatorSection() >= 0:
+        elif not paged and header.sortIndicatorSection() >= 0:
             self._model.sort(header.sortIndicatorSection(), header.sortIndicatorOrder())
         self.table.setColumnHidden(SCORE_COLUMN, not page.searched)
-        self.table.setColumnHidden(STATUS_COLUMN, not any(m.deleted for m in page.memories))
+        any_deleted = page.any_deleted or any(m.deleted for m in page.memories)
+        self.table.setColumnHidden(STATUS_COLUMN, not any_deleted)
         self._problems.set_problems(page.problems)
         self.tabs.setTabText(1, f"Problems ({len(page.problems)})" if page.problems else "Problems")
         searching = page.searched
         noun = "match" if searching else "memory"
         plural = "matches" if searching else "memories"
-        total = len(page.memories)
+        total = page.total if paged else len(page.memories)
         more = f" · {page.below_cutoff:,} more ranked below the cut-off" if page.below_cutoff else ""
         self.count_label.setText(f"{total:,} {noun if total == 1 else plural}{more}")
         self.all_ranked_check.setVisible(searching)
         if self._selected_id is not None:
             self.select_memory(self._selected_id)
         self.page_loaded.emit(total)
+
+    @Slot(int)
+    def _on_model_more_requested(self, offset: int) -> None:
+        query = self._listed
+        if query is None:
+            return
+
+        def arrived(rows: tuple[Memory, ...]) -> None:
+            if self._listed is query:  # not a page of a listing replaced meanwhile
+                self._model.add_page(offset, rows)
+                if self._selected_id is not None and self.table.currentIndex().row() < 0:
+                    self.select_memory(self._selected_id)
+
+        self._runner.submit(load_more, self._engine, query, offset, key="browser-more",
+                            on_result=arrived, on_error=self._on_page_failed)
+
+    @Slot(int, object)
+    def _on_model_sort_requested(self, _column: int, _order: object) -> None:
+        self.refresh()  # the header shows the new order; the engine sorts the whole listing
 
     def _on_page_failed(self, error: BaseException) -> None:
         self.count_label.setText(f"Search failed: {error}")

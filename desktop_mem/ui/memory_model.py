@@ -1,8 +1,10 @@
-"""Item models of the memory browser: memories (a lazily exposed snapshot) and problems.
+"""Item models of the memory browser: memories (a paged listing or a snapshot) and problems.
 
-Both are read-only views over lists handed in by the GUI thread; `data()` never does I/O. The
-memory model exposes rows in batches through canFetchMore/fetchMore so a 100k-row store opens
-and scrolls without building 100k rows of view state at once.
+Both are read-only views over rows handed in by the GUI thread; `data()` never does I/O. A
+listing holds only the pages fetched so far: canFetchMore/fetchMore ask the browser for the next
+page (`more_requested`), which the engine reads on the task runner, and a sort asks for the
+listing again in the new order (`sort_requested`), so a 100k store opens with one page of rows
+and still sorts all of them (issue #25). Search results are a small snapshot, exposed in batches.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from desktop_mem.engine.models import Memory, Problem
@@ -82,14 +84,26 @@ CONVERSATION_COLUMN, CREATED_COLUMN, STATUS_COLUMN = 1, 3, 4
 SCORE_COLUMN = len(COLUMNS)
 
 
+def sort_key(column: int) -> Callable[[Memory], Any] | None:
+    """What a listing sorted by this column is ordered by (None: the column does not sort)."""
+    return COLUMNS[column][2] if 0 <= column < len(COLUMNS) else None
+
+
 class MemoryTableModel(QAbstractTableModel):
     """Memories as rows; in search mode an extra ranked "Score" column."""
 
+    more_requested = Signal(int)  # a paged listing needs the rows from this offset on
+    sort_requested = Signal(int, object)  # a paged listing should be listed again: column, order
+
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[Memory] = []
+        self._rows: list[Memory] = []  # a listing: the pages fetched so far; a snapshot: all rows
         self._scores: dict[str, ScoreBreakdown] = {}
         self._loaded = 0
+        self._total = 0  # rows in the whole listing or snapshot
+        self._paged = False
+        self._fetching = False
+        self.page_size = FETCH_BATCH
         self._titles: dict[str, str] = {}  # conversation id -> title, shown instead of the slug
 
     # ------------------------------------------------------------- content
@@ -107,8 +121,45 @@ class MemoryTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows = list(memories)
         self._scores = dict(scores or {})
-        self._loaded = min(len(self._rows), FETCH_BATCH)
+        self._loaded = min(len(self._rows), self.page_size)
+        self._total = len(self._rows)
+        self._paged = self._fetching = False
         self.endResetModel()
+
+    def set_listing(self, total: int, first_page: Sequence[Memory]) -> None:
+        """Show a listing of `total` rows of which the first page is here; the rest is asked for
+        page by page (`more_requested`) as the view scrolls."""
+        self.beginResetModel()
+        self._rows = list(first_page)
+        self._scores = {}
+        self._loaded = len(self._rows)
+        self._total = max(total, len(self._rows))
+        self._paged = True
+        self._fetching = False
+        self.endResetModel()
+
+    def add_page(self, offset: int, memories: Sequence[Memory]) -> None:
+        """The page asked for by `more_requested(offset)`; a page for an older listing (another
+        offset) is ignored."""
+        if not self._paged or offset != len(self._rows):
+            return
+        self._fetching = False
+        if not memories:
+            self._total = len(self._rows)  # the listing shrank meanwhile: nothing more to fetch
+            return
+        self.beginInsertRows(QModelIndex(), self._loaded, self._loaded + len(memories) - 1)
+        self._rows.extend(memories)
+        self._loaded = len(self._rows)
+        self.endInsertRows()
+
+    @property
+    def paged(self) -> bool:
+        """True when the rows are a listing fetched page by page."""
+        return self._paged
+
+    def fetched(self) -> int:
+        """Rows this model holds now (a listing: the pages fetched so far)."""
+        return len(self._rows)
 
     @property
     def searching(self) -> bool:
@@ -116,15 +167,15 @@ class MemoryTableModel(QAbstractTableModel):
         return bool(self._scores)
 
     def total(self) -> int:
-        """All rows of the snapshot, fetched or not."""
-        return len(self._rows)
+        """All rows of the listing or snapshot, fetched or not."""
+        return self._total
 
     def memory_at(self, row: int) -> Memory | None:
         """The memory shown in `row`, if any."""
         return self._rows[row] if 0 <= row < self._loaded else None
 
     def row_of(self, memory_id: str) -> int | None:
-        """The row of a memory (fetching rows up to it when needed)."""
+        """The row of a memory among the rows held (exposing rows up to it when needed)."""
         for row, memory in enumerate(self._rows):
             if memory.id == memory_id:
                 if row >= self._loaded:
@@ -143,13 +194,19 @@ class MemoryTableModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(COLUMNS) + 1
 
     def canFetchMore(self, parent: Index) -> bool:  # noqa: N802
-        return not parent.isValid() and self._loaded < len(self._rows)
+        if parent.isValid():
+            return False
+        return self._loaded < len(self._rows) or (
+            self._paged and not self._fetching and len(self._rows) < self._total)
 
     def fetchMore(self, parent: Index) -> None:  # noqa: N802
         if parent.isValid():
             return
-        more = min(FETCH_BATCH, len(self._rows) - self._loaded)
+        more = min(self.page_size, len(self._rows) - self._loaded)
         if more <= 0:
+            if self._paged and not self._fetching and len(self._rows) < self._total:
+                self._fetching = True
+                self.more_requested.emit(len(self._rows))
             return
         self.beginInsertRows(QModelIndex(), self._loaded, self._loaded + more - 1)
         self._loaded += more
@@ -193,8 +250,12 @@ class MemoryTableModel(QAbstractTableModel):
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        """Sort the whole snapshot (not just the fetched rows) by a column."""
+        """Sort every row by a column: a snapshot here, a listing by asking for it again in that
+        order (`sort_requested`: the engine sorts all of it, not just the pages fetched)."""
         if not 0 <= column <= SCORE_COLUMN:
+            return
+        if self._paged:
+            self.sort_requested.emit(column, order)
             return
         reverse = order == Qt.SortOrder.DescendingOrder
         scores = self._scores

@@ -162,3 +162,71 @@ def test_lineage_is_one_right_click_away(qtbot: Any, indexed_engine: Any, runner
     view = browser.last_lineage_dialog.findChild(LineageView, "lineageView")
     assert view is not None and view.lineage is not None
     assert [s.memory_id for s in view.lineage.chain] == [first.id, second.id]
+
+
+def _many(engine: Any, n: int) -> list[Any]:
+    """n facts, one a minute, the oldest first: "Fact 00 ..." sorts first by text and is the last
+    row of a newest-first listing."""
+    from datetime import UTC, datetime, timedelta
+
+    from desktop_mem.engine.models import Operation
+
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    with engine.writer.transaction(Operation.IMPORT, f"{n} facts") as tx:
+        for i in range(n):
+            tx.add(f"Fact {i:02d} about the garden", conversation_id="garden", kind="fact",
+                   source="import", created_at=start + timedelta(minutes=i))
+    return engine.list_memories()
+
+
+def _paged_browser(qtbot: Any, engine: Any, runner: Any, settle: Any, page: int) -> MemoryBrowser:
+    browser = MemoryBrowser(engine, runner)
+    qtbot.addWidget(browser)
+    browser.model.page_size = page
+    browser.refresh()
+    settle(runner)
+    return browser
+
+
+def test_a_big_store_opens_with_one_page_of_rows_and_scrolls_in_the_rest(
+        qtbot: Any, engine: Any, runner: Any, settle: Any, qtmodeltester: Any) -> None:
+    """At 100k memories the window listed every memory at start (4.3 s); now it holds one page
+    and the count of all, and asks the engine for the next page as the table scrolls."""
+    memories = _many(engine, 12)
+    browser = _paged_browser(qtbot, engine, runner, settle, page=5)
+    model = browser.model
+    assert model.fetched() == 5 and model.rowCount() == 5  # one page held, not 12 rows
+    assert model.total() == 12 and browser.count_label.text() == "12 memories"
+    assert _texts(browser) == [m.text for m in reversed(memories)][:5]  # newest first
+    while model.canFetchMore(model.index(-1, -1)):
+        model.fetchMore(model.index(-1, -1))
+        settle(runner)
+    assert _texts(browser) == [m.text for m in reversed(memories)]  # each row once, in order
+    qtmodeltester.check(model)
+
+
+def test_sorting_a_paged_listing_sorts_every_memory_not_the_fetched_page(
+        qtbot: Any, engine: Any, runner: Any, settle: Any) -> None:
+    _many(engine, 12)
+    browser = _paged_browser(qtbot, engine, runner, settle, page=5)
+    assert "Fact 00 about the garden" not in _texts(browser)  # the oldest: not on the first page
+    browser.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # a click on "Text"
+    settle(runner)
+    assert _texts(browser) == [f"Fact {i:02d} about the garden" for i in range(5)]
+    assert browser.model.fetched() == 5
+    browser.table.sortByColumn(0, Qt.SortOrder.DescendingOrder)
+    settle(runner)
+    assert _texts(browser)[0] == "Fact 11 about the garden"
+    browser.model.fetchMore(browser.model.index(-1, -1))  # the next page comes in the same order
+    settle(runner)
+    assert _texts(browser)[5:7] == ["Fact 06 about the garden", "Fact 05 about the garden"]
+
+
+def test_a_page_of_a_listing_replaced_meanwhile_is_not_added(
+        qtbot: Any, engine: Any, runner: Any, settle: Any) -> None:
+    memories = _many(engine, 12)
+    browser = _paged_browser(qtbot, engine, runner, settle, page=5)
+    stale = tuple(memories[:5])
+    browser.model.set_listing(12, tuple(reversed(memories))[:5])  # a new listing replaced it
+    browser.model.add_page(10, stale)  # an answer for an offset this listing did not ask for
+    assert browser.model.fetched() == 5

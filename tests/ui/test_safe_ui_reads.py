@@ -66,6 +66,7 @@ def test_no_read_the_window_makes_shows_a_held_back_hand_edit(qtbot: Any, engine
     values: dict[str, list[Any]] = {
         "conversation_id": ["trip", "global"],
         "event": events,
+        "offset": [0, 1],  # the browser's next page of a listing
         "query": [BrowserQuery(text, conv, role, None, None, None, deleted)
                   for text, conv, role, deleted in itertools.product(
                       ("", "green tea key", "Porto hotel"), (None, "trip"), (None, "user", "summary"),
