@@ -35,6 +35,8 @@ def register(subparsers: Any, handlers: MutableMapping[str, Handler]) -> None:
     p.add_argument("--workers", type=int, default=2, choices=range(1, 9), metavar="N",
                    help="embedding runs side by side while importing (default 2; 1 leaves a core to a "
                    "local LLM)")
+    p.add_argument("--batch-size", type=int, default=5000, metavar="N",
+                   help="memories per commit (default 5000; a kill loses at most one batch's files)")
     p.add_argument("--extract", action="store_true",
                    help="also extract facts from imported user messages (uses the LLM; off by default)")
     secrets = p.add_mutually_exclusive_group()
@@ -72,14 +74,18 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
         if plan.already_present and plan.entries:
             print(f"{plan.already_present:,} of these memories are already in the store (an earlier "
                   f"or interrupted import): importing the other {len(plan.entries):,}", file=sys.stderr)
+        indexed_now = None
         with eta_progress("writing", 0) as wrote:
-            if args.no_index or not plan.entries:
-                result = apply_import(engine, plan, wrote)
+            if args.no_index:
+                result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
             else:
                 with eta_progress("indexing", 1) as indexed:
-                    engine.open_index()  # the store as it was, in step first (quick when it is)
-                    with engine.index.background(indexed, expected=len(plan.entries), workers=args.workers):
-                        result = apply_import(engine, plan, wrote)
+                    # the store as it was in step first: quick, unless an import was interrupted
+                    caught_up = engine.open_index(indexed).embedded
+                    with engine.index.background(indexed, expected=len(plan.entries),
+                                                 workers=args.workers) as counts:
+                        result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
+                indexed_now = caught_up + counts[0]
     last = (result.commit or "")[:10]
     commits = f" ({len(result.commits)} commits, the last {last})" if len(result.commits) > 1 \
         else f" (commit {last})" if last else ""
@@ -87,6 +93,8 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
           f"{result.facts} facts{commits}")
     if result.already_present:
         print(f"already in the store, left out: {result.already_present}")
+    if indexed_now is not None:
+        print(f"indexed {indexed_now} memories")
     for note in result.notes:
         print(f"note: {note}")
     for s in result.skipped:

@@ -29,7 +29,9 @@ if TYPE_CHECKING:  # chromadb and onnxruntime load in about a second: only when 
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
-BULK_SAVE_SECONDS = 30.0  # a background() run saves the manifest this often (what a kill re-embeds)
+# A background() run saves the manifest after a batch once this many seconds passed, and at
+# least ten times as long as the last save took (so saving never costs over a tenth of the run).
+BULK_SAVE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -167,16 +169,17 @@ class IndexSync:
 
     @contextlib.contextmanager
     def background(self, progress: Progress | None = None, expected: int = 0,
-                   workers: int = 1) -> Iterator[None]:
+                   workers: int = 1) -> Iterator[list[int]]:
         """Within the block, writes' index updates are queued and indexed by a worker thread, so
         a bulk import writes its next batch of files while the last one is embedded (one core
         each). The block ends when everything queued is indexed. `progress(done, total)` counts
         the memories indexed; `expected` is the total to announce before the writes arrive.
 
         `workers`: embedding runs side by side (a bulk import that nothing else waits on: 2).
-        The manifest is saved every BULK_SAVE_SECONDS, so a kill re-embeds at most that much."""
+        Yields [memories indexed, of expected], final when the block has ended. The manifest is
+        saved between batches (see BULK_SAVE_SECONDS), so a kill re-embeds little."""
         if self.read_only:
-            yield
+            yield [0, 0]
             return
         wake = threading.Condition()
         stop = threading.Event()
@@ -184,7 +187,7 @@ class IndexSync:
         counts = [0, expected]
 
         def work() -> None:
-            saved = time.monotonic()
+            saved, cost = time.monotonic(), 0.0
             with self._lock:
                 try:
                     while True:
@@ -200,9 +203,11 @@ class IndexSync:
                             counts[1] = max(counts[1], counts[0] + len(changed))
                             self._apply(changed, removed, _counting(progress, counts))
                             counts[0] += len(changed)
-                        if time.monotonic() - saved > BULK_SAVE_SECONDS:
+                        if time.monotonic() - saved >= max(BULK_SAVE_SECONDS, 10 * cost):
+                            began = time.monotonic()
                             self.manifest.save()
                             saved = time.monotonic()
+                            cost = saved - began
                 except BaseException as exc:  # re-raised in the importing thread
                     errors.append(exc)
                 finally:
@@ -223,7 +228,7 @@ class IndexSync:
         worker = threading.Thread(target=work, name="index-background", daemon=True)
         worker.start()
         try:
-            yield
+            yield counts
         finally:
             stop.set()
             _notify(wake)

@@ -406,7 +406,8 @@ def apply_import(
         entries += facts
         notes += [note] if note else []
     todo = [e for e in entries if engine.raw.lookup(e.id) is None]
-    parts = [todo[i:i + batch_size] for i in range(0, len(todo), max(1, batch_size))] or [[]]
+    size = max(1, batch_size)
+    parts = [todo[i:i + size] for i in range(0, len(todo), size)] or [[]]
     written: list[Memory] = []
     commits: list[str] = []
     done = 0
