@@ -19,17 +19,17 @@ from desktop_mem.engine.chat.fact_guards import forget_request
 from desktop_mem.engine.chat.memory_interface import SimpleMemory
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 from desktop_mem.engine.config import default
+from desktop_mem.engine.models import ChatMessage
 
-Message = dict[str, Any]
+Message = ChatMessage
 StrategyName = Literal["none", "trimming", "sliding_window", "summarizing", "compacting"]
 STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
 Summarizer = Callable[[str | None, list[Message]], str | None]
 """(previous summary, messages to fold in) -> new summary, or None when summarising failed."""
 
 SUMMARY_PREFIX = "Summary of the earlier conversation: "
-INCOMPLETE = "incomplete"  # message key: a reply that was stopped or cut; never summarised, never sent
-MESSAGE_ID = "memory_id"  # message key: the stored turn a history message is; never sent
-_PRIVATE_KEYS = (INCOMPLETE, MESSAGE_ID)
+INCOMPLETE: Final = "incomplete"  # message key: a reply that was stopped or cut; never summarised, never sent
+MESSAGE_ID: Final = "memory_id"  # message key: the stored turn a history message is; never sent
 Recalled = Sequence[str] | Callable[[frozenset[str]], Sequence[str]]
 """Injected memory lines, or a function of the ids of the history messages sent verbatim that
 returns them (so a recalled turn already in the transcript is not shown twice)."""
@@ -468,6 +468,14 @@ def _base_for_turn(base_prompt: str, sent: Sequence[Message]) -> str:
     return base_prompt
 
 
+def _sendable(message: Message) -> Message:
+    """The message as the model is sent it: without the keys that never leave the app."""
+    sent = message.copy()
+    sent.pop(INCOMPLETE, None)
+    sent.pop(MESSAGE_ID, None)
+    return sent
+
+
 def context_from(
     memory: StrategyMemory,
     *,
@@ -490,9 +498,9 @@ def context_from(
     # templates of local models reject a second system message.
     kept = [m for m in read if m.get("role") != "system"]
     sent_ids = frozenset(str(m[MESSAGE_ID]) for m in kept if m.get(MESSAGE_ID))
-    body = [{k: v for k, v in m.items() if k not in _PRIVATE_KEYS} for m in kept]
+    body = [_sendable(m) for m in kept]
     recalled = injected_memories(sent_ids) if callable(injected_memories) else injected_memories
-    system = {
+    system: Message = {
         "role": "system",
         "content": build_system_prompt(
             _base_for_turn(base_prompt, body),

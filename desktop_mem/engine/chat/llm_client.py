@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
@@ -158,7 +158,7 @@ class LLMClient:
 
     def stream(
         self,
-        messages: list[dict[str, str]],
+        messages: Sequence[Mapping[str, Any]],
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -260,9 +260,9 @@ class LLMClient:
                 attempt = relaxed
 
     def _chat_kwargs(
-        self, messages: list[dict[str, str]], temperature: float | None, max_tokens: int | None
+        self, messages: Sequence[Mapping[str, Any]], temperature: float | None, max_tokens: int | None
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
+        kwargs: dict[str, Any] = {"model": self.endpoint.model, "messages": list(messages)}
         if temperature is not None:
             kwargs["temperature"] = temperature
         if max_tokens is not None:

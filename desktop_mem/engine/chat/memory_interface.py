@@ -11,9 +11,11 @@ from its ``read()`` (chat/service.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
-Message = dict[str, Any]
+from desktop_mem.engine.models import ChatMessage
+
+Message = ChatMessage
 MessageSummarizer = Callable[[list[Message]], str]
 """004 summarizer: the old messages -> a summary text."""
 
@@ -40,7 +42,7 @@ class SimpleMemory:
     def __init__(self, initial: Iterable[Message] | None = None) -> None:
         """Start from a copy of ``initial`` (prior conversation), remembering how many there were."""
         # Copies, so a caller mutating its own list or dicts cannot rewrite stored history.
-        self._messages: list[Message] = [dict(m) for m in initial or ()]
+        self._messages: list[Message] = [m.copy() for m in initial or ()]
         self._initial_count = len(self._messages)
 
     def read(self) -> list[Message]:
@@ -49,7 +51,7 @@ class SimpleMemory:
 
     def store(self, message: Message) -> None:
         """Append ``message``."""
-        self._messages.append(dict(message))
+        self._messages.append(message.copy())
 
     def appended(self) -> list[Message]:
         """Messages stored since construction."""

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from desktop_mem.engine.chat import forgetting, prompts, summary_state, temporal, turn_memory
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, TurnRecord, WriteOutcome
@@ -44,7 +44,7 @@ from desktop_mem.engine.index.retrieval import (
     SearchResult,
     injection_lines,
 )
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, Memory, Operation, Role
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, ChatMessage, Memory, Operation, Role
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.secrets_scan import describe
 
@@ -116,7 +116,8 @@ class ChatService:
         never stored twice, and once it has a complete reply that reply is returned as it is.
         """
         validate_conversation_id(conversation_id)
-        given = [dict(m) for m in history] if history is not None else None  # the caller's, copied
+        # an API client's messages (OpenAI-shaped; REST passes role and text), copied
+        given = [cast(ChatMessage, dict(m)) for m in history] if history is not None else None
         ports = self.ports
         ports.writer.require_writer()
         if not message.strip():
@@ -174,7 +175,7 @@ class ChatService:
         message: str,
         *,
         strategy: str | None = None,
-        history: Sequence[dict[str, Any]] | None = None,
+        history: Sequence[ChatMessage] | None = None,
         exclude: Collection[str] = (),
         retrieval: RetrievalOverrides | None = None,
         snapshot: ConversationSnapshot | None = None,
@@ -218,7 +219,7 @@ class ChatService:
             past = [_as_message(replace(m, text=masked[m.id]), None) if m.id in masked
                     else _as_message(m, session_notes.get(m.id)) for m in prompt_turns]
         else:
-            past = [dict(m) for m in history if m.get("role") != "system"]
+            past = [m.copy() for m in history if m.get("role") != "system"]
         saved = ports.conversation_strategy(conversation_id)
         name = resolve_strategy(strategy, saved, cfg["context.strategy"])
         shown: list[SearchResult] = view.results[:k]
@@ -343,13 +344,13 @@ class ChatService:
                 items.insert(0, (GLOBAL_CONVERSATION, "\n".join(f"- {m.text}" for m in facts[-20:])))
         return items
 
-    def _summarize_messages(self, previous: str | None, messages: list[dict[str, Any]]) -> str | None:
+    def _summarize_messages(self, previous: str | None, messages: list[ChatMessage]) -> str | None:
         material = [f"{m.get('role')}: {m.get('content')}" for m in messages
                     if m.get("content") and not m.get(INCOMPLETE)]
         return update_summary(self.memory_llm, previous, material).text
 
     def _generate(
-        self, messages: list[dict[str, Any]], on_token: TokenCallback | None, cancel: threading.Event | None
+        self, messages: list[ChatMessage], on_token: TokenCallback | None, cancel: threading.Event | None
     ) -> tuple[str, str | None, str | None, bool]:
         parts: list[str] = []
         try:
@@ -473,10 +474,10 @@ def _without_forgotten(
     return kept
 
 
-def _as_message(m: Memory, note: str | None = None) -> dict[str, Any]:
+def _as_message(m: Memory, note: str | None = None) -> ChatMessage:
     """A stored turn as a chat message; ``note`` says what in it is out of date (not stored)."""
     text = f"{m.text}\n\n[Memory note: {note}]" if note else m.text
-    message: dict[str, Any] = {"role": str(m.role), "content": text, MESSAGE_ID: m.id}
+    message: ChatMessage = {"role": str(m.role), "content": text, MESSAGE_ID: m.id}
     if not m.complete:
         message[INCOMPLETE] = True  # never summarised; context_from drops the key before sending
     return message
