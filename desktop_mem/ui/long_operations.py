@@ -26,7 +26,9 @@ def import_file(engine: MemoryEngine, path: Path, progress: Callable[[int, int],
     """Run on the writer: plan and apply an import (all or nothing)."""
     from desktop_mem.engine.api import apply_import, plan_import
 
-    return apply_import(engine, plan_import(engine, path), progress)
+    plan = plan_import(engine, path)
+    # one commit (the CLI commits every 5,000): Cancel in the window still means nothing was imported
+    return apply_import(engine, plan, progress, batch_size=max(1, len(plan.entries)))
 
 
 def describe_import(result: ImportResult) -> str:
