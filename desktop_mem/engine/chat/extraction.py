@@ -23,6 +23,7 @@ from desktop_mem.engine.chat.llm_json import (
     strip_reasoning,
 )
 from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is the dataclass
+from desktop_mem.engine.models import Message
 
 FactKind = Literal["fact", "preference", "context"]
 FactSource = Literal["llm", "pattern"]
@@ -41,7 +42,7 @@ class ChatModel(Protocol):
 
     def complete(
         self,
-        messages: list[dict[str, str]],
+        messages: Sequence[Message],
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -110,7 +111,7 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
         # small models answer such messages with invented facts, so the LLM is not asked.
         return ExtractionResult(())
     text = " ".join(said)[:MAX_MESSAGE_CHARS]
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": prompts.FACT_SYSTEM_PROMPT},
         {"role": "user", "content": prompts.FACT_USER_TEMPLATE.format(message=text)},
     ]
@@ -337,7 +338,7 @@ def reconcile(
     user = prompts.UPDATE_MEMORY_USER_TEMPLATE.format(
         existing=json.dumps(shown, ensure_ascii=False), new_facts=json.dumps(facts, ensure_ascii=False)
     )
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": prompts.UPDATE_MEMORY_PROMPT},
         {"role": "user", "content": user},
     ]
@@ -475,7 +476,7 @@ def update_summary(
         material="\n".join(f"- {m}" for m in material) or "(none)",
         corrections=prompts.SUMMARY_CORRECTIONS_TEMPLATE.format(items=items) if items else "",
     )
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": prompts.SUMMARY_PROMPT},
         {"role": "user", "content": user},
     ]

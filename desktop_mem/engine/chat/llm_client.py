@@ -15,6 +15,8 @@ from typing import Any, Literal, NoReturn
 
 import openai
 
+from desktop_mem.engine.models import Message
+
 log = logging.getLogger(__name__)
 
 ErrorKind = Literal[
@@ -96,7 +98,7 @@ class LLMClient:
 
     def complete(
         self,
-        messages: list[dict[str, str]],
+        messages: Sequence[Message],
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
