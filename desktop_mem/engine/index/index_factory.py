@@ -86,9 +86,10 @@ def scratch_index(root: Path) -> tuple[Path, Manifest, bool]:
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     with contextlib.suppress(OSError):
         shutil.copytree(root / "chroma", scratch / "chroma")
-    for name in ("keyword_index.sqlite3", MANIFEST_NAME):
-        with contextlib.suppress(OSError):
-            shutil.copy2(root / name, scratch / name)
+    for path in root.iterdir():  # the SQLite files with their -wal/-shm, a legacy memory_index.json
+        if path.name.startswith(("keyword_index.sqlite3", "memory_index.json")) and path.is_file():
+            with contextlib.suppress(OSError):
+                shutil.copy2(path, scratch / path.name)
     return scratch, Manifest(scratch / MANIFEST_NAME), False
 
 
