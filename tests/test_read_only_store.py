@@ -133,3 +133,25 @@ def test_an_mcp_search_works_on_a_read_only_store_and_an_add_says_why_not(tmp_pa
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["found"][0] is False and "keeps bees in the garden" in answer["found"][1], answer
     assert answer["added"][0] is True and "cannot be written" in answer["added"][1], answer
+
+
+def test_a_broken_index_is_one_line_saying_what_to_do_never_a_traceback(tmp_path: Path) -> None:
+    """The index is derived data; when chroma cannot open it (here: its database file is garbage)
+    `search` says so in one line with what to do, and doing it brings search back."""
+    store = tmp_path / "store"
+    cmd = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store)]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cmd, *args], capture_output=True, text=True, env=cli_env(), cwd=ROOT,
+                              timeout=300)
+
+    assert cli("add", "The user keeps bees in the garden").returncode == 0
+    assert cli("search", "bees").returncode == 0
+    (store / "chroma" / "chroma.sqlite3").write_bytes(b"not a database" * 100)
+    broken = cli("search", "bees")
+    assert broken.returncode == 1 and "Traceback" not in broken.stderr, broken.stderr
+    [line] = broken.stderr.strip().splitlines()
+    assert "cannot open the chroma vector index" in line and "delete it and reindex" in line
+    shutil.rmtree(store / "chroma")
+    again = cli("search", "bees")
+    assert again.returncode == 0 and "keeps bees in the garden" in again.stdout, again.stderr

@@ -22,6 +22,8 @@ import numpy.typing as npt
 from chromadb.config import Settings
 from chromadb.errors import ChromaError
 
+from desktop_mem.engine.models import EngineError
+
 FloatVector = npt.NDArray[np.float32]
 MetadataValue = str | int | float | bool
 _NO_VECTOR: FloatVector = np.zeros(0, dtype=np.float32)  # shared, read-only: a hit asked without its vector
@@ -36,7 +38,7 @@ VECTOR_CACHE_SIZE = 4096
 DOCUMENT_CHARS = 2000
 
 
-class VectorIndexError(RuntimeError):
+class VectorIndexError(EngineError, RuntimeError):
     """The vector store could not be opened or refused an operation."""
 
 
