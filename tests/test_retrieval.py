@@ -196,6 +196,7 @@ def test_mmr_fetches_vectors_for_the_best_few_per_pick_only(
     and the picks are the same as over the whole pool."""
     from desktop_mem.engine.index import retrieval
 
+    monkeypatch.setattr(retrieval, "EXACT_SCOPE_MAX", 0)  # dense hits come without their vectors
     eng = MemoryEngine(make_config())
     for i in range(60):
         eng.add(f"Trip {i}: we hiked the lake trail with the dog and a picnic number {i}",

@@ -75,7 +75,8 @@ def build_index(
     keywords = KeywordIndex(at / "keyword_index.sqlite3")
     sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only)
     retriever = Retriever(embedder, vectors, keywords, lookup or catalog.lookup, retrieval_settings(config),
-                          make_reranker(config), scope_share=catalog.share_of)
+                          make_reranker(config), scope_share=catalog.share_of,
+                          scope_ids=catalog.ids_in)
     return sync, retriever
 
 

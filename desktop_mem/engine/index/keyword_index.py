@@ -2,10 +2,18 @@
 
 On conversation data keyword matching alone beats MiniLM vectors alone, so the read path fuses
 both. The index is derived from the Markdown files and can be rebuilt at any time.
+
+What a search may return (its conversations, roles, not deleted) is indexed as tag tokens in a
+`tags` column and matched inside FTS5, so bm25 is computed only for rows in the scope: filtering
+on the UNINDEXED columns read every matching row from the content table first, which grew with
+the store (at 100k memories a common word matches ~5,000 rows; docs/benchmarks.md, issue #25).
+At most MAX_INDEXED_CHARS of a memory's text are indexed: a pasted 2 MB document costs the index
+(and every search that matches it) no more than a long message.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 import threading
@@ -34,6 +42,35 @@ STOPWORDS = frozenset(
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 64  # a pasted essay as a query should not build a huge MATCH expression
+# Characters of a memory's (index) text that the keyword index holds: ~5,000 words, far above a
+# chat turn or fact; a store file may be up to store.max_file_bytes (2 MiB) long.
+MAX_INDEXED_CHARS = 32_000
+# Column weights for bm25(): only the text column ranks (id, conversation_id, role, kind,
+# deleted, text, tags).
+_BM25 = "bm25(memories_fts, 0, 0, 0, 0, 0, 1.0, 0)"
+_CREATE = """
+    CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5(
+        id UNINDEXED, conversation_id UNINDEXED, role UNINDEXED, kind UNINDEXED,
+        deleted UNINDEXED, text, tags,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    )
+"""
+
+
+def tag(field: str, value: str) -> str:
+    """The token that marks a row's conversation, role or deletion in the `tags` column: "t" and
+    digits (a hash), so no tokenizer or stemmer splits or changes it and no word can equal it."""
+    digest = hashlib.blake2b(f"{field}\0{value}".encode(), digest_size=8).digest()
+    return f"t{int.from_bytes(digest, 'big')}"
+
+
+def tags_of(conversation_id: str, role: str, deleted: bool) -> str:
+    """The `tags` text of one row."""
+    return " ".join([tag("c", conversation_id), tag("r", role)] + ([tag("d", "1")] if deleted else []))
+
+
+def _any_of(tokens: Iterable[str]) -> str:
+    return "tags : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
 
 
 @dataclass(frozen=True)
@@ -80,6 +117,7 @@ class KeywordIndex:
         self._lock = threading.Lock()
         # The engine calls from worker threads; the lock serialises use of the one connection.
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._tagged = True  # False: an index of the old layout that could not be upgraded
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -93,18 +131,39 @@ class KeywordIndex:
 
     def _create_tables(self) -> None:
         self._conn.executescript(
-            """
-            CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-                id UNINDEXED, conversation_id UNINDEXED, role UNINDEXED, kind UNINDEXED,
-                deleted UNINDEXED, text,
-                tokenize = 'porter unicode61 remove_diacritics 2'
-            );
+            _CREATE.format(name="memories_fts") + """;
             CREATE TABLE IF NOT EXISTS memory_rows (
                 id TEXT PRIMARY KEY,
                 fts_rowid INTEGER NOT NULL
             ) WITHOUT ROWID;
             """
         )
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(memories_fts)")}
+        if "tags" not in columns:
+            self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Copy an index of the old layout (no `tags` column) into the new one, within SQLite (a
+        few seconds at 100k memories). A read-only store keeps the old layout, searched the old
+        way."""
+        self._conn.create_function("desktop_mem_tags", 3, lambda c, r, d: tags_of(c, r, bool(d)),
+                                   deterministic=True)
+        try:
+            with self._transaction():
+                columns = {row[1] for row in self._conn.execute("PRAGMA table_info(memories_fts)")}
+                if "tags" in columns:  # another process upgraded it meanwhile
+                    return
+                self._conn.execute("DROP TABLE IF EXISTS memories_fts_new")
+                self._conn.execute(_CREATE.format(name="memories_fts_new"))
+                self._conn.execute(
+                    "INSERT INTO memories_fts_new(rowid, id, conversation_id, role, kind, deleted, text, "
+                    "tags) SELECT rowid, id, conversation_id, role, kind, deleted, substr(text, 1, ?), "
+                    "desktop_mem_tags(conversation_id, role, deleted) FROM memories_fts",
+                    (MAX_INDEXED_CHARS,))
+                self._conn.execute("DROP TABLE memories_fts")
+                self._conn.execute("ALTER TABLE memories_fts_new RENAME TO memories_fts")
+        except sqlite3.OperationalError:  # read-only file or folder
+            self._tagged = False
 
     def upsert(self, entries: Sequence[KeywordDoc]) -> None:
         """Insert or replace entries by id, all in one transaction."""
@@ -125,15 +184,23 @@ class KeywordIndex:
                     entry.role,
                     entry.kind,
                     int(entry.deleted),
-                    entry.text,
+                    entry.text[:MAX_INDEXED_CHARS],
+                    tags_of(entry.conversation_id, entry.role, entry.deleted),
                 )
                 for offset, entry in enumerate(unique)
             ]
-            self._conn.executemany(
-                "INSERT INTO memories_fts(rowid, id, conversation_id, role, kind, deleted, text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            if self._tagged:
+                self._conn.executemany(
+                    "INSERT INTO memories_fts(rowid, id, conversation_id, role, kind, deleted, text, tags) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+            else:
+                self._conn.executemany(
+                    "INSERT INTO memories_fts(rowid, id, conversation_id, role, kind, deleted, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [row[:7] for row in rows],
+                )
             self._conn.executemany(
                 "INSERT INTO memory_rows(id, fts_rowid) VALUES (?, ?)",
                 [(row[1], row[0]) for row in rows],
@@ -179,6 +246,8 @@ class KeywordIndex:
             return []
         if roles is not None and not roles:
             return []
+        if self._tagged:
+            return self._query_tagged(expression, n, conversation_ids, roles, exclude_roles, include_deleted)
         sql = ["SELECT id, -bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ?"]
         params: list[object] = [expression]
         if conversation_ids is not None:
@@ -200,6 +269,38 @@ class KeywordIndex:
             except sqlite3.OperationalError:
                 # Quoted terms make syntax errors impossible in practice; a query is never fatal.
                 return []
+        return [KeywordHit(id=row[0], score=float(row[1])) for row in rows]
+
+    def _query_tagged(
+        self,
+        expression: str,
+        n: int,
+        conversation_ids: Sequence[str] | None,
+        roles: Sequence[str] | None,
+        exclude_roles: Sequence[str],
+        include_deleted: bool,
+    ) -> list[KeywordHit]:
+        """The filters as tag tokens inside the MATCH, then bm25 over the rows in scope only, and
+        the ids read for the best n rows only."""
+        required = [f"text : ({expression})"]
+        if conversation_ids is not None:
+            required.append(_any_of(tag("c", c) for c in dict.fromkeys(conversation_ids)))
+        if roles is not None:
+            required.append(_any_of(tag("r", r) for r in dict.fromkeys(roles)))
+        excluded = [tag("r", r) for r in dict.fromkeys(exclude_roles)]
+        if not include_deleted:
+            excluded.append(tag("d", "1"))
+        match = " AND ".join(f"({part})" for part in required)
+        if excluded:
+            match = f"({match}) NOT ({_any_of(excluded)})"
+        sql = (f"SELECT f.id, h.score FROM (SELECT rowid AS r, -{_BM25} AS score FROM memories_fts "
+               "WHERE memories_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?) AS h "
+               "CROSS JOIN memories_fts AS f ON f.rowid = h.r ORDER BY h.score DESC, h.r")
+        with self._lock:
+            try:
+                rows = self._conn.execute(sql, (match, n)).fetchall()
+            except sqlite3.OperationalError:
+                return []  # as above: a query is never fatal
         return [KeywordHit(id=row[0], score=float(row[1])) for row in rows]
 
     def ids(self) -> set[str]:

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ FloatVector = npt.NDArray[np.float32]
 MetadataValue = str | int | float | bool
 _NO_VECTOR: FloatVector = np.zeros(0, dtype=np.float32)  # shared, read-only: a hit asked without its vector
 _NO_VECTOR.setflags(write=False)
+_NO_METADATA: Mapping[str, MetadataValue] = MappingProxyType({})  # shared, read-only: a hit without payload
 # Vectors kept in memory for MMR, most recently used first out last: a search fetches the vectors of
 # its ~20-30 best candidates, and the same memories come back turn after turn. 4096 x 384 floats
 # is 6 MB; a chroma `get` of 30 ids costs ~1.3 ms of a ~13 ms search (docs/benchmarks.md).
@@ -195,14 +197,16 @@ class VectorIndex:
         *,
         with_payload: bool = True,
         with_embeddings: bool = True,
+        ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         """Up to n nearest entries (fewer if the collection or filter has fewer), closest first.
 
         `with_payload=False` skips documents and metadata (the read path resolves memories
         through its catalog) and `with_embeddings=False` the vectors (empty arrays instead):
         returning 384 floats per hit dominates a query that asks for hundreds of hits.
+        `ids` limits the search to these entries (unknown ids are left out).
         """
-        if n <= 0:
+        if n <= 0 or (ids is not None and not ids):
             return []
         # chroma 1.x answers n > count (and an empty collection) with fewer hits, no error.
         vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
@@ -211,13 +215,14 @@ class VectorIndex:
             query_embeddings=[vector],
             n_results=n,
             where=where or None,  # chroma rejects an empty where dict
+            **({"ids": list(dict.fromkeys(ids))} if ids is not None else {}),
             include=(["distances"] + (["documents", "metadatas"] if with_payload else [])
                      + (["embeddings"] if with_embeddings else [])),
         )
-        ids = result["ids"][0]
+        found = result["ids"][0]
         distances = (result.get("distances") or [[]])[0]
-        documents = (result.get("documents") or [[None] * len(ids)])[0]
-        metadatas = (result.get("metadatas") or [[None] * len(ids)])[0]
+        documents = (result.get("documents") or [[None] * len(found)])[0]
+        metadatas = (result.get("metadatas") or [[None] * len(found)])[0]
         embeddings = result.get("embeddings")
         vectors = np.asarray(embeddings[0], dtype=np.float32) if embeddings is not None else None
         return [
@@ -226,10 +231,10 @@ class VectorIndex:
                 distance=float(distances[i]),
                 similarity=1.0 - float(distances[i]),
                 document=documents[i] or "",
-                metadata=dict(metadatas[i] or {}),
+                metadata=dict(metadatas[i]) if metadatas[i] else _NO_METADATA,
                 embedding=vectors[i] if vectors is not None else _NO_VECTOR,
             )
-            for i, entry_id in enumerate(ids)
+            for i, entry_id in enumerate(found)
         ]
 
     def get_embeddings(self, ids: Sequence[str]) -> dict[str, FloatVector]:
