@@ -53,11 +53,8 @@ def _notify(condition: threading.Condition) -> None:
         condition.notify_all()
 
 
-def _counting(progress: Progress | None, counts: list[int]) -> Progress | None:
-    """A batch's progress as part of a whole background run's (`counts`: done before it, total)."""
-    if progress is None:
-        return None
-    return lambda done, _total: progress(counts[0] + done, counts[1])
+class _Abandoned(Exception):  # noqa: N818 - a signal to the background worker, never raised out
+    """Raised inside a background() worker to stop it between embedding chunks."""
 
 
 def index_metadata(memory: Memory) -> dict[str, Any]:
@@ -182,9 +179,15 @@ class IndexSync:
             yield [0, 0]
             return
         wake = threading.Condition()
-        stop = threading.Event()
+        stop, abandon = threading.Event(), threading.Event()
         errors: list[BaseException] = []
         counts = [0, expected]
+
+        def batch_progress(done: int, _total: int) -> None:
+            if abandon.is_set():  # the import failed or was interrupted: stop after this chunk
+                raise _Abandoned
+            if progress is not None:
+                progress(counts[0] + done, counts[1])
 
         def work() -> None:
             saved, cost = time.monotonic(), 0.0
@@ -201,20 +204,24 @@ class IndexSync:
                             continue
                         for changed, removed in handed:
                             counts[1] = max(counts[1], counts[0] + len(changed))
-                            self._apply(changed, removed, _counting(progress, counts))
+                            self._apply(changed, removed, batch_progress)
                             counts[0] += len(changed)
                         if time.monotonic() - saved >= max(BULK_SAVE_SECONDS, 10 * cost):
                             began = time.monotonic()
                             self.manifest.save()
                             saved = time.monotonic()
                             cost = saved - began
+                except _Abandoned:
+                    pass
                 except BaseException as exc:  # re-raised in the importing thread
                     errors.append(exc)
                 finally:
                     with self._state:
                         self._syncing = False
                         handed, self._handed = self._handed, []
-                    for changed, removed in handed:  # after an error: index them the slow way
+                    # Left for the next sync (the manifest does not list them) when interrupted;
+                    # after an index error, tried the slow way.
+                    for changed, removed in [] if abandon.is_set() else handed:
                         with contextlib.suppress(Exception):
                             self._apply(changed, removed, None)
                     self.manifest.save()
@@ -229,6 +236,9 @@ class IndexSync:
         worker.start()
         try:
             yield counts
+        except BaseException:
+            abandon.set()  # Ctrl+C or a failed write: do not make the user wait for the embeddings
+            raise
         finally:
             stop.set()
             _notify(wake)
