@@ -18,7 +18,7 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history import validity_migration
 from desktop_mem.engine.models import ValidationError
 from desktop_mem.engine.store import validity
-from desktop_mem.engine.store.manifest import MANIFEST_NAME
+from desktop_mem.engine.store.manifest import MANIFEST_NAME, memory_to_json
 
 
 def _file(engine: MemoryEngine, rel: str) -> str:
@@ -162,12 +162,11 @@ def test_a_cached_listing_from_before_validity_is_read_again(make_config: Callab
     with MemoryEngine(config) as eng:
         fact = eng.add("The user lives in Ghent")
         manifest = eng.root / MANIFEST_NAME
-    with sqlite3.connect(manifest) as db:  # as an older version cached it: no validity fields
-        for path, text in db.execute("SELECT path, memory FROM files").fetchall():
-            cached = json.loads(text)
-            cached.pop("valid_from", None)
-            cached.pop("valid_to", None)
-            db.execute("UPDATE files SET memory = ? WHERE path = ?", (json.dumps(cached), path))
+    cached = memory_to_json(fact)  # as an older version cached it: no validity fields
+    cached.pop("valid_from", None)
+    cached.pop("valid_to", None)
+    with sqlite3.connect(manifest) as db:
+        db.execute("UPDATE files SET memory = ? WHERE path = ?", (json.dumps(cached, default=str), fact.path))
     db.close()
     with MemoryEngine(config) as eng:
         assert eng.get(fact.id).valid_from == fact.valid_from
