@@ -283,6 +283,13 @@ class Retriever:
         # is then min-maxed to [0, 1] over the candidates so it can be blended and explained.
         d_norm = _zscore({i: s for i, (s, _) in dense.items()})
         k_norm = _zscore(keyword)
+        if len(set(keyword.values())) == 1 and dense:
+            # Keyword hits that do not spread (one hit: a rare name only one memory holds) all
+            # z-score to 0, the floor the candidates the keywords missed get too, so the only
+            # memory that has the word ranked like one that has not (issue #25: a hand-edited
+            # fact was not found by its new name at 100k memories, where the meaning search does
+            # not reach it). Here a missed word counts as what it is, a keyword score of 0.
+            k_norm = _zscore({**dict.fromkeys(dense, 0.0), **keyword})
         d_floor, k_floor = min(d_norm.values(), default=0.0), min(k_norm.values(), default=0.0)
         w = self.settings.keyword_weight if keyword else 0.0
         ids = list(dict.fromkeys([*keyword, *dense]))
