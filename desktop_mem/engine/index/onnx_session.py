@@ -33,13 +33,16 @@ def shipped_model_folder(model: str) -> Path:
     return Path(str(dist.locate_file(SHIPPED_FOLDERS[model])))
 
 
-def cpu_session(path: Path, threads: int) -> ort.InferenceSession:
+def cpu_session(path: Path, threads: int, *, spinning: bool = True) -> ort.InferenceSession:
     """A sequential CPU session with `threads` intra-op threads.
 
     On two cores the embedder and reranker compete with a local LLM, so the thread count is a
     setting. Raises RuntimeError with onnxruntime's reason (it raises untyped errors itself).
+    `spinning=False`: idle workers sleep between operators instead of spinning (see reranker.py).
     """
     options = ort.SessionOptions()
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
