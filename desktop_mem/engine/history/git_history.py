@@ -109,6 +109,7 @@ class GitHistory:
         self.root = root
         self._repo: git.Repo | None = None
         self._lock = threading.RLock()
+        self._signing: bool | None = None  # commit.gpgSign, read once
 
     @property
     def repo(self) -> git.Repo:
@@ -213,7 +214,7 @@ class GitHistory:
                 if not changed:
                     return None
                 if staged == set(changed):  # the usual case: the index holds just our change
-                    g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message)
+                    self._commit_index(message, spec)
                 else:  # something else is staged (by hand, or a commit that failed): leave it out
                     _write_spec(spec, changed)
                     g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message, "--only",
@@ -226,6 +227,32 @@ class GitHistory:
             with contextlib.suppress(OSError):
                 spec.unlink(missing_ok=True)
         return self.head()
+
+    def _commit_index(self, message: str, scratch: Path) -> None:
+        """Commit what the index holds, with git's plumbing: `git commit` first re-checks (lstat)
+        every tracked file, 0.5 s of each hand edit's commit at 100,000 memories (issue #25);
+        write-tree + commit-tree + update-ref write only the changed trees (0.16-0.2 s there).
+        A user who signs commits (commit.gpgSign) gets `git commit`, which signs."""
+        g = self.repo.git
+        if self._signs_commits():
+            g.commit("--no-verify", "--quiet", "--cleanup=verbatim", "-m", message)
+            return
+        parent = self.head()
+        tree = str(g.write_tree()).strip()
+        scratch.write_bytes(message.encode("utf-8"))  # -F: the message exactly as formatted
+        parents = ["-p", parent] if parent else []
+        sha = str(g.commit_tree(tree, *parents, "-F", str(scratch))).strip()
+        # The old value makes the update atomic: a commit made meanwhile fails it, loudly.
+        g.update_ref("-m", f"commit: {message.splitlines()[0]}", "HEAD", sha, parent or _ZERO)
+
+    def _signs_commits(self) -> bool:
+        if self._signing is None:
+            try:
+                value = str(self.repo.git.config("--bool", "--get", "commit.gpgsign"))
+                self._signing = value.strip() == "true"
+            except GitCommandError:  # not set
+                self._signing = False
+        return self._signing
 
     def ignored(self, paths: Sequence[str], chunk: int = 500) -> set[str]:
         """Which of `paths` (untracked files) an ignore rule hides from git (read-only, no lock)."""
