@@ -185,6 +185,8 @@ def _dump_pair(key: str, value: Any) -> str:
         value = value.value
     if _plain(key) and (type(value) is int or _plain(value)):
         return f"{key}: {value}\n"  # what safe_dump writes, ~40x faster (a bulk import writes 100k files)
+    if _plain(key) and type(value) is str and _PLAIN_CHARS.fullmatch(value):
+        return f"{key}: '{value}'\n"  # a date, number or `yes` as text: safe_dump single-quotes it
     dumped: str = yaml.safe_dump({key: value}, allow_unicode=True, default_flow_style=False, width=4096)
     return dumped
 

@@ -285,7 +285,7 @@ def entry_problem(store: StoreFiles, e: Entry) -> str | None:
         return f"the id {e.id[:60]!r} has control characters or is over 200 characters"
     try:
         validate_conversation_id(e.conversation_id)
-        meta = {**e.extra, "id": e.id, "role": e.role, "kind": e.kind, "source": e.source,
+        meta = {**_written_extra(e), "id": e.id, "role": e.role, "kind": e.kind, "source": e.source,
                 "created_at": e.created_at, "deleted_at": e.deleted_at, "replaced_by": e.replaced_by}
         raw = front_matter.render(meta, e.text).encode("utf-8")
         if len(raw) > store.max_file_bytes:
@@ -472,8 +472,13 @@ def _subject(plan: ImportPlan, batch: list[Memory], n: int, parts: int) -> str:
     return f"Import {plan.source.name}{part}: {convs} conversations, {turns} turns, {facts} facts"
 
 
+def _written_extra(e: Entry) -> dict[str, Any]:
+    """The entry's `extra` as its file gets it (where it came from is for reports only)."""
+    return {k: v for k, v in e.extra.items() if k != "imported_from"}
+
+
 def _write(tx: Transaction, e: Entry) -> Memory:
-    extra = {k: v for k, v in e.extra.items() if k != "imported_from"}
+    extra = _written_extra(e)
     if e.role == Role.SUMMARY:
         memory = tx.write_summary(e.conversation_id, e.text, e.summarized_count)
         return tx.rewrite(memory, {"created_at": e.created_at, **extra} if e.created_at else extra)
