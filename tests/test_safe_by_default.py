@@ -125,6 +125,7 @@ def _engine_arguments(s: HeldStore) -> dict[str, list[Any]]:
         "moment": [utc_now(), utc_now() + timedelta(days=1)],
         "rel": [m.path for m in s.held],
         "turn_id": [s.held[2].id],
+        "offset": [0], "limit": [50],
     }
 
 
@@ -227,6 +228,8 @@ REST_NOT_READS: dict[tuple[str, str], str] = {
     ("POST", "/v1/chat/completions"): "a chat turn: what it sends is checked in test_hand_edit_secrets",
     ("POST", "/api/memories"): "write",
     ("DELETE", "/api/memories/{memory_id}"): "write",
+    ("POST", "/api/memories/batch"): "write (one commit or nothing)",
+    ("PATCH", "/api/memories/{memory_id}"): "write", ("POST", "/api/memories/{memory_id}/restore"): "write",
 }
 QUERY_VARIANTS = ("", "?deleted=true&type=user&conversation=trip", "?type=summary", "?search=key&type=fact")
 
