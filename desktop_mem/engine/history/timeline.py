@@ -30,7 +30,7 @@ class _Unset:
 _UNSET = _Unset()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built twice per file of a commit, frozen init costs 2x
 class _Side:
     path: str
     memory_id: str | None
@@ -241,14 +241,16 @@ def _side(path: str | None, blob: str | None, read_blob: BlobReader) -> _Side | 
     if conversation == "deleted" and len(parts) > 3:
         conversation = parts[2]  # agent-cli's entries/deleted/<conv>/... tombstones
     raw = read_blob(blob)
+    if raw is None:  # a bulk commit (events from paths) or an unreadable blob: the path alone
+        stem = _stem(parts[-1])
+        return _Side(path, stem.partition("__")[2] or stem, conversation, _role_from_path(parts), None, None)
     meta: dict[str, object] = {}
     text: str | None = None
-    if raw is not None:
-        try:
-            doc = front_matter.parse(front_matter.decode(raw))
-            meta, text = dict(doc.meta), doc.body
-        except FrontMatterError:
-            text = raw.decode("utf-8", errors="replace")[:2000]
+    try:
+        doc = front_matter.parse(front_matter.decode(raw))
+        meta, text = dict(doc.meta), doc.body
+    except FrontMatterError:
+        text = raw.decode("utf-8", errors="replace")[:2000]
     role = meta.get("role") or _role_from_path(parts)
     stem = _stem(parts[-1])
     memory_id = meta.get("id") or stem.partition("__")[2] or stem
