@@ -110,7 +110,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: no __dict__ per memory (100k in a catalog; issue #25)
 class Memory:
     """One Markdown file of the store, parsed. `path` is relative to the store root (POSIX)."""
 

@@ -399,6 +399,8 @@ class MemoryBrowser(QWidget):
     def _on_page_loaded(self, page: BrowserPage, query: BrowserQuery | None = None) -> None:
         header = self.table.horizontalHeader()
         paged = page.total >= 0
+        if paged and query is not None and query != self._listed:
+            self.table.scrollToTop()  # another order or filter: its first rows (a refresh keeps the place)
         self._listed = query if paged else None
         if paged:
             self._model.set_listing(page.total, page.memories)  # already in the header's order
