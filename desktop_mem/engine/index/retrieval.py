@@ -228,19 +228,26 @@ class Retriever:
 
     def _exact(self, query_vec: Vector, ids: list[str], f: SearchFilters, n: int
                ) -> dict[str, tuple[float, Vector | None]]:
-        """The n nearest of these memories that pass the filters, by exact cosine similarity."""
+        """The n nearest of these memories that pass the filters, by exact cosine similarity.
+        Every vector is scored first (one matrix product) and the catalog is asked about the
+        nearest only, until n pass: a catalog lookup costs more than a dot product."""
         import numpy as np
 
-        wanted = [i for i in ids if (m := self.lookup(i)) is not None and _passes(m, f)]
-        stored = self.vectors.get_embeddings(wanted) if wanted else {}
+        stored = self.vectors.get_embeddings(ids) if ids else {}
         if not stored:
             return {}
         found = list(stored)
         matrix = np.stack([stored[i] for i in found])
         norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query_vec)), 1e-12)
         similarity = (matrix @ np.asarray(query_vec, dtype=np.float32)) / np.maximum(norms, 1e-12)
-        best = np.argsort(-similarity, kind="stable")[:n]
-        return {found[i]: (float(similarity[i]), stored[found[i]]) for i in best}
+        kept: dict[str, tuple[float, Vector | None]] = {}
+        for i in np.argsort(-similarity, kind="stable"):
+            mid = found[i]
+            if (m := self.lookup(mid)) is not None and _passes(m, f):
+                kept[mid] = (float(similarity[i]), stored[mid])
+                if len(kept) == n:
+                    break
+        return kept
 
     def _in_scope(
         self, hits: list[VectorHit], f: SearchFilters, scope: list[str] | set[str], n: int
