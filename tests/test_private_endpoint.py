@@ -341,7 +341,7 @@ def test_a_key_note_others_could_read_or_swap_is_not_trusted(tmp_path: Path) -> 
 def test_the_apps_endpoint_takes_forwarded_writes_over_the_fallback_and_takes_its_note_away(
     tmp_path: Path,
 ) -> None:
-    from desktop_mem.api.loopback import start_app_endpoint, stop_app_endpoint
+    from desktop_mem.api.app_endpoint import start_app_endpoint, stop_app_endpoint
 
     holder = _holder(tmp_path / "store")
     try:

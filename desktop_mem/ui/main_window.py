@@ -135,14 +135,14 @@ def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], No
 def start_endpoint(engine: MemoryEngine) -> None:
     """Run on the writer: serve the app's loopback endpoint, which AI tools' `desktop-mem mcp`
     processes write through (its server loads in its own thread)."""
-    from desktop_mem.api.loopback import start_app_endpoint
+    from desktop_mem.api.app_endpoint import start_app_endpoint
 
     start_app_endpoint(engine)
 
 
 def close_engine(engine: MemoryEngine) -> None:
     """Run on the writer: stop watching, let write paths finish, release the lock."""
-    from desktop_mem.api.loopback import stop_app_endpoint
+    from desktop_mem.api.app_endpoint import stop_app_endpoint
 
     stop_app_endpoint(engine)
     engine.stop_watcher()

@@ -1,0 +1,108 @@
+"""The desktop app's own local endpoint: `serve`'s routes and MCP at `/mcp`.
+
+While the app holds the store, AI tools' `desktop-mem mcp` processes and CLI writes cannot write
+it themselves; they forward to this endpoint, found through the lock note (`StoreLock.publish`).
+It runs uvicorn in a daemon thread; engine calls happen in uvicorn's worker threads, never on
+the GUI thread. It listens the way api/loopback.py says: a private Unix socket, or a loopback
+port behind the run secret's handshake.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from desktop_mem.api.loopback import (
+    handshake_protocol,
+    has_unix_sockets,
+    private_server_class,
+    private_socket,
+    remove_private,
+    verified_listener,
+)
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.api import MemoryEngine
+
+log = logging.getLogger(__name__)
+
+
+class LoopbackEndpoint:
+    """`start()` serves in the background; `stop()` ends it (idempotent)."""
+
+    def __init__(self, engine: MemoryEngine, *, port: int = 0, token: str | None = None) -> None:
+        self.engine = engine
+        self.port = port
+        self.token = token or None
+        self.url: str | None = None
+        self.key_note: str | None = None
+        self.ready = threading.Event()  # set once listening (or failed: `url` stays None)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Bind 127.0.0.1:<port> and serve in a daemon thread (imports happen there, too)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="loopback-endpoint", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask uvicorn to finish and wait for it (open MCP sessions are closed)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _run(self) -> None:
+        try:
+            import uvicorn
+
+            from desktop_mem.api.rest import create_app
+
+            app = create_app(self.engine, self.token)
+            note: dict[str, str] = {}
+            if has_unix_sockets():
+                sock, self.url = private_socket()
+                settings = uvicorn.Config(app, log_level="warning", lifespan="on")
+            else:  # 127.0.0.1 behind the run secret's handshake
+                sock, key, self.key_note, self.url = verified_listener(self.port)
+                note["endpoint_key"] = self.key_note
+                settings = uvicorn.Config(app, log_level="warning", lifespan="on",
+                                          http=handshake_protocol(key, sock.getsockname()[1]))
+            server = private_server_class()(settings)
+            server.engine, server.private_endpoint, server.key_note = self.engine, self.url, self.key_note
+            self._server = server
+            self.engine.lock.publish(endpoint=self.url, **note)
+        except Exception:  # the app works without it; MCP tools then cannot write while it is open
+            log.exception("could not start the app's loopback endpoint")
+            remove_private(self.key_note)
+            self.ready.set()
+            return
+        self.ready.set()
+        self._server.run(sockets=[sock])
+
+
+_RUNNING: dict[int, LoopbackEndpoint] = {}  # by id(engine): one endpoint per open store
+
+
+def start_app_endpoint(engine: MemoryEngine) -> LoopbackEndpoint | None:
+    """Start the app's endpoint for a writing engine (None if read-only or `server.app_endpoint` off)."""
+    if engine.read_only or not engine.config["server.app_endpoint"] or id(engine) in _RUNNING:
+        return _RUNNING.get(id(engine))
+    from desktop_mem.api.security import server_token
+
+    # a token by default (the TCP fallback); over the private Unix socket only this user connects
+    endpoint = LoopbackEndpoint(engine, port=int(engine.config["server.app_port"]),
+                                token=server_token(engine.config))
+    _RUNNING[id(engine)] = endpoint
+    endpoint.start()
+    return endpoint
+
+
+def stop_app_endpoint(engine: MemoryEngine) -> None:
+    """Stop the endpoint started for `engine`, if any (before the engine closes)."""
+    endpoint = _RUNNING.pop(id(engine), None)
+    if endpoint is not None:
+        endpoint.stop()
