@@ -87,6 +87,9 @@ class CommitTimelineModel(QAbstractListModel):
         self._cursor: TimelineCursor | None = None
         self._loading = False
         self.query = TimelineQuery()
+        # Chips by sha, counted once: a bulk commit has tens of thousands of events, and every
+        # repaint of its row counted them again on the GUI thread.
+        self._chips: dict[str, list[tuple[str, int]]] = {}
 
     # ------------------------------------------------------------ snapshot
 
@@ -94,6 +97,7 @@ class CommitTimelineModel(QAbstractListModel):
         """Forget every row (new filters); the first page is being loaded."""
         self.beginResetModel()
         self._rows = []
+        self._chips = {}
         self._cursor = None
         self.query = query
         self._loading = True
@@ -159,6 +163,13 @@ class CommitTimelineModel(QAbstractListModel):
         """The commit in `row`, if any."""
         return self._rows[row] if 0 <= row < len(self._rows) else None
 
+    def chips_of(self, commit: CommitInfo) -> list[tuple[str, int]]:
+        """`chips(commit)`, counted once per commit."""
+        found = self._chips.get(commit.sha)
+        if found is None:
+            found = self._chips[commit.sha] = chips(commit)
+        return found
+
     def row_of(self, sha: str) -> int:
         """The row showing commit `sha`, or -1."""
         return next((i for i, c in enumerate(self._rows) if c.sha == sha), -1)
@@ -187,14 +198,14 @@ class CommitTimelineModel(QAbstractListModel):
             origin = f"\n{BY_HAND}: {why}" if why else ""
             return f"{commit.sha[:10]} · {commit.author} · {when(commit.committed_at)}{origin}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            kinds = " ".join(t for t, _ in chips(commit))
+            kinds = " ".join(t for t, _ in self.chips_of(commit))
             tool = source_chip(commit)
             return f"{when(commit.committed_at)} {commit.subject} {kinds}" + (
                 f" {BY_HAND}" if by_hand(commit) else "") + (f" by {tool}" if tool else "")
         if role == COMMIT_ROLE:
             return commit
         if role == CHIPS_ROLE:
-            return chips(commit)
+            return self.chips_of(commit)
         if role == BY_HAND_ROLE:
             return by_hand(commit) is not None
         if role == SOURCE_ROLE:
@@ -295,7 +306,9 @@ class CommitDelegate(QStyledItemDelegate):
         font = option.font
         metrics = QFontMetrics(font)
         line = metrics.height()
-        x = self._paint_chips(painter, font, chips(commit), rect.left(), rect.top() + 1, line - 2)
+        counted = index.data(CHIPS_ROLE)
+        x = self._paint_chips(painter, font, counted if isinstance(counted, list) else chips(commit),
+                              rect.left(), rect.top() + 1, line - 2)
         painter.setFont(font)
         painter.setPen(palette.color(text_role))
         subject = QRect(x + 4, rect.top(), max(rect.right() - x - 4, 0), line)
