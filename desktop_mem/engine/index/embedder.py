@@ -263,7 +263,10 @@ class OnnxEmbedder:
 
     def _build_query_session(self) -> None:
         try:
-            self._query_session = cpu_session(self.model_path, self.query_threads)
+            # Idle workers sleep instead of spinning between operators: the same vector, less CPU
+            # and wall (120 queries interleaved, load ~10: CPU p50 5.0 vs 7.5 ms, wall 8.9 vs
+            # 12.2 ms; docs/benchmarks.md, issue #25). Indexing keeps one thread, so no spinning.
+            self._query_session = cpu_session(self.model_path, self.query_threads, spinning=False)
         except RuntimeError as exc:  # the indexing session keeps answering queries
             _log.warning("query embedding session not built (%s); queries use the indexing one", exc)
         finally:
