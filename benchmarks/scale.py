@@ -1,9 +1,10 @@
 """Scale benchmark: one store of N memories, built once, measured as a user meets it.
 
 Builds N synthetic memories (benchmarks/synthetic.py: facts and user/assistant turns in
-conversations of 200 turns) through the real import path (`plan_import` + `apply_import` of a
-JSON list: the files and one git commit), then indexes them (`open_index`: batched e5
-embeddings). `--workdir DIR` keeps the store and reuses it on the next run. Then, each in a
+conversations of 200 turns) through the real import path as `desktop-mem import` runs it
+(`plan_import`, then `apply_import` of a JSON list, one commit per 5,000 files, while
+`IndexSync.background` embeds each committed batch). `--reindex` also times a full rebuild of the
+index. `--workdir DIR` keeps the store and reuses it on the next run. Then, each in a
 fresh process where it matters, it measures:
 
 - read p50 / p95 without the cross-encoder (scoped to a conversation, as a chat turn is);
