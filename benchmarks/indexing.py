@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.synthetic import memories  # noqa: E402
 from desktop_mem.engine.config import load_config  # noqa: E402
-from desktop_mem.engine.facade import MemoryEngine, StoreChange  # noqa: E402
+from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
+from desktop_mem.engine.models import StoreChange  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
