@@ -371,6 +371,26 @@ class GitHistory:
             args += ["--follow", "--", *paths] if len(paths) == 1 else ["--", *paths]
         return self._log(args)
 
+    def last_added(self, folder: str) -> dict[str, datetime]:
+        """When each file under `folder` was last added (newest first, first seen wins): one
+        `git log` over the whole history, for questions asked of many files at once (the
+        validity migration asked `log` once per deleted fact: 998 s on a 100k-commit store)."""
+        if self.head() is None:
+            return {}
+        try:
+            out: str = self.repo.git.log("-z", "--no-renames", "--diff-filter=A", "--name-only",
+                                         "--format=%x01%ct", "HEAD", "--", folder)
+        except GitCommandError as exc:
+            raise GitHistoryError(f"git cannot read the history of {folder}: {exc}") from exc
+        added: dict[str, datetime] = {}
+        for block in out.split("\x01")[1:]:  # "<ct>" then the names, NUL/newline separated
+            stamp, *names = re.split(r"[\0\n]+", block)
+            when = datetime.fromtimestamp(int(stamp), UTC)
+            for name in names:
+                if name:
+                    added.setdefault(name, when)
+        return added
+
     def newest(self) -> RawCommit | None:
         """The newest commit without its changed files, or None for an empty history. Cheap
         whatever it touched: `log(limit=1)` lists an import's 10,000 files (start-up's status line)."""

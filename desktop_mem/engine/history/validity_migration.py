@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.history.git_history import GitHistoryError
-from desktop_mem.engine.history.lineage import moves_into_deleted
 from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.models import Memory, Operation, Role, ValidationError
 from desktop_mem.engine.store import layout, validity
@@ -42,7 +41,26 @@ def mark_done(root: Path) -> None:
     marker.write_text("valid_from / valid_to recorded\n", encoding="utf-8")
 
 
-def missing_validity(engine: HistorySource, memory: Memory) -> dict[str, Any]:
+class _MovesIntoDeleted:
+    """When each file in a deleted/ folder got there, read from git once, on first need."""
+
+    def __init__(self, engine: HistorySource) -> None:
+        self._engine = engine
+        self._added: dict[str, datetime] | None = None
+
+    def at(self, path: str) -> datetime | None:
+        if not layout.in_deleted(path):
+            return None
+        if self._added is None:
+            try:
+                self._added = self._engine.git.last_added(layout.ENTRIES)
+            except GitHistoryError:
+                self._added = {}
+        return self._added.get(path)
+
+
+def missing_validity(engine: HistorySource, memory: Memory,
+                     moves: _MovesIntoDeleted | None = None) -> dict[str, Any]:
     """The front-matter values a fact lacks, derived from its file, its chain and git."""
     if memory.role != Role.MEMORY:
         return {}
@@ -51,7 +69,7 @@ def missing_validity(engine: HistorySource, memory: Memory) -> dict[str, Any]:
         since = validity.stated_start(memory.text, memory.created_at) or validity.stamp(memory.created_at)
         updates[validity.VALID_FROM] = validity.for_file(since)
     if memory.deleted and not memory.valid_to:
-        ended = _ended(engine, memory)
+        ended = _ended(engine, memory, moves or _MovesIntoDeleted(engine))
         begun = validity.start(memory.valid_from) if memory.valid_from else memory.created_at
         if ended < begun:  # a stated start after the deletion: the stated start was wrong for it
             updates.pop(validity.VALID_FROM, None)
@@ -61,10 +79,10 @@ def missing_validity(engine: HistorySource, memory: Memory) -> dict[str, Any]:
     return updates
 
 
-def _ended(engine: HistorySource, memory: Memory) -> datetime:
+def _ended(engine: HistorySource, memory: Memory, moves: _MovesIntoDeleted) -> datetime:
     if memory.deleted_at is not None:
         return memory.deleted_at
-    moved = _moved_at(engine, memory)
+    moved = moves.at(memory.path)  # the commit that moved it into deleted/
     if moved is not None:
         return moved
     if memory.replaced_by:
@@ -74,23 +92,16 @@ def _ended(engine: HistorySource, memory: Memory) -> datetime:
     return memory.updated_at or memory.created_at
 
 
-def _moved_at(engine: HistorySource, memory: Memory) -> datetime | None:
-    try:
-        commits = engine.git.log(limit=200, paths=layout.both_places(memory.path, memory.conversation_id))
-    except GitHistoryError:
-        return None
-    return next((c.committed_at for c in commits if moves_into_deleted(c)), None)
-
-
 def migrate_validity(engine: HistorySource) -> str | None:
     """Write the missing validity of every fact in one commit; the commit's sha, or None when
     nothing was missing. Marks the clone as migrated either way."""
     held = {h.memory_id for h in engine.held_back_files()}
     pending: list[tuple[Memory, dict[str, Any]]] = []
+    moves = _MovesIntoDeleted(engine)
     for memory in engine.raw.list_memories(role="memory", include_deleted=True):
         if memory.id in held:
             continue
-        updates = missing_validity(engine, memory)
+        updates = missing_validity(engine, memory, moves)
         if updates:
             pending.append((memory, updates))
     commit = None
