@@ -123,3 +123,30 @@ def test_a_damaged_manifest_costs_a_re_parse_not_the_memories(make_config: Calla
         assert eng.get(fact.id).text == "The user speaks Dutch"
         eng.add("The user speaks French")
     assert len(_rows(root)) == 2
+
+
+def test_a_save_does_not_wait_for_a_start_reading_the_rows(tmp_path: Path) -> None:
+    """A start streams the manifest for seconds at 100k; a save meanwhile (the index thread, or
+    the writer process while a reader process starts) must not wait for it nor fail as
+    'database is locked'."""
+    from datetime import UTC, datetime
+
+    from desktop_mem.engine.models import Memory
+    from desktop_mem.engine.store.manifest import Manifest
+
+    path = tmp_path / MANIFEST_NAME
+    first = Manifest(path)
+    memories = [Memory(id=f"id-{i}", role="memory", conversation_id="c", text=f"fact {i}",
+                       created_at=datetime(2025, 1, 1, tzinfo=UTC), path=f"entries/c/facts/{i}.md")
+                for i in range(2500)]  # more rows than one chunk of the stream
+    for memory in memories:
+        first.remember_file(memory, (1, 2))
+    first.save()
+    rows = Manifest(path).reuse({m.path: (1, 2) for m in memories})
+    seen = [next(rows).id]  # a start in the middle of its rows
+    writer = Manifest(path)
+    writer.indexed["id-0"] = ("a" * 16, "b" * 16)
+    writer.save()
+    seen += [m.id for m in rows]
+    assert sorted(set(seen)) == sorted(m.id for m in memories)
+    assert Manifest(path).indexed["id-0"] == ("a" * 16, "b" * 16)

@@ -33,6 +33,7 @@ LEGACY_NAME = "memory_index.json"  # the JSON manifest before issue #25, migrate
 LEGACY_VERSION = 1
 SCHEMA_VERSION = "2"
 SAVE_INTERVAL = 5.0  # seconds between manifest writes caused by single edits
+BUSY_SECONDS = 30.0  # how long a save waits for another process reading the manifest
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,
@@ -139,7 +140,7 @@ class Manifest:
     def _load(self) -> None:
         if self.path.exists():
             try:
-                db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+                db = _reader(self.path)
                 meta = dict(db.execute("SELECT key, value FROM meta"))
                 if meta.get("version") != SCHEMA_VERSION:
                     db.close()
@@ -220,7 +221,7 @@ class Manifest:
             return iter(())
         if not self._legacy and self.path.exists():
             try:
-                db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+                db = _reader(self.path)
             except sqlite3.Error:
                 return iter(())
             return _stream(db, close=True)
@@ -313,7 +314,7 @@ class Manifest:
             return self._db
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists()
-        db = sqlite3.connect(self.path, check_same_thread=False)
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_SECONDS)
         try:
             if self._db is not None and self._legacy is not None:
                 self._db.backup(db)  # the old JSON's rows, now on disk
@@ -324,7 +325,7 @@ class Manifest:
             # unreadable or another version: it is a cache, start it again
             db.close()
             self.path.unlink(missing_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False)
+            db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_SECONDS)
             db.executescript(_SCHEMA)
             self.indexed.changed.update(self.indexed)
             self.indexed.cleared = True
@@ -371,11 +372,21 @@ def _parse_row(text: str) -> Memory | None:
         return None
 
 
+def _reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection (a reader process never writes the manifest)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=BUSY_SECONDS)
+
+
 def _stream(db: sqlite3.Connection, *, close: bool) -> Iterator[tuple[str, int, int, str]]:
+    """The rows in chunks of 2,000, each its own statement: a writer (this process's index
+    thread, or another process) never waits on a reader for the seconds a start takes, only for
+    one chunk. A row a save rewrites meanwhile may come twice (the later copy wins)."""
+    last = -1
     try:
-        cursor = db.execute("SELECT path, mtime_ns, size, memory FROM files")
-        while batch := cursor.fetchmany(2000):
-            yield from batch
+        while batch := db.execute("SELECT rowid, path, mtime_ns, size, memory FROM files WHERE rowid > ? "
+                                  "ORDER BY rowid LIMIT 2000", (last,)).fetchall():
+            last = batch[-1][0]
+            yield from (row[1:] for row in batch)
     except sqlite3.Error:
         return
     finally:
