@@ -9,7 +9,7 @@ newest query's results reach the table. All engine calls go through the TaskRunn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 
 from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
@@ -74,6 +74,7 @@ class BrowserQuery:
     sort_column: int = -1  # a listing's order: a column (-1: newest first)
     descending: bool = False
     page_size: int = FETCH_BATCH
+    keep: int = 0  # a listing read again after a change: list this many rows at once (the place)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     if query.as_of is not None:
         return _load_as_of(engine, query, problems)
     if not query.text.strip():
-        page = engine.list_page(0, query.page_size, **_listing_options(query))
+        page = engine.list_page(0, max(query.page_size, query.keep), **_listing_options(query))
         return BrowserPage(page.memories, {}, problems, total=page.total, any_deleted=page.any_deleted)
     filters = SearchFilters(
         conversation_id=query.conversation_id,
@@ -123,6 +124,11 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
                                                    if is_match(r.scores, threshold, r.memory.text)]
     return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
                        problems, below_cutoff=len(results) - len(shown), searched=True)
+
+
+def _same_listing(a: BrowserQuery, b: BrowserQuery) -> bool:
+    """The same listing (filters and order), however many rows each asked for at first."""
+    return not a.text.strip() and replace(a, keep=0) == replace(b, keep=0)
 
 
 def load_more(engine: MemoryEngine, query: BrowserQuery, offset: int) -> tuple[Memory, ...]:
@@ -369,6 +375,8 @@ class MemoryBrowser(QWidget):
         """Ask for a new snapshot; only the newest request's answer is shown."""
         self._search_timer.stop()
         query = self.query()
+        if self._listed is not None and _same_listing(query, self._listed):
+            query = replace(query, keep=self._model.fetched())  # a change: stay where the reader is
         self.count_label.setText("searching…" if query.text else "loading…")
         self._runner.submit(load_page, self._engine, query, key="browser-page",
                             on_result=lambda page: self._on_page_loaded(page, query),
@@ -399,11 +407,14 @@ class MemoryBrowser(QWidget):
     def _on_page_loaded(self, page: BrowserPage, query: BrowserQuery | None = None) -> None:
         header = self.table.horizontalHeader()
         paged = page.total >= 0
-        if paged and query is not None and query != self._listed:
-            self.table.scrollToTop()  # another order or filter: its first rows (a refresh keeps the place)
+        same = paged and query is not None and self._listed is not None and _same_listing(query, self._listed)
+        place = self.table.verticalScrollBar().value()
         self._listed = query if paged else None
         if paged:
             self._model.set_listing(page.total, page.memories)  # already in the header's order
+            # the same listing read again after a change keeps its place; another order or
+            # filter starts at its first rows
+            self.table.verticalScrollBar().setValue(place if same else 0)
         else:
             self._model.set_memories(page.memories, page.scores)
         if page.searched:

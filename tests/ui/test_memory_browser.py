@@ -230,3 +230,23 @@ def test_a_page_of_a_listing_replaced_meanwhile_is_not_added(
     browser.model.set_listing(12, tuple(reversed(memories))[:5])  # a new listing replaced it
     browser.model.add_page(10, stale)  # an answer for an offset this listing did not ask for
     assert browser.model.fetched() == 5
+
+
+def test_a_change_to_the_store_keeps_the_rows_the_reader_scrolled_to(
+        qtbot: Any, engine: Any, runner: Any, settle: Any) -> None:
+    """Editing a memory deep in a 100k list read the list again from its first page, and the
+    reader lost their place; now the same listing comes back with as many rows as were held."""
+    memories = _many(engine, 12)
+    browser = _paged_browser(qtbot, engine, runner, settle, page=5)
+    model = browser.model
+    model.fetchMore(model.index(-1, -1))
+    settle(runner)
+    assert model.fetched() == 10
+    engine.add("A new fact written meanwhile", conversation_id="garden")
+    browser.refresh()  # what a store change does, debounced
+    settle(runner)
+    assert model.total() == 13 and model.fetched() >= 10
+    assert _texts(browser)[:2] == ["A new fact written meanwhile", memories[-1].text]
+    browser.kind_combo.setCurrentIndex(browser.kind_combo.findData("fact"))  # another listing
+    settle(runner)
+    assert model.fetched() == 5
