@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from desktop_mem.engine.index.keyword_index import MAX_INDEXED_CHARS, KeywordDoc, KeywordIndex
 
 # Conversation ids a user or an import may bring: spaces, quotes, FTS5 operators, non-ASCII.
@@ -120,3 +122,23 @@ def test_a_huge_memory_is_indexed_up_to_the_cap_only(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert stored == MAX_INDEXED_CHARS
+
+
+def test_a_process_that_opened_the_old_layout_writes_rows_the_upgraded_index_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes open an old index at once; the one that could not upgrade it (the other held
+    the write lock) must still write rows that the upgraded index's scoped searches find."""
+    path = tmp_path / "keyword_index.sqlite3"
+    _old_layout(path, [KeywordDoc("m1", "Sailing lessons on the lake.", "c1", "user")])
+    with monkeypatch.context() as patch:
+        patch.setattr(KeywordIndex, "_upgrade", lambda self: setattr(self, "_tagged", False))
+        late = KeywordIndex(path)  # lost the race: still sees the old layout
+    upgraded = KeywordIndex(path)
+    try:
+        late.upsert([KeywordDoc("m2", "Sailing again next Sunday.", "c1", "user")])
+        assert _ids(upgraded, "sailing", conversation_ids=["c1"]) == {"m1", "m2"}
+        assert _ids(late, "sailing", conversation_ids=["c1"]) == {"m1", "m2"}
+    finally:
+        late.close()
+        upgraded.close()

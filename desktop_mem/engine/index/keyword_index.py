@@ -138,9 +138,18 @@ class KeywordIndex:
             ) WITHOUT ROWID;
             """
         )
-        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(memories_fts)")}
-        if "tags" not in columns:
+        if not self._has_tags():
             self._upgrade()
+
+    def _has_tags(self) -> bool:
+        return "tags" in {row[1] for row in self._conn.execute("PRAGMA table_info(memories_fts)")}
+
+    def _tags_now(self) -> bool:
+        """Whether the table has the `tags` column, looked at again while it had not: another
+        process may have upgraded it since (its searches must see this one's rows in scope)."""
+        if not self._tagged:
+            self._tagged = self._has_tags()
+        return self._tagged
 
     def _upgrade(self) -> None:
         """Copy an index of the old layout (no `tags` column) into the new one, within SQLite (a
@@ -150,8 +159,7 @@ class KeywordIndex:
                                    deterministic=True)
         try:
             with self._transaction():
-                columns = {row[1] for row in self._conn.execute("PRAGMA table_info(memories_fts)")}
-                if "tags" in columns:  # another process upgraded it meanwhile
+                if self._has_tags():  # another process upgraded it meanwhile
                     return
                 self._conn.execute("DROP TABLE IF EXISTS memories_fts_new")
                 self._conn.execute(_CREATE.format(name="memories_fts_new"))
@@ -162,7 +170,7 @@ class KeywordIndex:
                     (MAX_INDEXED_CHARS,))
                 self._conn.execute("DROP TABLE memories_fts")
                 self._conn.execute("ALTER TABLE memories_fts_new RENAME TO memories_fts")
-        except sqlite3.OperationalError:  # read-only file or folder
+        except sqlite3.OperationalError:  # read-only, or another process is upgrading it (see _tags_now)
             self._tagged = False
 
     def upsert(self, entries: Sequence[KeywordDoc]) -> None:
@@ -189,7 +197,7 @@ class KeywordIndex:
                 )
                 for offset, entry in enumerate(unique)
             ]
-            if self._tagged:
+            if self._tags_now():
                 self._conn.executemany(
                     "INSERT INTO memories_fts(rowid, id, conversation_id, role, kind, deleted, text, tags) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -246,7 +254,9 @@ class KeywordIndex:
             return []
         if roles is not None and not roles:
             return []
-        if self._tagged:
+        with self._lock:
+            tagged = self._tags_now()
+        if tagged:
             return self._query_tagged(expression, n, conversation_ids, roles, exclude_roles, include_deleted)
         sql = ["SELECT id, -bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ?"]
         params: list[object] = [expression]
