@@ -116,7 +116,9 @@ class KeywordIndex:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         # The engine calls from worker threads; the lock serialises use of the one connection.
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        # timeout: another process's writes (an upgrade copies 100k rows in seconds) are waited
+        # for, not failed after SQLite's default 5 s
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=60.0)
         self._tagged = True  # False: an index of the old layout that could not be upgraded
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
