@@ -32,6 +32,8 @@ Progress = Callable[[int, int], None]
 # A background() run saves the manifest after a batch once this many seconds passed, and at
 # least ten times as long as the last save took (so saving never costs over a tenth of the run).
 BULK_SAVE_SECONDS = 1.0
+# 100k memories took 1,108 s to rebuild with two at load 6-8 (docs/benchmarks.md, issue #25)
+REBUILD_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -279,13 +281,21 @@ class IndexSync:
             self._lock.release()
 
     def rebuild(self, memories: Sequence[Memory], progress: Progress | None = None) -> SyncReport:
-        """Drop both indexes and re-embed every memory from the files."""
+        """Drop both indexes and re-embed every memory from the files, REBUILD_WORKERS embedding
+        runs side by side (the user asked for it and waits: `desktop-mem reindex`, Rebuild index)."""
+        usual = getattr(self.embedder, "workers", None)
         with self._lock:
             self.vectors.reset()
             self.keywords.reset()
             self.manifest.indexed.clear()
             self.turns = TurnContext()
-            return self.sync(memories, progress)
+            if usual is not None:
+                self.embedder.workers = max(usual, REBUILD_WORKERS)  # type: ignore[attr-defined]
+            try:
+                return self.sync(memories, progress)
+            finally:
+                if usual is not None:
+                    self.embedder.workers = usual  # type: ignore[attr-defined]
 
     def _apply(
         self, changed: Sequence[Memory], removed_ids: Sequence[str], progress: Progress | None,
