@@ -75,17 +75,18 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
             print(f"{plan.already_present:,} of these memories are already in the store (an earlier "
                   f"or interrupted import): importing the other {len(plan.entries):,}", file=sys.stderr)
         indexed_now = None
-        with eta_progress("writing", 0) as wrote:
-            if args.no_index:
+        if args.no_index:
+            with eta_progress("writing", 0) as wrote:
                 result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
-            else:
-                with eta_progress("indexing", 1) as indexed:
-                    # the store as it was in step first: quick, unless an import was interrupted
-                    caught_up = engine.open_index(indexed).embedded
-                    with engine.index.background(indexed, expected=len(plan.entries),
-                                                 workers=args.workers) as counts:
-                        result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
-                indexed_now = caught_up + counts[0]
+        else:
+            with eta_progress("indexing", 1) as indexed:
+                # the store as it was in step first: quick, unless an import was interrupted
+                caught_up = engine.open_index(indexed).embedded
+                # the writing bar ends when the files are written, the indexing one after
+                with engine.index.background(indexed, expected=len(plan.entries), workers=args.workers) \
+                        as counts, eta_progress("writing", 0) as wrote:
+                    result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
+            indexed_now = caught_up + counts[0]
     last = (result.commit or "")[:10]
     commits = f" ({len(result.commits)} commits, the last {last})" if len(result.commits) > 1 \
         else f" (commit {last})" if last else ""
