@@ -52,7 +52,6 @@ def before_parts(model: str) -> tuple[Any, Any]:
     try:
         embedder = embedder_module.OnnxEmbedder(model=model, threads=1, query_threads=2)
         embedder.embed_query("warm up")
-        embedder.wait_for_query_session(60)
     finally:
         setattr(embedder_module, "cpu_session", plain)  # noqa: B010
     return reranker, embedder

@@ -70,9 +70,6 @@ def measure(engine: MemoryEngine, n_queries: int, rerank: bool = False) -> dict[
     qs = queries(n_queries)
     for q in qs[:5]:  # warm-up: first-query costs (ONNX session, sqlite pages) are not per-turn costs
         engine.search(q, conversation_id=rng.choice(convs), rerank=rerank)
-    wait = getattr(engine.retriever.embedder, "wait_for_query_session", None)
-    if wait is not None:  # the query session loads in the background on the first search
-        wait(60)
     times: list[float] = []
     cpu: list[float] = []
     for q in qs:

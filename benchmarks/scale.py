@@ -127,9 +127,6 @@ def child_reads(store: Path, n_queries: int, n_rerank: int) -> dict[str, float]:
         qs = queries(n_queries + n_rerank + 10)
         for q in qs[:10]:
             engine.search(q, conversation_id=rng.choice(convs), rerank=True)
-        wait = getattr(engine.retriever.embedder, "wait_for_query_session", None)
-        if wait is not None:
-            wait(60)
         plain, full = [], []
         for q in qs[10:10 + n_queries]:
             t = time.perf_counter()

@@ -123,3 +123,23 @@ def test_an_index_behind_its_manifest_re_embeds_only_what_is_missing(make_config
         assert eng.retriever.vectors.count() == 12 and eng.retriever.keywords.count() == 12
         best = eng.search("jar number 7 of honey", top_k=1)[0].memory
         assert best.text.startswith("The user keeps jar number 7")
+
+
+def test_the_model_copy_a_bulk_index_used_is_dropped_when_it_ends(make_config: Callable[..., Any]) -> None:
+    """Bulk embedding runs on a second copy of the model (its own thread count); the app keeps
+    only the copy searches use once the job is done (~55 MB less for the app's whole life)."""
+    config = make_config(**{"embedding.batch_size": 8, "embedding.threads": 1, "embedding.query_threads": 2})
+    with MemoryEngine.open(config) as eng:
+        eng.add_many([f"The user keeps jar number {i} of honey in the pantry." for i in range(40)])
+        embedder = eng.retriever.embedder
+        built: list[object] = []
+        bulk = embedder._session_for_bulk
+        embedder._session_for_bulk = lambda: built.append(bulk()) or built[-1]  # type: ignore[method-assign]
+        try:
+            assert eng.reindex().embedded == 40
+        finally:
+            del embedder._session_for_bulk
+        assert built and built[0] is not embedder.session  # the job embedded on its own copy
+        assert embedder._bulk_session is None  # ... which is gone now
+        best = eng.search("jar number 7 of honey", top_k=1)[0].memory
+        assert best.text.startswith("The user keeps jar number 7")

@@ -138,21 +138,32 @@ def test_onnx_threads_setting_is_honoured() -> None:
     assert embedder.name == "all-MiniLM-L6-v2-int8-onnx"
 
 
-def test_queries_get_their_own_session_built_in_the_background() -> None:
-    embedder = OnnxEmbedder(threads=1, query_threads=2)
-    first = embedder.embed_query("Where do I live now?")  # answered by the indexing session ...
-    assert embedder.wait_for_query_session(timeout=30)  # ... while the query session loads beside it
-    assert embedder._query_session is not None
-    assert embedder._query_session.get_session_options().intra_op_num_threads == 2
-    assert embedder.session.get_session_options().intra_op_num_threads == 1  # indexing unchanged
-    # Same model, same vector whichever session answers.
-    np.testing.assert_allclose(embedder.embed_query("Where do I live now?"), first, atol=1e-4)
-    # Its worker threads stop spinning when a run ends: no CPU is taken from a local LLM after it.
-    assert embedder._query_session.get_session_options().get_session_config_entry(
-        "session.force_spinning_stop") == "1"
-    single = OnnxEmbedder(threads=1, query_threads=1)
-    single.embed_query("x")
-    assert single._query_session is None  # nothing extra is loaded when the counts are equal
+def test_one_copy_of_the_model_serves_searches_and_saves_a_bulk_job_gets_its_own() -> None:
+    """The app holds one session (a second copy of e5 cost ~55 MB of RSS for its whole life):
+    searches and a save's few texts share it with `query_threads`; a bulk job embeds on a
+    `threads` session that exists only while the job runs."""
+    embedder = OnnxEmbedder(threads=1, query_threads=2, batch_size=4)
+    options = embedder.session.get_session_options()
+    assert options.intra_op_num_threads == 2
+    # Idle workers sleep between operators and stop when a run ends: no core taken from a local LLM.
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    query = embedder.embed_query("Where do I live now?")
+    saved = embedder.embed(["I live in Lisbon now.", "My cat is called Miso."])
+    assert int(np.argmax(saved @ query)) == 0
+    assert embedder._bulk_session is None  # a save's texts: no second copy loaded
+    texts = [f"Memory number {i} about the garden and the sea." for i in range(9)]
+    bulk = embedder.embed(["I live in Lisbon now.", *texts])  # more than one batch: a bulk job
+    assert embedder._bulk_session is not None
+    assert embedder._bulk_session.get_session_options().intra_op_num_threads == 1
+    # Same model whichever session embeds it (the int8 model's vectors move slightly with the
+    # texts batched beside them, so the same text is compared by cosine, not digit by digit).
+    assert float(bulk[0] @ saved[0]) > 0.99
+    embedder.release_bulk_session()
+    assert embedder._bulk_session is None
+    single = OnnxEmbedder(threads=1, query_threads=1, batch_size=4)
+    single.embed(texts)
+    assert single._bulk_session is None  # equal counts: the one session does everything
 
 
 def test_query_threads_below_one_is_a_clear_error() -> None:

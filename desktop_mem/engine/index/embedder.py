@@ -173,18 +173,16 @@ class OnnxEmbedder:
         self.workers = 1
         self.name = self.spec.name
         self.tokenizer = self._load_tokenizer(self.tokenizer_path, max_length)
-        self.session = self._load_session(self.model_path, threads)
-        # A search embeds one short text while the user waits; indexing embeds batches in the
-        # background beside a local LLM. So queries get their own session with more threads
-        # (docs/benchmarks.md: 2 threads take a LoCoMo question from ~7.4 to ~5 ms), built in the
-        # background on first use so neither start-up nor the first search waits for it.
-        self.query_threads = query_threads
-        self._query_session: ort.InferenceSession | None = None
-        self._query_session_started = query_threads == threads  # nothing to build: use `session`
-        self._query_lock = threading.Lock()
-        self._query_ready = threading.Event()
-        if self._query_session_started:
-            self._query_ready.set()
+        # One session answers searches and a save's few texts: a search embeds one short text
+        # while the user waits, so it gets `query_threads` (docs/benchmarks.md: 2 threads take a
+        # LoCoMo question from ~7.4 to ~5 ms), whose idle workers sleep instead of spinning. Bulk
+        # work (an import, a rebuild, a first index) gets a session of its own with `threads`,
+        # built when such a job starts and dropped when it ends (`release_bulk_session`): a
+        # second copy of the model held for the app's whole life cost ~55 MB of RSS (issue #25).
+        self.threads, self.query_threads = threads, query_threads
+        self.session = self._load_session(self.model_path, query_threads, spinning=query_threads == 1)
+        self._bulk_session: ort.InferenceSession | None = None
+        self._bulk_lock = threading.Lock()
         self._input_names = {node.name for node in self.session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._input_names
         if missing:
@@ -204,9 +202,9 @@ class OnnxEmbedder:
             raise EmbeddingError(f"cannot read tokenizer {path}: {exc}") from exc
 
     @staticmethod
-    def _load_session(path: Path, threads: int) -> ort.InferenceSession:
+    def _load_session(path: Path, threads: int, *, spinning: bool = True) -> ort.InferenceSession:
         try:
-            return cpu_session(path, threads)
+            return cpu_session(path, threads, spinning=spinning)
         except RuntimeError as exc:
             raise EmbeddingError(f"cannot load ONNX model {path}: {exc}") from exc
 
@@ -243,47 +241,38 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """A query with the model's query prefix ("query: " for e5), as one unit vector."""
-        row: npt.NDArray[np.float32] = self._embed_batch([self.spec.query_prefix + text],
-                                                         self._session_for_query())[0]
+        row: npt.NDArray[np.float32] = self._embed_batch([self.spec.query_prefix + text])[0]
         return row
 
-    def _session_for_query(self) -> ort.InferenceSession:
-        """The query session once built; until then the indexing one (same model, same vectors)."""
-        if self._query_session is not None:
-            return self._query_session
-        with self._query_lock:
-            if not self._query_session_started:
-                self._query_session_started = True
-                # Not a daemon: interpreter exit waits for it (<= ~0.4 s). A daemon thread still
-                # inside onnxruntime when the interpreter finalizes aborts the process
-                # ("terminate called without an active exception"), e.g. a one-shot CLI search.
-                threading.Thread(target=self._build_query_session, name="embedder-query-session",
-                                 daemon=False).start()
-        return self.session
+    def _session_for_bulk(self) -> ort.InferenceSession:
+        """The bulk session (built on first use), or the shared one when the thread counts agree
+        or the bulk one cannot be built."""
+        if self.threads == self.query_threads:
+            return self.session
+        with self._bulk_lock:
+            if self._bulk_session is None:
+                try:
+                    self._bulk_session = cpu_session(self.model_path, self.threads)
+                except RuntimeError as exc:  # the shared session embeds the batch instead
+                    _log.warning("bulk embedding session not built (%s); using the query one", exc)
+                    return self.session
+            return self._bulk_session
 
-    def _build_query_session(self) -> None:
-        try:
-            # Idle workers sleep instead of spinning between operators: the same vector, less CPU
-            # and wall (120 queries interleaved, load ~10: CPU p50 5.0 vs 7.5 ms, wall 8.9 vs
-            # 12.2 ms; docs/benchmarks.md, issue #25). Indexing keeps one thread, so no spinning.
-            self._query_session = cpu_session(self.model_path, self.query_threads, spinning=False)
-        except RuntimeError as exc:  # the indexing session keeps answering queries
-            _log.warning("query embedding session not built (%s); queries use the indexing one", exc)
-        finally:
-            self._query_ready.set()
-
-    def wait_for_query_session(self, timeout: float | None = None) -> bool:
-        """Start building the query session if needed and wait for it (benchmarks, tests)."""
-        self._session_for_query()
-        return self._query_ready.wait(timeout)
+    def release_bulk_session(self) -> None:
+        """Drop the bulk session once a bulk job ended (its memory goes back to the system)."""
+        with self._bulk_lock:
+            self._bulk_session = None
 
     def _embed_all(self, texts: list[str]) -> FloatMatrix:
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
 
+        # A save's few texts: the shared session. More than a batch: a bulk job's session.
+        session = self.session if len(chunks) <= 1 else self._session_for_bulk()
+
         def one(chunk: list[int]) -> None:
-            result[chunk] = self._embed_batch([texts[i] for i in chunk])
+            result[chunk] = self._embed_batch([texts[i] for i in chunk], session)
 
         if self.workers > 1 and len(chunks) > 1:
             # Runs side by side on one session (onnxruntime allows concurrent runs), each on one

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from desktop_mem.engine.index.index_text import TurnContext
 from desktop_mem.engine.index.keyword_index import KeywordDoc, KeywordIndex
 from desktop_mem.engine.models import Memory
-from desktop_mem.engine.store.manifest import Manifest
+from desktop_mem.engine.store.manifest import Manifest, entry_text_hash, indexed_entry
 
 if TYPE_CHECKING:  # chromadb and onnxruntime load in about a second: only when an index opens
     from desktop_mem.engine.index.embedder import Embedder
@@ -323,9 +323,9 @@ class IndexSync:
             text_hash = _digest(m.text)
             meta_hash = _digest([index_metadata(m), self.turns.text_for(m)])
             known = self.manifest.indexed.get(m.id)
-            if known == (text_hash, meta_hash):
+            if known == indexed_entry(text_hash, meta_hash):
                 unchanged += 1
-            elif known is not None and known[0] == text_hash:
+            elif known is not None and entry_text_hash(known) == text_hash:
                 meta_only.append(m)
             else:
                 to_embed.append(m)
@@ -343,6 +343,10 @@ class IndexSync:
             if progress is not None:
                 progress(min(start + batch, total), total)
             skip = between()
+        if total:  # a bulk job's second copy of the model is dropped when its memories are in
+            release = getattr(self.embedder, "release_bulk_session", None)  # OnnxEmbedder only
+            if release is not None:
+                release()
         meta_only = [m for m in meta_only if m.id not in skip]
         if meta_only:
             stored = self.vectors.get_embeddings([m.id for m in meta_only])
@@ -365,7 +369,7 @@ class IndexSync:
             for m, t in zip(memories, texts, strict=True)
         ])
         for m, t in zip(memories, texts, strict=True):
-            self.manifest.indexed[m.id] = (_digest(m.text), _digest([index_metadata(m), t]))
+            self.manifest.indexed[m.id] = indexed_entry(_digest(m.text), _digest([index_metadata(m), t]))
 
     def status(self) -> str:
         """One line for `doctor` and the status bar."""
