@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.store.manifest import LEGACY_NAME, MANIFEST_NAME, memory_to_json
+from desktop_mem.engine.store.manifest import LEGACY_NAME, MANIFEST_NAME, indexed_entry, memory_to_json
 from desktop_mem.engine.store.markdown_store import MarkdownStore
 
 pytestmark = pytest.mark.timeout(300)
@@ -86,7 +86,7 @@ def test_an_old_json_manifest_is_carried_over_without_parsing_or_re_embedding(
     legacy = {"version": 1, "embedder": embedder,
               "files": {m.path: {"mtime_ns": stats[m.path].st_mtime_ns, "size": stats[m.path].st_size,
                                  "hash": m.content_hash, "memory": memory_to_json(m)} for m in facts},
-              "indexed": {k: list(v) for k, v in indexed.items()}}
+              "indexed": {k: v.split("\n") for k, v in indexed.items()}}  # [text hash, meta hash]
     (root / MANIFEST_NAME).unlink()
     (root / LEGACY_NAME).write_text(json.dumps(legacy, default=str), encoding="utf-8")
     parsed: list[str] = []
@@ -125,6 +125,33 @@ def test_a_damaged_manifest_costs_a_re_parse_not_the_memories(make_config: Calla
     assert len(_rows(root)) == 2
 
 
+def test_damaged_rows_are_parsed_again_from_their_files(make_config: Callable[..., Any]) -> None:
+    """Another tool (or a crash) left rows that do not parse: each costs a re-read of its file,
+    never a wrong memory or a failed start."""
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        facts = [eng.add(f"The user keeps bee hive number {i}") for i in range(5)]
+        root = eng.root
+    db = sqlite3.connect(root / MANIFEST_NAME)
+    rows = dict(db.execute("SELECT path, memory FROM files"))
+    damage = [lambda t: t[:-7],  # cut short
+              lambda t: t + ' {"x": 1}',  # something after the value
+              lambda t: t.replace('"The user', '"Someone else', 1) + "]",  # another text, then junk
+              lambda t: " " + t.replace(t.split(",")[5], "17", 1),  # a number for a date
+              lambda t: t.replace(t[2:10], "00000000", 1)]  # another row format's tag
+    with db:
+        for fact, hurt in zip(facts, damage, strict=True):
+            db.execute("UPDATE files SET memory = ? WHERE path = ?", (hurt(rows[fact.path]), fact.path))
+    db.close()
+    parsed: list[str] = []
+    real_read = MarkdownStore.read
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MarkdownStore, "read", lambda self, rel: parsed.append(rel) or real_read(self, rel))
+        with MemoryEngine(config) as eng:
+            assert [eng.get(f.id).text for f in facts] == [f.text for f in facts]
+    assert sorted(parsed) == sorted(f.path for f in facts)
+
+
 def test_a_save_does_not_wait_for_a_start_reading_the_rows(tmp_path: Path) -> None:
     """A start streams the manifest for seconds at 100k; a save meanwhile (the index thread, or
     the writer process while a reader process starts) must not wait for it nor fail as
@@ -145,8 +172,8 @@ def test_a_save_does_not_wait_for_a_start_reading_the_rows(tmp_path: Path) -> No
     rows = Manifest(path).reuse({m.path: (1, 2) for m in memories})
     seen = [next(rows).id]  # a start in the middle of its rows
     writer = Manifest(path)
-    writer.indexed["id-0"] = ("a" * 16, "b" * 16)
+    writer.indexed["id-0"] = indexed_entry("a" * 16, "b" * 16)
     writer.save()
     seen += [m.id for m in rows]
     assert sorted(set(seen)) == sorted(m.id for m in memories)
-    assert Manifest(path).indexed["id-0"] == ("a" * 16, "b" * 16)
+    assert Manifest(path).indexed["id-0"] == indexed_entry("a" * 16, "b" * 16)

@@ -27,9 +27,9 @@ TURN_ROLES = frozenset({"user", "assistant"})
 CONTEXT_CHARS = 300
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per turn, 70k at 100k memories (issue #25)
 class _Turn:
-    key: tuple[str, str]  # (created_at ISO, path): a total order of a conversation's turns
+    key: tuple[float, str]  # (created_at as a UTC timestamp, path): a total order of the turns
     memory: Memory
 
 
@@ -55,10 +55,10 @@ class TurnContext:
     def __init__(self) -> None:
         # Per conversation, sorted keys; a key whose turn was dropped stays until compaction
         # (removing from the middle of a 100k list per change would be quadratic on a rebuild).
-        self._order: dict[str, list[tuple[str, str]]] = {}
+        self._order: dict[str, list[tuple[float, str]]] = {}
         self._live: dict[str, int] = {}
         self._turns: dict[str, _Turn] = {}
-        self._where: dict[str, tuple[str, tuple[str, str]]] = {}
+        self._where: dict[str, tuple[str, tuple[float, str]]] = {}
 
     def update(self, memories: Iterable[Memory], removed_ids: Iterable[str] = ()) -> set[str]:
         """Record changed turns and drop removed ids; returns ids whose context may have changed."""
@@ -68,13 +68,14 @@ class TurnContext:
         batch = list(memories)
         for m in batch:  # all drops first: they search lists that are still sorted
             touched |= self._drop(m.id)
-        added: list[tuple[str, tuple[str, str]]] = []
+        added: list[tuple[str, tuple[float, str]]] = []
         for m in batch:
             if m.role not in TURN_ROLES:
                 continue
-            # UTC text sorts like the times do (hand-edited files may carry other offsets).
-            when = m.created_at.astimezone(UTC) if m.created_at.tzinfo else m.created_at
-            key = (when.isoformat(), m.path)
+            # A timestamp orders times of any offset (hand-edited files may carry others; a naive
+            # time counts as UTC), and is one float instead of a datetime and its ISO text.
+            when = m.created_at
+            key = ((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp(), m.path)
             # Appended and sorted once below: insort per turn is quadratic for a 100k catalog.
             self._order.setdefault(m.conversation_id, []).append(key)
             self._live[m.conversation_id] = self._live.get(m.conversation_id, 0) + 1
@@ -113,7 +114,7 @@ class TurnContext:
         turn = self._current(where[1]) if where else None
         return turn.memory if turn else None
 
-    def _current(self, key: tuple[str, str]) -> _Turn | None:
+    def _current(self, key: tuple[float, str]) -> _Turn | None:
         turn = self._turns.get(key[1])
         return turn if turn is not None and turn.key == key else None
 
@@ -127,7 +128,7 @@ class TurnContext:
             self._live[conversation] -= 1
         return self._next_ids(conversation, key)
 
-    def _next_ids(self, conversation: str, key: tuple[str, str]) -> set[str]:
+    def _next_ids(self, conversation: str, key: tuple[float, str]) -> set[str]:
         """The following turns up to and including the next live one (their context is `key`)."""
         order = self._order.get(conversation, [])
         out: set[str] = set()

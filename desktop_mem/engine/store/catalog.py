@@ -7,9 +7,10 @@ not change, so a warm start parses nothing) and kept current by every write and 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from operator import attrgetter
 
@@ -40,6 +41,10 @@ class Catalog:
     def load(self, temp_files: list[str] | None = None) -> None:
         """Re-read the store; unchanged files come from the manifest's cache. Temp files of
         interrupted writes seen on the way are added to `temp_files`, if given."""
+        with no_cyclic_gc():
+            self._load(temp_files)
+
+    def _load(self, temp_files: list[str] | None) -> None:
         problems: list[Problem] = []
         stats: dict[str, Stat] = {}
         for rel, entry in self.store.iter_entries(temp_files):
@@ -223,3 +228,17 @@ class Catalog:
         """Conversations that hold at least one live memory."""
         with self.lock:
             return {m.conversation_id for m in self._by_path.values() if not m.deleted}
+
+
+@contextlib.contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Python's cycle collector paused while a start builds 100,000s of objects that hold no
+    cycles: each full pass walked everything built so far (quadratic). Reference counting still
+    frees what is dropped; the collector runs again after (issue #25)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
