@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -301,11 +301,23 @@ class CommitInfo:
     author: str
     committed_at: datetime
     trailers: Mapping[str, str]
-    events: tuple[TimelineEvent, ...]
+    # A tuple; a bulk commit's events (events_from_paths) are a lazy sequence that builds an event
+    # when it is first read (history.timeline.PathEvents): its length and counts cost nothing.
+    events: Sequence[TimelineEvent]
     made_by_app: bool
     # True for a commit of more memory files than history.timeline.DETAIL_LIMIT (an import, a
     # migration): its events come from the file paths alone, without texts.
     events_from_paths: bool = False
+    event_counts: Mapping[EventType, int] | None = None  # counted when classified (bulk commits)
+
+    def type_counts(self) -> dict[EventType, int]:
+        """How many events of each type (a bulk commit's without reading its events)."""
+        if self.event_counts is not None:
+            return dict(self.event_counts)
+        counts: dict[EventType, int] = {}
+        for event in self.events:
+            counts[event.type] = counts.get(event.type, 0) + 1
+        return counts
 
 
 class EngineError(Exception):

@@ -70,9 +70,7 @@ def source_chip(commit: CommitInfo) -> str | None:
 
 def chips(commit: CommitInfo) -> list[tuple[str, int]]:
     """The commit's event types with their counts, in EventType order (what the row shows)."""
-    counts: dict[EventType, int] = {}
-    for event in commit.events:
-        counts[event.type] = counts.get(event.type, 0) + 1
+    counts = commit.type_counts()  # a bulk commit's are counted without building its events
     return [(t.value, counts[t]) for t in EventType if t in counts]
 
 

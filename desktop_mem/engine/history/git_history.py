@@ -7,6 +7,7 @@ persistent `cat-file` process for blob contents, so a timeline page stays fast a
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -43,6 +44,7 @@ _LOG_FORMAT = "%H%x00%an%x00%ct%x00%P%x00%B"
 _REVISION = re.compile(r"[A-Za-z0-9_./~^@{}:+][A-Za-z0-9_./~^@{}:+-]{0,199}")
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
 _APP_AUTHOR = ("desktop-mem", "desktop-mem@localhost")
+logger = logging.getLogger(__name__)
 
 
 class GitHistoryError(EngineError):
@@ -226,7 +228,22 @@ class GitHistory:
         finally:
             with contextlib.suppress(OSError):
                 spec.unlink(missing_ok=True)
-        return self.head()
+        sha = self.head()
+        if sha is not None:
+            self._remember_bulk(sha, len(changed))
+        return sha
+
+    def _remember_bulk(self, sha: str, files: int) -> None:
+        """A bulk commit this app just made (an import, a migration) is classified now and its
+        events kept on disk, so the timeline's first page never lists its files (issue #25;
+        history/commit_summaries.py). Best effort: the commit is made whatever happens here."""
+        # Imported here: commit_summaries reads git through this class (an import cycle otherwise).
+        from desktop_mem.engine.history import commit_summaries
+
+        try:
+            commit_summaries.remember_if_bulk(self, sha, files)
+        except Exception as exc:  # noqa: BLE001 - never fail a commit that is made
+            logger.warning("could not keep the events of bulk commit %s: %s", sha[:10], exc)
 
     def _commit_index(self, message: str, scratch: Path) -> None:
         """Commit what the index holds, with git's plumbing: `git commit` first re-checks (lstat)
@@ -360,8 +377,11 @@ class GitHistory:
             return 0
         return int(self.repo.git.rev_list("--count", "HEAD"))
 
-    def log(self, limit: int = 50, offset: int = 0, paths: Sequence[str] = ()) -> list[RawCommit]:
-        """A page of commits, newest first, with their changed files (renames detected)."""
+    def log(self, limit: int = 50, offset: int = 0, paths: Sequence[str] = (), *, files: bool = True
+            ) -> list[RawCommit]:
+        """A page of commits, newest first, with their changed files (renames detected only when
+        one path is followed). `files=False`: without them (`changes` empty), a few ms whatever
+        the commits touched; `with_files` then lists them for the commits that need it."""
         if self.head() is None:
             return []
         if limit < 1 or offset < 0:
@@ -369,7 +389,16 @@ class GitHistory:
         args = [f"--max-count={limit}", f"--skip={offset}", "HEAD"]
         if paths:
             args += ["--follow", "--", *paths] if len(paths) == 1 else ["--", *paths]
-        return self._log(args)
+        return self._log(args, files=files)
+
+    def with_files(self, shas: Sequence[str]) -> list[RawCommit]:
+        """The commits named by full sha, in that order, with their changed files (as `log`)."""
+        if not shas:
+            return []
+        bad = [s for s in shas if not _SHA.fullmatch(s)]
+        if bad:
+            raise GitHistoryError(f"{bad[0][:40]!r} is not a commit id")
+        return self._log(["--no-walk=unsorted", *shas])
 
     def last_added(self, folder: str) -> dict[str, datetime]:
         """When each file under `folder` was last added (newest first, first seen wins): one
