@@ -47,6 +47,10 @@ NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new con
 UNANSWERED_TEXT = ("No reply to this message was stored (the last attempt failed). Retry, or Send "
                    "on the same text, sends it again; it is stored once.")
 QUEUED_TEXT = "Sends when this reply finishes (Esc stops the reply)."
+# Messages built when a conversation opens, and per "Show earlier messages": each is a widget made
+# on the GUI thread (~3 ms), so a conversation of thousands of turns would freeze the window for
+# seconds; its latest turns are what the user reads first (issue #25: 129 turns held a start 0.4 s).
+HISTORY_PAGE = 40
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,13 @@ class ChatPane(QWidget):
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._messages.insertWidget(0, self.empty_label)
+        self.earlier_button = QPushButton(self.transcript)
+        self.earlier_button.setObjectName("earlierMessages")
+        self.earlier_button.setToolTip("This conversation's older messages, a page at a time")
+        self.earlier_button.hide()
+        self._messages.insertWidget(1, self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        self._earlier: list[StoredTurn] = []  # older turns of the shown conversation, not built yet
+        self._keep_from_bottom: int | None = None  # earlier messages went in above: stay in place
 
         self.input = QPlainTextEdit(self)
         self.input.setObjectName("chatInput")
@@ -237,6 +248,7 @@ class ChatPane(QWidget):
         self.send_shortcut.activated.connect(self.send)
         self.send_shortcut_enter.activated.connect(self.send)
         self.banner_close.clicked.connect(self.banner.hide)
+        self.earlier_button.clicked.connect(self.show_earlier)
         self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
         self._repaint.timeout.connect(self._on_repaint_timeout)
         self._tick.timeout.connect(self._on_tick_timeout)
@@ -488,14 +500,47 @@ class ChatPane(QWidget):
         self._set_busy(False)
         self.show_problem(f"Could not start a conversation: {error}")
 
-    def _add_message(self, role: str, text: str) -> ChatMessage:
+    def _add_message(self, role: str, text: str, at: int | None = None) -> ChatMessage:
+        """A message at the end (the view follows it), or at layout index `at` (earlier ones)."""
         self.empty_label.hide()
         message = ChatMessage(role, text, self.transcript)
         message.memory_requested.connect(self.memory_requested)
-        self._messages.insertWidget(self._messages.count() - 1, message)
+        if at is None:
+            self._keep_from_bottom = None
+        self._messages.insertWidget(self._messages.count() - 1 if at is None else at, message)
         return message
 
+    def _show_turn(self, turn: StoredTurn, at: int | None = None) -> ChatMessage:
+        message = self._add_message(turn.role, turn.text, at)
+        if turn.interrupted:
+            message.set_interrupted(retry=False)
+        if turn.record is not None:
+            message.set_record(turn.record, self._titles)
+        return message
+
+    @Slot()
+    def show_earlier(self) -> None:
+        """Build the next page of older messages above the shown ones; the view stays where the
+        user was reading."""
+        if not self._earlier:
+            return
+        batch, self._earlier = self._earlier[-HISTORY_PAGE:], self._earlier[:-HISTORY_PAGE]
+        bar = self.scroll_area.verticalScrollBar()
+        self._keep_from_bottom = bar.maximum() - bar.value()
+        first = self._messages.indexOf(self.earlier_button) + 1
+        for offset, turn in enumerate(batch):
+            self._show_turn(turn, at=first + offset)
+        self._label_earlier()
+
+    def _label_earlier(self) -> None:
+        left = len(self._earlier)
+        self.earlier_button.setText(f"Show earlier messages ({left:,} more)")
+        self.earlier_button.setVisible(left > 0)
+
     def _clear(self) -> None:
+        self._earlier = []
+        self._keep_from_bottom = None
+        self.earlier_button.hide()
         for message in self.messages():
             self._messages.removeWidget(message)
             message.setParent(None)
@@ -628,12 +673,10 @@ class ChatPane(QWidget):
 
     def _on_history_loaded(self, turns: list[StoredTurn]) -> None:
         message: ChatMessage | None = None
-        for turn in turns:
-            message = self._add_message(turn.role, turn.text)
-            if turn.interrupted:
-                message.set_interrupted(retry=False)
-            if turn.record is not None:
-                message.set_record(turn.record, self._titles)
+        for turn in turns[-HISTORY_PAGE:]:
+            message = self._show_turn(turn)
+        self._earlier = turns[:-HISTORY_PAGE]
+        self._label_earlier()
         self._offer_retry(turns, message)
 
     def _offer_retry(self, turns: list[StoredTurn], last: ChatMessage | None) -> None:
@@ -663,4 +706,7 @@ class ChatPane(QWidget):
     @Slot(int, int)
     def _on_scroll_range_changed(self, _minimum: int, maximum: int) -> None:
         bar = self.scroll_area.verticalScrollBar()
+        if self._keep_from_bottom is not None:  # earlier messages went in above what was read
+            bar.setValue(maximum - self._keep_from_bottom)
+            return
         bar.setValue(maximum)  # follow the newest text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 
 from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.markdown_view import MarkdownView
@@ -138,6 +138,38 @@ def test_history_is_shown_when_a_conversation_opens(qtbot: Any, indexed_engine: 
     settle(runner)
     assert [(m.role, m.text) for m in pane.messages()] == [
         ("user", "What is the capital of France?"), ("assistant", "Paris.")]
+
+
+def test_a_long_conversation_opens_on_its_latest_messages_and_shows_earlier_ones_on_request(
+        qtbot: Any, indexed_engine: Any, bridge: Any, runner: Any, settle: Any) -> None:
+    """Each message is a widget built on the GUI thread: a conversation of thousands of turns
+    opened whole froze the window. It opens on its latest page; older pages come on request, in
+    order, above what the user is reading."""
+    from desktop_mem.ui.chat_pane import HISTORY_PAGE
+
+    turns = 2 * HISTORY_PAGE + 8  # ends on a reply (an unanswered question would offer Retry)
+    engine = indexed_engine
+    for i in range(turns):
+        engine.add(f"Turn number {i}", conversation_id="long", role="user" if i % 2 == 0 else "assistant")
+    pane = _pane(qtbot, engine, runner, bridge)
+    pane.set_conversation("long")
+    settle(runner)
+    shown = [m.text for m in pane.messages()]
+    assert shown == [f"Turn number {i}" for i in range(turns - HISTORY_PAGE, turns)]
+    assert pane.earlier_button.isVisible()
+    assert f"{turns - HISTORY_PAGE} more" in pane.earlier_button.text()
+    bar = pane.scroll_area.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())  # at the newest
+    bar.setValue(bar.maximum() - 50)  # the user scrolled up a little to read
+    qtbot.mouseClick(pane.earlier_button, Qt.MouseButton.LeftButton)
+    assert [m.text for m in pane.messages()] == [f"Turn number {i}" for i in range(turns - 2 * HISTORY_PAGE, turns)]
+    qtbot.waitUntil(lambda: bar.maximum() - bar.value() == 50)  # still on the message being read
+    pane.show_earlier()
+    assert [m.text for m in pane.messages()] == [f"Turn number {i}" for i in range(turns)]
+    assert not pane.earlier_button.isVisible()
+    pane.set_conversation("other")
+    settle(runner)
+    assert pane.messages() == [] and not pane.earlier_button.isVisible()
 
 
 def test_markdown_view_never_fetches_and_opens_web_links_only_on_click(qtbot: Any) -> None:
