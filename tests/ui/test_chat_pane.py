@@ -162,7 +162,8 @@ def test_a_long_conversation_opens_on_its_latest_messages_and_shows_earlier_ones
     qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())  # at the newest
     bar.setValue(bar.maximum() - 50)  # the user scrolled up a little to read
     qtbot.mouseClick(pane.earlier_button, Qt.MouseButton.LeftButton)
-    assert [m.text for m in pane.messages()] == [f"Turn number {i}" for i in range(turns - 2 * HISTORY_PAGE, turns)]
+    two_pages = [f"Turn number {i}" for i in range(turns - 2 * HISTORY_PAGE, turns)]
+    assert [m.text for m in pane.messages()] == two_pages
     qtbot.waitUntil(lambda: bar.maximum() - bar.value() == 50)  # still on the message being read
     pane.show_earlier()
     assert [m.text for m in pane.messages()] == [f"Turn number {i}" for i in range(turns)]
