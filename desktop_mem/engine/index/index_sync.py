@@ -9,6 +9,7 @@ metadata that went into the indexes (so a restart re-embeds only what changed, a
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -75,6 +76,25 @@ def index_metadata(memory: Memory) -> dict[str, Any]:
     }
 
 
+def release_free_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's malloc_trim). Memory a big pass
+    freed stays in the process otherwise, counted in its RSS for the rest of the session; with
+    another C library (macOS, Windows, musl) nothing happens."""
+    _malloc_trim()(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], object]:
+    import ctypes
+    import ctypes.util
+
+    try:
+        trim: Callable[[int], object] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return lambda _pad: 0
+    return trim
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -130,6 +150,7 @@ class IndexSync:
             finally:
                 with self._state:
                     self._syncing = False
+                release_free_heap()  # the whole-store pass's scratch (~40 MB at 100k) goes back
 
     def _sync(self, memories: Iterable[Memory], progress: Progress | None) -> SyncReport:
         if not self.consistent():
