@@ -3,16 +3,23 @@
 The store is generated with `git fast-import` (seconds instead of minutes) from memory files
 rendered exactly as the app writes them, in a realistic mix: facts added, edited, replaced
 (tombstone with replaced_by + new fact), deleted, evicted, restored, turns, rolling summaries,
-and a few commits made by hand without trailers. Each run uses a fresh (cold) commit cache.
+and a few commits made by hand without trailers; `--bulk N` ends it with one commit re-stamping
+N facts (what a migration makes). Each run uses a fresh in-memory commit cache, and is timed
+twice: "first sight" without the on-disk cache of what each commit changed
+(history/commit_summaries.py: a store opened by an older version, a sync remote's commits), and
+"kept" with it (every later session; the app's own bulk commits are kept when made).
+`--store DIR` times an existing history instead (it writes only that cache file under DIR/.git).
 Usage:
 
-    python benchmarks/timeline_pages.py [--commits 5000] [--runs 7] [--json]
+    python benchmarks/timeline_pages.py [--commits 5000] [--bulk 0] [--runs 7] [--json]
+    python benchmarks/timeline_pages.py --store DIR [--runs 7]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -26,14 +33,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine.config import load_config
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.history.git_history import GITIGNORE, format_message
+from desktop_mem.engine.history import commit_summaries
+from desktop_mem.engine.history.git_history import GITIGNORE, GitHistory, format_message
+from desktop_mem.engine.history.timeline import classify
 from desktop_mem.engine.history.timeline_query import CommitCache, TimelineQuery, timeline_page
 from desktop_mem.engine.models import EventType
 from desktop_mem.engine.store import front_matter
 
-TARGET_FIRST_MS = 300.0
+TARGET_FIRST_MS = 200.0  # issue #25: the first page at 100k memories
 TARGET_NEXT_MS = 150.0
 _SUBJECTS = ["lives in", "works at", "likes", "has a", "prefers", "is learning", "visited", "owns"]
 _OBJECTS = ["Berlin", "a small bakery", "jazz records", "grey cat", "green tea over coffee", "Rust",
@@ -180,14 +187,20 @@ def _step(sim: _Sim, op: str, conv: str) -> None:
                    [("D", tomb, b""), ("M", path, f.render())])
 
 
-def build_store(root: Path, commits: int, seed: int = 7) -> None:
-    """A git store at `root` with `commits` commits in a realistic mix."""
+def build_store(root: Path, commits: int, seed: int = 7, bulk: int = 0) -> None:
+    """A git store at `root` with `commits` commits in a realistic mix (+ one bulk commit)."""
     sim = _Sim(random.Random(seed))
     sim.commit("Create the store", {"Operation": "init"}, [("M", ".gitignore", GITIGNORE.encode())])
     names, weights = zip(*_OPS, strict=True)
     convs = ["global"] + [f"c{i:02d}" for i in range(1, 21)]
     while sim.mark < commits:
         _step(sim, sim.rng.choices(names, weights)[0], sim.rng.choice(convs))
+    if bulk:
+        facts = [p for p, f in sim.live.items() if f.meta["role"] == "memory"][:bulk]
+        for path in facts:
+            sim.live[path].meta["valid_from"] = sim.now.date()
+        sim.commit(f"Record when each fact was true (valid_from / valid_to) for {len(facts)} facts",
+                   {"Operation": "migrate"}, [("M", p, sim.live[p].render()) for p in facts])
     root.mkdir(parents=True)
     run = {"cwd": root, "check": True, "capture_output": True}
     subprocess.run(["git", "init", "-q", "-b", "main"], **run)  # type: ignore[call-overload]
@@ -195,12 +208,19 @@ def build_store(root: Path, commits: int, seed: int = 7) -> None:
     subprocess.run(["git", "reset", "--hard", "-q"], **run)  # type: ignore[call-overload]
 
 
-def measure(engine: MemoryEngine, runs: int, query: TimelineQuery) -> tuple[float, float, int]:
-    """Median first-page and next-page times (ms) with a cold cache, and the events on page 1."""
+def measure(engine: Any, runs: int, query: TimelineQuery, *, kept: bool) -> tuple[float, float, int]:
+    """Median first-page and next-page times (ms), fresh commit cache each run, and the events on
+    page 1; `kept=False` removes the on-disk cache before each run (commits never seen)."""
     firsts, nexts = [], []
     events = 0
+    cache_file = commit_summaries.cache_file(engine.git)
+    if kept:  # what an earlier session (or the app's own bulk commits) left
+        timeline_page(engine, query, None, 50, CommitCache())
     for _ in range(runs):
-        cache = CommitCache()  # cold: nothing classified yet
+        if not kept:
+            for path in cache_file.parent.glob(cache_file.name + "*"):
+                path.unlink()
+        cache = CommitCache()  # a new session: nothing classified in memory
         start = time.perf_counter()
         first = timeline_page(engine, query, None, 50, cache)
         firsts.append((time.perf_counter() - start) * 1000)
@@ -211,44 +231,76 @@ def measure(engine: MemoryEngine, runs: int, query: TimelineQuery) -> tuple[floa
     return statistics.median(firsts), statistics.median(nexts), events
 
 
+class _History:
+    """An existing store's history alone (no engine open: nothing else is read or migrated)."""
+
+    def __init__(self, root: Path) -> None:
+        self.git = GitHistory(root)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--commits", type=int, default=5000)
+    parser.add_argument("--bulk", type=int, default=0, help="end with a commit of this many facts")
+    parser.add_argument("--store", type=Path, help="time this existing store's history instead")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "store"
-        t0 = time.perf_counter()
-        build_store(root, args.commits)
-        build_s = time.perf_counter() - t0
-        config = load_config(flags={"store.path": str(root), "watcher.enabled": False})
-        with MemoryEngine.open(config) as engine:
-            total = engine.git.count()
-            mix = Counter(e.type for c in engine.history(limit=total) for e in c.events)
-            results: dict[str, Any] = {
-                "commits": total,
-                "build_seconds": round(build_s, 1),
-                "event_mix": {str(k): mix.get(k, 0) for k in EventType},
-                "all": measure(engine, args.runs, TimelineQuery()),
-                "only_deletes_and_replacements": measure(
-                    engine, args.runs, TimelineQuery(only_deletes_and_replacements=True)),
-                "conversation_c07": measure(engine, args.runs, TimelineQuery(conversation="c07")),
-            }
+    results: dict[str, Any] = {}
+    if args.store:
+        source = _History(args.store)
+        results.update(commits=source.git.count(), build_seconds=0.0, event_mix={})
+        results.update(_timings(source, args.runs))
+        source.git.close()
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "store"
+            t0 = time.perf_counter()
+            build_store(root, args.commits, bulk=args.bulk)
+            build_s = time.perf_counter() - t0
+            # The history alone, as built (opening an engine would run its migrations first).
+            source = _History(root)
+            total = source.git.count()
+            mix = Counter(e.type for r in source.git.log(limit=min(total, 5000))
+                          for e in classify(r, source.git.blob).events)
+            results.update(commits=total, build_seconds=round(build_s, 1),
+                           event_mix={str(k): mix.get(k, 0) for k in EventType})
+            results.update(_timings(source, args.runs))
+            source.git.close()
+    results["load_average"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     print(f"store: {results['commits']} commits, built in {results['build_seconds']} s")
-    print(f"event mix: {results['event_mix']}")
-    for name in ("all", "only_deletes_and_replacements", "conversation_c07"):
-        first, nxt, events = results[name]
-        print(f"{name:32s} first page {first:7.1f} ms   next page {nxt:7.1f} ms   "
-              f"({events} events on page 1)")
+    if results["event_mix"]:
+        print(f"event mix (newest 5,000 commits): {results['event_mix']}")
+    for name in _QUERIES:
+        for kept in (False, True):
+            first, nxt, events = results[f"{name}{'' if kept else ' (first sight)'}"]
+            label = f"{name} ({'kept' if kept else 'first sight'})"
+            print(f"{label:46s} first page {first:7.1f} ms   next page {nxt:7.1f} ms   "
+                  f"({events} events on page 1)")
+    print(f"load average: {results['load_average']}")
     first, nxt, _ = results["all"]
     ok = first <= TARGET_FIRST_MS and nxt <= TARGET_NEXT_MS
     verdict = "met" if ok else "MISSED"
-    print(f"targets: first <= {TARGET_FIRST_MS:.0f} ms, next <= {TARGET_NEXT_MS:.0f} ms -> {verdict}")
+    print(f"targets (kept): first <= {TARGET_FIRST_MS:.0f} ms, next <= {TARGET_NEXT_MS:.0f} ms -> {verdict}")
     return 0 if ok else 1
+
+
+_QUERIES = {
+    "all": TimelineQuery(),
+    "only_deletes_and_replacements": TimelineQuery(only_deletes_and_replacements=True),
+    "conversation_c07": TimelineQuery(conversation="c07"),
+}
+
+
+def _timings(source: Any, runs: int) -> dict[str, tuple[float, float, int]]:
+    out: dict[str, tuple[float, float, int]] = {}
+    for name, query in _QUERIES.items():
+        out[f"{name} (first sight)"] = measure(source, runs, query, kept=False)
+        out[name] = measure(source, runs, query, kept=True)
+    return out
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from itertools import islice
 from typing import Any, overload
 
@@ -160,12 +160,12 @@ def commit_info(commit: RawCommit, events: Sequence[TimelineEvent],
 
 _TYPES = {t.value: t for t in EventType}
 _FIELDS = 7  # type, memory id, conversation, path, old path, role, hard delete
-_EVENT_DEFAULTS = {f.name: f.default for f in fields(TimelineEvent)}
-# What PathEvents sets itself; every other field has a default. Checked, with no __post_init__ and
-# no __slots__, so that _new_event falls back to __init__ if TimelineEvent ever needs it.
-_PLAIN_EVENT = not hasattr(TimelineEvent, "__post_init__") and "__slots__" not in vars(TimelineEvent) and {
-    name for name, default in _EVENT_DEFAULTS.items() if default is MISSING} <= {
-    "type", "commit", "memory_id", "conversation_id", "path"}
+# _new_event sets every field itself (as PathEvents._build and _event name them): checked against
+# the dataclass, with no __post_init__ or __slots__, else it falls back to __init__.
+_PLAIN_EVENT = not hasattr(TimelineEvent, "__post_init__") and "__slots__" not in vars(TimelineEvent) and [
+    f.name for f in fields(TimelineEvent)] == [
+    "type", "commit", "memory_id", "conversation_id", "path", "old_path", "old_text", "new_text",
+    "replaced_by", "new_id", "role", "hard_delete", "valid_from", "valid_to", "validity_changed"]
 
 
 def _new_event(values: dict[str, Any]) -> TimelineEvent:
@@ -242,15 +242,29 @@ class PathEvents(Sequence[TimelineEvent]):
         item = self._items[index]
         if item is None:
             assert self._flat is not None
-            kind, memory_id, conversation, path, old_path, role, hard = \
-                self._flat[index * _FIELDS:(index + 1) * _FIELDS]
-            values = dict(_EVENT_DEFAULTS)
-            values.update(type=_TYPES[kind], commit=self.sha, memory_id=memory_id or None,
-                          conversation_id=conversation or None, path=path,
-                          old_path=path if old_path == "=" else old_path or None,
-                          role=role or None, hard_delete=bool(hard))
-            item = self._items[index] = _new_event(values)
+            item = self._items[index] = self._build(*self._flat[index * _FIELDS:(index + 1) * _FIELDS])
         return item
+
+    def _build(self, kind: str, memory_id: str, conversation: str, path: str, old_path: str, role: str,
+               hard: str) -> TimelineEvent:
+        return _new_event({
+            "type": _TYPES[kind], "commit": self.sha, "memory_id": memory_id or None,
+            "conversation_id": conversation or None, "path": path,
+            "old_path": path if old_path == "=" else old_path or None, "old_text": None, "new_text": None,
+            "replaced_by": None, "new_id": None, "role": role or None, "hard_delete": bool(hard),
+            "valid_from": None, "valid_to": None, "validity_changed": False})
+
+    def _build_all(self) -> None:
+        """Every event at once (iterating: the pane lists a bulk commit's events), in one loop."""
+        if self._flat is None:
+            self.unpack()
+        with self._lock:
+            flat, items, build = self._flat, self._items, self._build
+            assert flat is not None
+            for index, fields_ in enumerate(zip(*[iter(flat)] * _FIELDS, strict=True)):
+                if items[index] is None:
+                    items[index] = build(*fields_)
+            self._flat = []  # every event is built: the unpacked text is no longer needed
 
     def __len__(self) -> int:
         return self._n
@@ -271,8 +285,11 @@ class PathEvents(Sequence[TimelineEvent]):
         return self._event(index)
 
     def __iter__(self) -> Iterator[TimelineEvent]:
-        for i in range(self._n):
-            yield self._event(i)
+        if self._flat != []:  # not yet built (an empty list: built, or recovered from git)
+            self._build_all()
+        for item in self._items:
+            assert item is not None
+            yield item
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PathEvents) and other.packed == self.packed and other.sha == self.sha:
