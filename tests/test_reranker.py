@@ -74,9 +74,11 @@ def test_model_without_token_type_ids_and_flat_output(tmp_path: Path, model_fold
 
 
 def test_threads_setting_is_honoured(model_folder: Path) -> None:
-    options = OnnxReranker(model_folder, threads=2).session.get_session_options()
-    assert options.intra_op_num_threads == 2
-    assert options.inter_op_num_threads == 1
+    reranker = OnnxReranker(model_folder, threads=3)
+    assert reranker.workers == 3  # pairs scored at once, each run on one thread
+    options = reranker.session.get_session_options()
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+    assert reranker.score(QUERY, PASSAGES) == OnnxReranker(model_folder, threads=1).score(QUERY, PASSAGES)
 
 
 def test_missing_folder_says_where_to_get_a_model(tmp_path: Path) -> None:

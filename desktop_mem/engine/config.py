@@ -99,8 +99,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("retrieval.rerank_budget_ms", int, 500, "Most time one rerank may take: the pool shrinks to fit the "
       "measured cost per candidate, and below top_k candidates it is skipped (0: no limit).",
       minimum=0, maximum=60000),
-    S("retrieval.reranker_threads", int, 2, "CPU threads for the reranker (idle ones sleep: 2 threads take "
-      "about half the wall time for the same CPU, see docs/benchmarks.md).", minimum=1, maximum=64),
+    S("retrieval.reranker_threads", int, 2, "CPU threads for the reranker: this many candidates are scored "
+      "at once, each on one thread (see docs/benchmarks.md).", minimum=1, maximum=64),
     S("memory.max_entries", int, 500, "Most facts and turns kept per conversation (summaries exempt).",
       minimum=1),
     S("memory.extract_facts", bool, True, "Extract facts from each user message."),

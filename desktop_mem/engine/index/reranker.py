@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -83,9 +84,12 @@ class OnnxReranker:
     # each (query, memory) one score whatever else is in the pool, and is also the cheapest (no
     # padding is computed): CPU p50 per pool of 20 was 315 ms at batch 16, 248 at 4, 236 at 1
     # (configs interleaved in one process, load ~7.7; docs/benchmarks.md).
-    # Two threads whose idle workers sleep instead of spin: the same CPU per pool as one thread and
-    # the same scores, in about half the wall time, also on two busy cores (40 pools of 20, load
-    # ~9: wall p50 486 vs 910 ms, CPU 229 vs 227 ms; spinning workers doubled the CPU, 452 ms).
+    # `threads` pairs run at once, each on a one-thread session (onnxruntime runs one session from
+    # several threads): a pair is too small to split well across threads, and two intra-op threads
+    # (whose workers sleep between runs) still spun between operators. LoCoMo pools of 20, the three
+    # interleaved in one process, load 2-3 (docs/benchmarks.md): two pairs at once wall p50 237 ms,
+    # CPU 235 ms; one pair on two intra-op threads 275 / 303 ms; one thread 266 / 238 ms. Each pair
+    # is still one run of its own, so its score is the same whichever thread ran it.
     def __init__(
         self, folder: Path | None = None, threads: int = 2, max_length: int = 512, batch_size: int = 1
     ) -> None:
@@ -112,8 +116,12 @@ class OnnxReranker:
                 )
         self.batch_size = batch_size
         self.max_length = max_length
+        self.workers = threads
         self.tokenizer = self._load_tokenizer(self.folder / TOKENIZER_FILE, max_length)
-        self.session = self._load_session(self.folder / MODEL_FILE, threads)
+        self.session = self._load_session(self.folder / MODEL_FILE, 1)
+        # Threads start on the first pool that needs them; idle ones hold no CPU.
+        self._executor = (ThreadPoolExecutor(threads, thread_name_prefix="reranker")
+                          if threads > 1 else None)
         self._input_names = {node.name for node in self.session.get_inputs()}
         missing = {"input_ids", "attention_mask"} - self._input_names
         if missing:
@@ -141,14 +149,22 @@ class OnnxReranker:
             raise RerankerError(f"cannot load reranker model {path}: {exc}; {WHERE_TO_GET}") from exc
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        """sigmoid(logit) per (query, text) pair, in input order; batched by similar length."""
+        """sigmoid(logit) per (query, text) pair, in input order; `threads` pairs run at once."""
         if isinstance(texts, str):
             raise TypeError("score() takes a sequence of texts, not a single str")
         scores = np.zeros(len(texts), dtype=np.float64)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            scores[chunk] = sigmoid(self._logits(query, [texts[i] for i in chunk]))
+        chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+
+        def run(chunk: list[int]) -> npt.NDArray[np.float32]:
+            return self._logits(query, [texts[i] for i in chunk])
+
+        if self._executor is None or len(chunks) < 2:
+            logits = [run(chunk) for chunk in chunks]
+        else:
+            logits = list(self._executor.map(run, chunks))
+        for chunk, values in zip(chunks, logits, strict=True):
+            scores[chunk] = sigmoid(values)
         return [float(value) for value in scores]
 
     def _logits(self, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
