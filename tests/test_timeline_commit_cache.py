@@ -215,3 +215,41 @@ def test_filters_and_restore_work_on_a_kept_bulk_delete(engine: Any) -> None:
 
     assert restore_deleted(engine, event).id == added[5].id
     assert not engine.get(added[5].id).deleted
+
+
+def all_pages(engine: Any, query: TimelineQuery, size: int, between: Callable[[], None] | None = None
+              ) -> list[CommitInfo]:
+    seen: list[CommitInfo] = []
+    cursor = None
+    while True:
+        page = timeline_page(engine, query, cursor, size, CommitCache())
+        seen += page.commits
+        if page.next_cursor is None:
+            return seen
+        cursor = page.next_cursor
+        if between is not None:
+            between()
+            between = None
+
+
+def test_a_conversations_pages_skip_and_repeat_nothing_when_commits_arrive_between_them(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(6):
+        engine.add(f"User fact {i} in c1", conversation_id="c1")
+        engine.add(f"User fact {i} in c2", conversation_id="c2")
+    listings = GitListings(engine, monkeypatch)
+
+    def meanwhile() -> None:  # new commits on top, in and outside the conversation
+        engine.add("User fact new in c1", conversation_id="c1")
+        engine.add("User fact new in c2", conversation_id="c2")
+
+    shown = all_pages(engine, TimelineQuery(conversation="c1"), 2, meanwhile)
+
+    assert [c.events[0].new_text for c in shown] == [f"User fact {i} in c1" for i in reversed(range(6))]
+    # Only commits of c1 were ever listed with their files (git walked the folder's commits).
+    listed = {c.sha: c for c in (timeline.classify(r, engine.git.blob) for r in engine.git.log(limit=20))}
+    assert {listed[sha].events[0].conversation_id for sha in listings.listed} == {"c1"}
+    # A name is a folder name taken literally: no glob, no way out of the store, no git error.
+    for name in ("../c1", "c1/..", "*", "c?", ".", "", "c1/facts"):
+        assert timeline_page(engine, TimelineQuery(conversation=name), None, 5, CommitCache()).commits == ()

@@ -377,11 +377,12 @@ class GitHistory:
             return 0
         return int(self.repo.git.rev_list("--count", "HEAD"))
 
-    def log(self, limit: int = 50, offset: int = 0, paths: Sequence[str] = (), *, files: bool = True
-            ) -> list[RawCommit]:
+    def log(self, limit: int = 50, offset: int = 0, paths: Sequence[str] = (), *, files: bool = True,
+            folders: Sequence[str] = ()) -> list[RawCommit]:
         """A page of commits, newest first, with their changed files (renames detected only when
         one path is followed). `files=False`: without them (`changes` empty), a few ms whatever
-        the commits touched; `with_files` then lists them for the commits that need it."""
+        the commits touched; `with_files` then lists them for the commits that need it.
+        `folders`: only commits that touch one of these folders (taken literally), counted so."""
         if self.head() is None:
             return []
         if limit < 1 or offset < 0:
@@ -389,7 +390,18 @@ class GitHistory:
         args = [f"--max-count={limit}", f"--skip={offset}", "HEAD"]
         if paths:
             args += ["--follow", "--", *paths] if len(paths) == 1 else ["--", *paths]
+        elif folders:
+            args += ["--", *_literal(folders)]
         return self._log(args, files=files)
+
+    def count_between(self, old: str, new: str, folders: Sequence[str] = ()) -> int:
+        """How many commits `new` has that `old` has not (of those touching `folders`, if any)."""
+        if not _SHA.fullmatch(old) or not _SHA.fullmatch(new):
+            raise GitHistoryError("not a commit id")
+        try:
+            return int(self.repo.git.rev_list("--count", f"{old}..{new}", "--", *_literal(folders)))
+        except (GitCommandError, ValueError) as exc:
+            raise GitHistoryError(f"git rev-list failed: {exc}") from None
 
     def with_files(self, shas: Sequence[str]) -> list[RawCommit]:
         """The commits named by full sha, in that order, with their changed files (as `log`)."""
@@ -535,6 +547,11 @@ _STATUS_ARGS = ("--porcelain", "-z", "--untracked-files=all", "--", "entries")
 def _status_paths(out: str) -> list[str]:
     """The paths of `git status --porcelain -z` output."""
     return [token[3:] for token in out.split("\0") if len(token) > 3 and token[2] == " "]
+
+
+def _literal(folders: Sequence[str]) -> list[str]:
+    """Pathspecs that match these names as written (no glob, no magic)."""
+    return [f":(literal){f}" for f in folders]
 
 
 def _write_spec(spec: Path, paths: Sequence[str]) -> None:
