@@ -89,7 +89,14 @@ class TimelineQuery:
         if not (self.conversation or self.event_types or (self.text or "").strip()
                 or self.only_deletes_and_replacements):
             return True
-        return bool(self.matching_events(commit))
+        if commit.event_counts is not None:  # a bulk commit: ruled out by its counts, unread
+            kinds = commit.event_counts.keys()
+            if (self.event_types and not kinds & self.event_types) or (
+                    self.only_deletes_and_replacements and not kinds & DELETES_AND_REPLACEMENTS):
+                return False
+        # The first match will do: a bulk commit's events are built one by one up to it.
+        events = commit.events
+        return any(self.event_matches(commit, events[i]) for i in range(len(events)))
 
     def meta_could_match(self, raw: RawCommit) -> bool:
         """A pre-check on a commit's date and source alone (read without its files)."""
