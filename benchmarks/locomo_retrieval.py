@@ -82,6 +82,7 @@ Searcher = Callable[[str, str], list[str]]
 
 def evaluate(name: str, search: Searcher, questions: list[tuple[str, str, set[str], int]]) -> dict[str, Any]:
     per_cat: dict[int, list[tuple[float, float, float]]] = defaultdict(list)
+    per_conv: dict[str, list[float]] = defaultdict(list)
     latencies: list[float] = []
     for conv, question, relevant, category in questions:
         start = time.perf_counter()
@@ -90,6 +91,7 @@ def evaluate(name: str, search: Searcher, questions: list[tuple[str, str, set[st
         r5 = len(relevant & set(ranked[:5])) / len(relevant)
         r10 = len(relevant & set(ranked[:10])) / len(relevant)
         per_cat[category].append((r5, r10, ndcg(ranked, relevant, 10)))
+        per_conv[conv].append(r5)
     everything = [v for vals in per_cat.values() for v in vals]
     result = {
         "name": name,
@@ -104,8 +106,23 @@ def evaluate(name: str, search: Searcher, questions: list[tuple[str, str, set[st
                      "ndcg@10": statistics.fmean(x[2] for x in v)}
             for c, v in sorted(per_cat.items())
         },
+        # Each conversation on its own: a change that helps only one of them is fitted, not found.
+        "per_conversation": {c: {"n": len(v), "recall@5": statistics.fmean(v)}
+                             for c, v in sorted(per_conv.items())},
     }
     return result
+
+
+def pool_ceiling(engine: MemoryEngine, questions: list[tuple[str, str, set[str], int]]) -> dict[str, float]:
+    """recall@5 if the cross-encoder put its pool (the best `rerank_pool` fused candidates) in the
+    perfect order: what the candidates allow, so a gap to it is the reranker's, the rest fusion's."""
+    pool = int(engine.config["retrieval.rerank_pool"])
+    per_conv: dict[str, list[float]] = defaultdict(list)
+    for conv, question, relevant, _ in questions:
+        ids = {r.memory.id for r in engine.search(question, conversation_id=conv, top_k=pool, use_mmr=False)}
+        per_conv[conv].append(min(len(relevant & ids), 5) / len(relevant))
+    every = [v for vs in per_conv.values() for v in vs]
+    return {"all": statistics.fmean(every), **{c: statistics.fmean(v) for c, v in sorted(per_conv.items())}}
 
 
 def main() -> int:
@@ -207,6 +224,12 @@ def main() -> int:
           f"{load_before:.1f} -> {load_after:.1f}")
     print("\nper category (read path): " + "  ".join(
         f"cat {c}: r@5 {v['recall@5']:.3f} (n={v['n']})" for c, v in results[0]["per_category"].items()))
+    for r in results[:3]:
+        print(f"per conversation, {r['name']}: " + "  ".join(
+            f"{c}: r@5 {v['recall@5']:.3f} (n={v['n']})" for c, v in r["per_conversation"].items()))
+    ceiling = pool_ceiling(engine, questions)
+    print(f"ceiling (the cross-encoder's pool of {engine.config['retrieval.rerank_pool']} in the perfect "
+          "order): " + "  ".join(f"{c}: r@5 {v:.3f}" for c, v in ceiling.items()))
     engine.close()
     if args.json:
         main_result = results[0]
@@ -216,10 +239,15 @@ def main() -> int:
             "p95_ms": round(main_result["p95_ms"], 2),
             "reranked_share": round(ran / max(searched, 1), 3),
             "load_average": [round(load_before, 2), round(load_after, 2)],
-            "baselines": {r["name"]: {k: round(r[k], 4) for k in ("recall@5", "recall@10", "ndcg@10",
-                                                                   "p50_ms")}
+            "baselines": {r["name"]: {**{k: round(r[k], 4) for k in ("recall@5", "recall@10", "ndcg@10",
+                                                                      "p50_ms", "p95_ms")},
+                                      "per_conversation": {c: round(v["recall@5"], 4)
+                                                           for c, v in r["per_conversation"].items()}}
                           for r in results[1:]},
             "per_category": main_result["per_category"],
+            "per_conversation": {c: round(v["recall@5"], 4)
+                                 for c, v in main_result["per_conversation"].items()},
+            "pool_ceiling_recall@5": {c: round(v, 4) for c, v in ceiling.items()},
         }))
     return 0
 
