@@ -241,8 +241,12 @@ class PathEvents(Sequence[TimelineEvent]):
             self.unpack()
         item = self._items[index]
         if item is None:
-            assert self._flat is not None
-            item = self._items[index] = self._build(*self._flat[index * _FIELDS:(index + 1) * _FIELDS])
+            flat = self._flat
+            if not flat:  # every event was built meanwhile (by _build_all, which empties flat last)
+                built = self._items[index]
+                assert built is not None
+                return built
+            item = self._items[index] = self._build(*flat[index * _FIELDS:(index + 1) * _FIELDS])
         return item
 
     def _build(self, kind: str, memory_id: str, conversation: str, path: str, old_path: str, role: str,
@@ -266,6 +270,16 @@ class PathEvents(Sequence[TimelineEvent]):
                     items[index] = build(*fields_)
             self._flat = []  # every event is built: the unpacked text is no longer needed
 
+    @property
+    def built(self) -> bool:
+        """True once every event is built (iterating then costs nothing)."""
+        return self._flat == []
+
+    def build(self) -> None:
+        """Build every event now (a background warm-up: the pane lists them all on selection)."""
+        if not self.built:
+            self._build_all()
+
     def __len__(self) -> int:
         return self._n
 
@@ -285,8 +299,7 @@ class PathEvents(Sequence[TimelineEvent]):
         return self._event(index)
 
     def __iter__(self) -> Iterator[TimelineEvent]:
-        if self._flat != []:  # not yet built (an empty list: built, or recovered from git)
-            self._build_all()
+        self.build()
         for item in self._items:
             assert item is not None
             yield item
