@@ -24,7 +24,12 @@ import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history import commit_summaries, timeline
-from desktop_mem.engine.history.timeline_query import CommitCache, TimelineQuery, timeline_page
+from desktop_mem.engine.history.timeline_query import (
+    CommitCache,
+    TimelineQuery,
+    timeline_page,
+    wait_for_background,
+)
 from desktop_mem.engine.models import CommitInfo, EventType, Operation
 from desktop_mem.engine.transfer.git_sync import sync
 
@@ -114,6 +119,7 @@ def test_commits_shown_once_are_not_listed_again_in_a_new_session(
     fact = engine.add("User lives in Berlin.")
     engine.edit(fact.id, text="User lives in Hamburg.")
     first = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    wait_for_background()  # what git listed is written once the page is handed over
     listings = GitListings(engine, monkeypatch)
 
     again = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())  # a new session's cache
@@ -168,6 +174,7 @@ def test_a_bulk_commit_from_a_sync_remote_is_read_from_git_then_kept(
     assert {e.memory_id for e in shown.events} == {f"00000000-0000-4000-8000-{i:012d}" for i in range(BULK)}
     assert {e.conversation_id for e in shown.events} == {"c7"}
 
+    wait_for_background()
     listings = GitListings(desktop, monkeypatch)
     kept = next(c for c in timeline_page(desktop, TimelineQuery(), None, 10, CommitCache()).commits
                 if c.sha == sha)
@@ -180,6 +187,7 @@ def test_a_damaged_cache_is_read_from_git_again(engine: Any, damage: str) -> Non
     sha = bulk_import(engine)
     engine.add("User has a dog.")
     timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    wait_for_background()
     path = commit_summaries.cache_file(engine.git)
     if damage == "file":
         path.write_bytes(b"not a database at all" * 100)

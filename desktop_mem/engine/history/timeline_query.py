@@ -25,7 +25,7 @@ from git.exc import GitError
 from gitdb.exc import ODBError
 
 from desktop_mem.engine.history import commit_summaries, timeline
-from desktop_mem.engine.history.git_history import RawCommit
+from desktop_mem.engine.history.git_history import GitHistory, RawCommit
 from desktop_mem.engine.history.ports import HistorySource
 from desktop_mem.engine.history.timeline import classify, commit_source
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
@@ -264,17 +264,18 @@ def timeline_page(
         batch = min(batch * 2, _MAX_BATCH)
 
 
-# One background thread builds the events of a page's bulk commits once the page is handed over:
-# the pane lists all of a commit's events when it is selected, on the GUI thread (41,879 events:
-# ~0.13 s quiet, ~0.45 s at load 3.5), and the page itself no longer waits for them (issue #25).
-_WARM = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline-warm")
+# One background thread, for what a page need not wait for (issue #25): keeping what git listed
+# (commit_summaries, a SQLite write) and building the events of the page's bulk commits (the
+# pane lists them all when one is selected, on the GUI thread: 41,879 events took ~0.13 s quiet,
+# ~0.45 s at load 3.5). Tasks run in order; nothing in them is needed for a page to be right.
+_BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline-background")
 
 
 def _warmed(page: TimelinePage) -> TimelinePage:
     for commit in page.commits:
         events = commit.events
         if isinstance(events, timeline.PathEvents) and not events.built:
-            _WARM.submit(_build_quietly, events)
+            _BACKGROUND.submit(_build_quietly, events)
     return page
 
 
@@ -300,16 +301,29 @@ def _resolved(engine: HistorySource, cache: CommitCache, raws: Sequence[RawCommi
         cache.put(info)
     known |= kept
     new = engine.git.with_files([r.sha for r in raws if r.sha not in known and r.sha not in listed])
-    small = []
+    small: list[RawCommit] = []
+    bulk: list[CommitInfo] = []
     for raw in new:
         if timeline.is_bulk(raw):
             info = known[raw.sha] = cache.classified(engine, raw)
-            commit_summaries.save_bulk(engine.git, info)
+            bulk.append(info)
         else:
             listed[raw.sha] = raw
             small.append(raw)
-    commit_summaries.save_files(engine.git, small)
+    if small or bulk:  # written after the page is handed over
+        _BACKGROUND.submit(_keep, engine.git, small, bulk)
     return known, listed
+
+
+def _keep(git: GitHistory, small: list[RawCommit], bulk: list[CommitInfo]) -> None:
+    commit_summaries.save_files(git, small)
+    for info in bulk:
+        commit_summaries.save_bulk(git, info)
+
+
+def wait_for_background() -> None:
+    """Wait until what earlier pages left to do in the background is done (tests, benchmarks)."""
+    _BACKGROUND.submit(lambda: None).result()
 
 
 def _shifted_offset(engine: HistorySource, cursor: TimelineCursor | None, head: str,
