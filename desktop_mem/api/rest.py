@@ -137,18 +137,21 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     `/mcp` serves the MCP tools (streamable HTTP); it needs the app's lifespan to run.
     """
-    from desktop_mem.api.mcp_server import mcp_http_app
+    from starlette.routing import Route
 
-    mcp_routes, mcp_lifespan = mcp_http_app(engine)
+    from desktop_mem.api.mcp_lazy import LazyMCP
+
+    mcp = LazyMCP(engine)  # the MCP server starts on the first /mcp request (mcp_lazy.py)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with mcp_lifespan():
+        async with mcp.running():
             yield
 
     app = FastAPI(title="desktop-mem", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
-    app.router.routes.extend(mcp_routes)
+    app.state.mcp = mcp
+    app.router.routes.append(Route("/mcp", endpoint=mcp))
     app.add_middleware(Guard, token=token or None, max_body=MAX_BODY_BYTES, error_body=_error_body)
     _install_error_handlers(app)
     model_name = str(engine.config["llm.model"])
