@@ -155,6 +155,7 @@ class IndexSync:
     def _sync(self, memories: Iterable[Memory], progress: Progress | None) -> SyncReport:
         if not self.consistent():
             self._reconcile()
+        release_free_heap()  # what opening chroma freed, before the pass builds its own scratch
         desired: dict[str, Memory] = {}
         for m in memories:  # read here, under the index lock: a later write is handed to us
             desired[m.id] = m
