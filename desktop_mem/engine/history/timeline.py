@@ -139,12 +139,14 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
         if packed is not None:
             path_events = PathEvents(commit.sha, packed, len(events), built=events)
             return commit_info(commit, path_events, Counter(e.type for e in events))
-    return commit_info(commit, tuple(events))
+    return commit_info(commit, tuple(events), from_paths=from_paths)
 
 
 def commit_info(commit: RawCommit, events: Sequence[TimelineEvent],
-                counts: Mapping[EventType, int] | None = None) -> CommitInfo:
-    """A commit's metadata (from git) with its classified events; `counts` only for PathEvents."""
+                counts: Mapping[EventType, int] | None = None, *, from_paths: bool | None = None
+                ) -> CommitInfo:
+    """A commit's metadata (from git) with its classified events; `counts` only for PathEvents
+    (`from_paths` defaults to whether the events are PathEvents)."""
     return CommitInfo(
         sha=commit.sha,
         subject=commit.subject,
@@ -153,7 +155,7 @@ def commit_info(commit: RawCommit, events: Sequence[TimelineEvent],
         trailers=dict(commit.trailers),
         events=events,
         made_by_app="Operation" in commit.trailers,
-        events_from_paths=isinstance(events, PathEvents),
+        events_from_paths=isinstance(events, PathEvents) if from_paths is None else from_paths,
         event_counts=dict(counts) if counts is not None else None,
     )
 
