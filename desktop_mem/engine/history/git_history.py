@@ -1,7 +1,7 @@
 """GitPython adapter: the store's history. The only module that talks to git.
 
-Reads use one `git log --raw` call per page (not a subprocess per commit) and GitPython's
-persistent `cat-file` process for blob contents, so a timeline page stays fast at 5,000 commits.
+Reads use one `git log` call per page (not a subprocess per commit; with `--raw` only for the
+commits whose files are needed) and GitPython's persistent `cat-file` process for blob contents.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Paging and filtering of the classified history for the timeline pane, plus diff helpers.
 
-A page is read newest first with one `git log --raw` call per batch; when filters are set, further
-batches are read until the page is full or history ends. Classified commits are cached by sha
-(commits never change), so scrolling back and forth or re-filtering costs no blob reads.
+A page is read newest first, a batch of commits at a time without their files (one `git log`;
+a conversation's: only the commits touching its folders); when filters are set, further batches
+are read until the page is full or history ends. Commits never change, so what they changed is
+cached by sha: classified in memory (scrolling back and forth or re-filtering costs no blob
+reads), and on disk what git listed (history/commit_summaries.py): git lists the files of a
+commit once, in the first session that shows it, or never for the app's own bulk commits.
 """
 
 from __future__ import annotations
