@@ -24,6 +24,7 @@ import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.history import commit_summaries, timeline
+from desktop_mem.engine.history.lineage import lineage
 from desktop_mem.engine.history.timeline_query import (
     CommitCache,
     TimelineQuery,
@@ -61,8 +62,16 @@ class GitListings:
                 self.pages += 1
             return real_log(*args, **kwargs)
 
+        real_commit_info = engine.git.commit_info
+
+        def commit_info(sha: str, **kwargs: Any) -> Any:
+            if kwargs.get("files", True):
+                self.listed.append(sha)
+            return real_commit_info(sha, **kwargs)
+
         monkeypatch.setattr(engine.git, "with_files", with_files)
         monkeypatch.setattr(engine.git, "log", log)
+        monkeypatch.setattr(engine.git, "commit_info", commit_info)
 
     def read(self, sha: str) -> bool:
         return sha in self.listed or self.pages > 0
@@ -269,3 +278,19 @@ def test_a_conversations_pages_skip_and_repeat_nothing_when_commits_arrive_betwe
     # A name is a folder name taken literally: no glob, no way out of the store, no git error.
     for name in ("../c1", "c1/..", "*", "c?", ".", "", "c1/facts"):
         assert timeline_page(engine, TimelineQuery(conversation=name), None, 5, CommitCache()).commits == ()
+
+
+def test_the_lineage_of_an_imported_memory_does_not_list_the_import(
+    engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sha = bulk_import(engine)
+    imported = next(m for m in engine.list_memories(conversation_id="c1") if m.text.endswith("seven"))
+    listings = GitListings(engine, monkeypatch)
+
+    steps = lineage(engine, imported.id, CommitCache()).chain  # a new session: nothing in memory
+
+    assert [s.memory_id for s in steps] == [imported.id]
+    created = steps[0].created_event
+    assert created is not None and created.commit == sha and created.type == EventType.ADD
+    assert steps[0].created_in is not None and len(steps[0].created_in.events) == BULK
+    assert sha not in listings.listed

@@ -465,9 +465,9 @@ class GitHistory:
         except GitCommandError:
             raise GitHistoryError(f"{revision!r} is not a commit of this store") from None
 
-    def commit_info(self, sha: str) -> RawCommit:
-        """One commit by sha (or any revision git understands)."""
-        records = self._log(["--max-count=1", self.resolve(sha)])
+    def commit_info(self, sha: str, *, files: bool = True) -> RawCommit:
+        """One commit by sha (or any revision git understands); `files=False` as in `log`."""
+        records = self._log(["--max-count=1", self.resolve(sha)], files=files)
         if not records:
             raise GitHistoryError(f"{sha!r} is not a commit of this store")
         return records[0]

@@ -197,10 +197,14 @@ class CommitCache:
         return info
 
     def commit(self, engine: HistorySource, sha: str) -> CommitInfo:
-        """One commit by sha (any revision git understands), classified."""
+        """One commit by sha (any revision git understands), classified; its files are listed
+        by git only if no earlier session kept them (a lineage names an import's commit: 100,000
+        files)."""
         info = self.get(sha)
         if info is None:
-            info = self.classified(engine, engine.git.commit_info(sha))
+            meta = engine.git.commit_info(sha, files=False)
+            known, listed = _resolved(engine, self, [meta])
+            info = known.get(meta.sha) or self.classified(engine, listed[meta.sha])
         return info
 
 
