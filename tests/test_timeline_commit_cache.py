@@ -221,7 +221,7 @@ def test_a_damaged_cache_is_read_from_git_again(engine: Any, damage: str) -> Non
 
 
 def test_filters_and_restore_work_on_a_kept_bulk_delete(engine: Any) -> None:
-    bulk_import(engine)
+    imported = bulk_import(engine)
     added = engine.list_memories(conversation_id="c1")
     with engine.writer.transaction(Operation.DELETE, "Delete everything imported", "c1") as tx:
         for memory in added:
@@ -235,6 +235,11 @@ def test_filters_and_restore_work_on_a_kept_bulk_delete(engine: Any) -> None:
     assert only.commits[0].type_counts() == {EventType.DELETE: BULK}
     in_c2 = timeline_page(engine, TimelineQuery(conversation="c2"), None, 10, CommitCache())
     assert [c.subject for c in in_c2.commits] == ["Add fact: User has a dog"]
+    in_c1 = timeline_page(engine, TimelineQuery(conversation="c1"), None, 10, CommitCache())
+    assert [c.sha for c in in_c1.commits] == [deleting, imported]
+    adds = TimelineQuery(conversation="c1", event_types={EventType.ADD})
+    adds_in_c1 = timeline_page(engine, adds, None, 10, CommitCache())
+    assert [c.sha for c in adds_in_c1.commits] == [imported]
     event = next(e for e in only.commits[0].events if e.memory_id == added[5].id)
     from desktop_mem.engine.history.timeline_actions import restore_deleted
 

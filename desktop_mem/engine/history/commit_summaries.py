@@ -38,7 +38,7 @@ from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 
 FILE_NAME = "desktop-mem-timeline.sqlite3"
 # Bumped whenever timeline.classify's path rules change what a bulk commit's events are.
-VERSION = 1
+VERSION = 2  # 2: the summary names the conversations a bulk commit touches
 # Bumped if the listing changes (git_history._log's flags: --raw --no-renames --no-abbrev).
 FILES_VERSION = 1
 _SCHEMA = (
@@ -93,14 +93,15 @@ def save_bulk(git: GitHistory, info: CommitInfo) -> None:
     events = info.events
     if not isinstance(events, timeline.PathEvents) or info.event_counts is None:
         return
-    counts = json.dumps({str(k): v for k, v in info.event_counts.items()})
+    summary = json.dumps({"counts": {str(k): v for k, v in info.event_counts.items()},
+                          "conversations": sorted(events.conversations)})
     _write(git, "INSERT OR REPLACE INTO bulk_commits VALUES (?, ?, ?, ?, ?, ?)",
-           [(info.sha, VERSION, len(events), counts, events.packed, _crc(counts, events.packed))])
+           [(info.sha, VERSION, len(events), summary, events.packed, _crc(summary, events.packed))])
 
 
-def _crc(counts: str, packed: bytes) -> int:
+def _crc(summary: str, packed: bytes) -> int:
     """A checksum of a row (~1 ms for 2 MB): a damaged row is read from git, not shown."""
-    return zlib.crc32(packed, zlib.crc32(counts.encode()))
+    return zlib.crc32(packed, zlib.crc32(summary.encode()))
 
 
 def save_files(git: GitHistory, commits: Sequence[RawCommit]) -> None:
@@ -153,33 +154,39 @@ def load(git: GitHistory, commits: Sequence[RawCommit]
     return bulk, listed
 
 
-def _bulk(git: GitHistory, meta: RawCommit | None, events: object, counts: object, packed: object,
+def _bulk(git: GitHistory, meta: RawCommit | None, events: object, summary: object, packed: object,
           crc: object) -> CommitInfo | None:
-    parsed = _counts(counts)
+    parsed = _summary(summary)
     if (meta is None or type(events) is not int or not isinstance(packed, bytes) or parsed is None
-            or sum(parsed.values()) != events or not isinstance(counts, str) or crc != _crc(counts, packed)):
+            or sum(parsed[0].values()) != events or not isinstance(summary, str)
+            or crc != _crc(summary, packed)):
         return None  # not what this module wrote: read from git instead
     sha = meta.sha
+    counts, conversations = parsed
 
     def from_git() -> Sequence[TimelineEvent]:  # a row damaged past its checksum
         return timeline.classify(git.with_files([sha])[0], git.blob).events
 
-    return timeline.commit_info(meta, timeline.PathEvents(sha, packed, events, recover=from_git), parsed)
+    path_events = timeline.PathEvents(sha, packed, events, recover=from_git, conversations=conversations)
+    return timeline.commit_info(meta, path_events, counts)
 
 
-def _counts(text: object) -> dict[EventType, int] | None:
+def _summary(text: object) -> tuple[dict[EventType, int], frozenset[str]] | None:
     try:
         raw = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return None
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or not isinstance(raw.get("counts"), dict):
         return None
     counts: dict[EventType, int] = {}
-    for key, value in raw.items():
+    for key, value in raw["counts"].items():
         if key not in _TYPES or type(value) is not int or value < 0:
             return None
         counts[_TYPES[key]] = value
-    return counts
+    conversations = raw.get("conversations")
+    if not isinstance(conversations, list) or not all(isinstance(c, str) for c in conversations):
+        return None
+    return counts, frozenset(conversations)
 
 
 def _changes(packed: object) -> tuple[FileChange, ...] | None:

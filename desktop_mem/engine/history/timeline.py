@@ -137,7 +137,8 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
     if from_paths:
         packed = PathEvents.pack(events)
         if packed is not None:
-            path_events = PathEvents(commit.sha, packed, len(events), built=events)
+            touched = frozenset(e.conversation_id for e in events if e.conversation_id)
+            path_events = PathEvents(commit.sha, packed, len(events), built=events, conversations=touched)
             return commit_info(commit, path_events, Counter(e.type for e in events))
     return commit_info(commit, tuple(events), from_paths=from_paths)
 
@@ -189,15 +190,17 @@ class PathEvents(Sequence[TimelineEvent]):
     `packed` is zlib-compressed, NUL-separated fields, _FIELDS per event ("" for None); git
     paths hold no NUL. Unpacking checks the field count: damaged text is read from git again."""
 
-    __slots__ = ("_flat", "_items", "_lock", "_n", "_recover", "packed", "sha")
+    __slots__ = ("_flat", "_items", "_lock", "_n", "_recover", "conversations", "packed", "sha")
 
-    def __init__(self, sha: str, packed: bytes, count: int, *,
+    def __init__(self, sha: str, packed: bytes, count: int, *, conversations: frozenset[str],
                  recover: Callable[[], Sequence[TimelineEvent]] | None = None,
                  built: Sequence[TimelineEvent] | None = None) -> None:
-        """`recover`: the events from git, for packed text that turns out damaged (kept on disk);
-        `built`: the events themselves when they were just classified (nothing to unpack)."""
+        """`conversations`: those the events belong to (a filter rules the commit in or out
+        without unpacking); `recover`: the events from git, for packed text that turns out
+        damaged (kept on disk); `built`: the events themselves when just classified."""
         self.sha = sha
         self.packed = packed
+        self.conversations = conversations
         self._n = count
         self._recover = recover
         self._flat: list[str] | None = None if built is None else []

@@ -100,6 +100,12 @@ class TimelineQuery:
             if (self.event_types and not kinds & self.event_types) or (
                     self.only_deletes_and_replacements and not kinds & DELETES_AND_REPLACEMENTS):
                 return False
+        if isinstance(commit.events, timeline.PathEvents) and self.conversation is not None:
+            # ... or by the conversations its events belong to; in, if that is all that is asked.
+            if self.conversation not in commit.events.conversations:
+                return False
+            if not (self.event_types or self.only_deletes_and_replacements or (self.text or "").strip()):
+                return True
         # The first match will do: a bulk commit's events are built one by one up to it.
         events = commit.events
         return any(self.event_matches(commit, events[i]) for i in range(len(events)))
