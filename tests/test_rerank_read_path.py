@@ -4,12 +4,12 @@ own folder; every result says what the reranker scored."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.index.retrieval import RERANK_PROBE_EVERY, SearchFilters
+from desktop_mem.engine.index.retrieval import SearchFilters
 from tests.tiny_cross_encoder import write_cross_encoder
 
 TURNS = [
@@ -80,64 +80,91 @@ def test_facts_about_the_user_are_scored_against_the_question_in_third_person(
         assert dog[0].memory.text == "The user has a greyhound named Biscuit"
 
 
-def test_the_time_budget_shrinks_the_pool_then_skips_the_cross_encoder(
-    make_config: Callable[..., Any],
-) -> None:
-    with MemoryEngine(make_config(retrieval__rerank_budget_ms=1)) as eng:
-        _fill(eng)
-        first = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
-        # No cost known yet: the whole pool is scored, and that measures the cost per pair.
-        assert all(r.scores.rerank is not None for r in first)
-        # A real cross-encoder pair takes far more than 1 ms / 5 candidates: the next search
-        # keeps the fused order instead of blowing the budget.
-        second = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
-        assert second and all(r.scores.rerank is None for r in second)
-        assert second[0].memory.text == TURNS[2]
-    with MemoryEngine(make_config(retrieval__rerank_budget_ms=0)) as eng:  # 0: no limit
-        eng.open_index()
-        for _ in range(2):
-            ranked = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
-            assert all(r.scores.rerank is not None for r in ranked)
+class _Timed:
+    """The real cross-encoder, with a clock that says each pair took `ms_per_pair` (set, not
+    timed, so the tests do not depend on this machine's speed or load)."""
+
+    def __init__(self, reranker: Any, ms_per_pair: float) -> None:
+        self.reranker, self.ms_per_pair, self.now = reranker, ms_per_pair, 0.0
+        self.workers = reranker.workers  # pairs it scores at once: one step of the budget
+        self.scored = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.now += self.ms_per_pair * len(texts) / 1000
+        self.scored += len(texts)
+        return list(self.reranker.score(query, texts))
 
 
-def test_a_tight_budget_scores_the_best_ten_and_still_returns_top_k(
+def _retriever_on_a_busy_machine(eng: MemoryEngine, ms_per_pair: float) -> tuple[Any, _Timed]:
+    retriever = eng.retriever
+    timed = _Timed(retriever.reranker, ms_per_pair)
+    retriever.reranker, retriever.clock = timed, timed.clock
+    return retriever, timed
+
+
+def test_a_tight_budget_scores_the_best_candidates_that_fit_and_still_returns_top_k(
     make_config: Callable[..., Any],
 ) -> None:
-    """On a busy machine the chat turn gets the cross-encoder over the best candidates that fit
-    (never fewer than ten), not the plain fused order, and still gets every result it asked for."""
-    with MemoryEngine(make_config(retrieval__rerank_budget_ms=100, retrieval__rerank_pool=20)) as eng:
+    """On a busy machine the chat turn gets the cross-encoder over the best candidates that fit,
+    not the plain fused order, and still gets every result it asked for."""
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=45, retrieval__rerank_pool=20)) as eng:
         for i in range(8):
             eng.add(f"Melanie: filler turn {i} about the garden and the weather today.", conversation_id="c1",
                     role="user")
         _fill(eng)
-        retriever = eng.retriever
-        # 10 ms per pair under load: the 100 ms budget fits 10 of the pool of 20 (set, not timed,
-        # so the test does not depend on this machine's speed).
-        retriever._ms_per_pair = 10.0
+        retriever, timed = _retriever_on_a_busy_machine(eng, ms_per_pair=10.0)
+        timed.ms_per_pair = 10.0 / timed.workers  # one step (the pairs it runs at once): 10 ms
         results = retriever.search("What did Caroline research?", SearchFilters(conversation_id="c1"),
                                    top_k=12, rerank=True, use_mmr=False)
         assert len(results) == 12
         scored = [r for r in results if r.scores.rerank is not None]
-        assert len(scored) == 10 and results[:10] == scored  # the scored head ranks first
+        # Steps of 10 ms against 45 ms: after 4 steps (40 ms) a 5th would end after the budget.
+        assert len(scored) == 4 * timed.workers == timed.scored
+        assert results[: len(scored)] == scored  # the scored head ranks first
         assert results[0].memory.text == TURNS[2]
-        tail = results[10:]
+        tail = results[len(scored):]
         assert [r.scores.fused for r in tail] == sorted((r.scores.fused for r in tail), reverse=True)
 
 
-def test_a_skipped_cross_encoder_measures_again_after_a_few_searches(
-    make_config: Callable[..., Any],
-) -> None:
-    """A load spike must not turn the cross-encoder off for the rest of the session: after a few
-    skipped searches one scores the minimum pool again and updates the cost."""
+def test_a_budget_too_small_for_the_pool_scores_only_the_best_few(make_config: Callable[..., Any]) -> None:
     with MemoryEngine(make_config(retrieval__rerank_budget_ms=1)) as eng:
         _fill(eng)
-        retriever = eng.retriever
-        retriever._ms_per_pair = 1000.0  # as measured during a spike
-        ran = [any(r.scores.rerank is not None for r in
-                   eng.search("What did Caroline research?", conversation_id="c1", rerank=True))
-               for _ in range(RERANK_PROBE_EVERY)]
-        assert ran == [False] * (RERANK_PROBE_EVERY - 1) + [True]
-        assert retriever._ms_per_pair < 1000.0  # re-measured on this machine's real cost
+        fused = eng.search("What did Caroline research?", conversation_id="c1")
+        retriever, timed = _retriever_on_a_busy_machine(eng, ms_per_pair=50.0)
+        results = retriever.search("What did Caroline research?", SearchFilters(conversation_id="c1"),
+                                   rerank=True, use_mmr=False)
+        # One step (the pairs the reranker runs at once) is scored, then the budget is spent: the
+        # fused best few, reordered by the cross-encoder, and the fused order below them.
+        assert timed.scored == timed.workers
+        head = {r.memory.id for r in results[: timed.workers]}
+        assert head == {r.memory.id for r in fused[: timed.workers]}
+        assert all(r.scores.rerank is not None for r in results[: timed.workers])
+        assert all(r.scores.rerank is None for r in results[timed.workers:])
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=0)) as eng:  # 0: no limit
+        eng.open_index()
+        retriever, timed = _retriever_on_a_busy_machine(eng, ms_per_pair=50.0)
+        ranked = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
+        assert all(r.scores.rerank is not None for r in ranked) and timed.scored == len(TURNS)
+
+
+def test_after_a_load_spike_the_next_search_gets_the_whole_pool_again(
+    make_config: Callable[..., Any],
+) -> None:
+    """A load spike must not turn the cross-encoder off for the searches after it: each search
+    scores what fits in its own budget, now (it used to carry a cost measured during the spike
+    and skip the cross-encoder for several searches)."""
+    with MemoryEngine(make_config(retrieval__rerank_budget_ms=500)) as eng:
+        _fill(eng)
+        retriever, timed = _retriever_on_a_busy_machine(eng, ms_per_pair=1000.0)  # the spike
+        spiked = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
+        assert sum(r.scores.rerank is not None for r in spiked) == timed.workers
+        timed.ms_per_pair = 10.0  # the load has gone
+        calm = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
+        assert all(r.scores.rerank is not None for r in calm)
+        assert calm[0].memory.text == TURNS[2]
 
 
 def test_a_memorys_cross_encoder_score_does_not_depend_on_the_rest_of_the_pool() -> None:

@@ -96,8 +96,8 @@ SETTINGS: tuple[Setting, ...] = (
       "(empty: the shipped ms-marco-MiniLM-L-12-v2)."),
     S("retrieval.rerank_pool", int, 20, "How many of the best fused candidates the cross-encoder scores "
       "(its cost grows with this).", minimum=1, maximum=200),
-    S("retrieval.rerank_budget_ms", int, 500, "Most time one rerank may take: the pool shrinks to fit the "
-      "measured cost per candidate, and below top_k candidates it is skipped (0: no limit).",
+    S("retrieval.rerank_budget_ms", int, 500, "Most time one rerank may take: the best candidates are scored "
+      "first, until the next few would end after it; the rest keep their fused order (0: no limit).",
       minimum=0, maximum=60000),
     S("retrieval.reranker_threads", int, 2, "CPU threads for the reranker: this many candidates are scored "
       "at once, each on one thread (see docs/benchmarks.md).", minimum=1, maximum=64),

@@ -38,13 +38,15 @@ MAX_OVERSAMPLED = 1500  # beyond this a filtered query is cheaper
 EXACT_SCOPE_MAX = 2000
 MMR_POOL_PER_PICK = 3  # MMR considers the best 3·k candidates (k = results wanted) ...
 MMR_MIN_POOL = 20  # ... and at least 20
-# Under the rerank budget the cross-encoder scores at least this many of the best candidates
-# (the rest keep their fused order below them) rather than none: on LoCoMo a pool of 10 is
-# recall@5 0.684 against 0.641 without it (docs/benchmarks.md). When even these do not fit, it is
-# skipped, and every RERANK_PROBE_EVERY-th skipped search scores them anyway to re-measure the cost,
-# so a load spike does not turn the cross-encoder off for the rest of the process.
-RERANK_MIN_POOL = 10
-RERANK_PROBE_EVERY = 8
+# Under the rerank budget the cross-encoder scores the pool best first, a few pairs at a time (as
+# many as it runs at once), and stops when the next few would end after the budget: the rest keep
+# their fused order below the scored ones. Each search so gets what fits now. Before, a cost per
+# pair measured on earlier searches decided the pool up front and skipped the cross-encoder when
+# fewer than 10 fitted; after a load spike that estimate kept it off for many searches (LoCoMo
+# beside two CPU hogs: scored in 148 of 306 chat turns, recall@5 0.658; docs/benchmarks.md).
+# Any scored head helps or is neutral: the head is the fused top n, so for n <= top_k it only
+# reorders what the fused order shows, and from 6 on it finds more (LoCoMo recall@5 with n scored:
+# 6: 0.663, 10: 0.687, 14: 0.700, 20: 0.711; none: 0.642).
 
 
 # Per-request read-path knobs: top_k, recency_weight, score_threshold (None: the setting).
@@ -69,8 +71,8 @@ class RetrievalSettings:
     # The cross-encoder scores only the best `rerank_pool` fused candidates: its cost is per pair
     # (docs/benchmarks.md), and the evidence is almost always in the fused top 20 already.
     rerank_pool: int = default("retrieval.rerank_pool")
-    # Wall-time budget of one rerank: the pool shrinks to what the measured cost per pair allows,
-    # and below top_k pairs the fused order is kept (0: no budget). See docs/benchmarks.md.
+    # Wall-time budget of one rerank: the pool is scored best first until the next step would end
+    # after it; the rest keep their fused order below (0: no budget). See docs/benchmarks.md.
     rerank_budget_ms: float = default("retrieval.rerank_budget_ms")
     # relevance = w * cross-encoder + (1 - w) * fused: the fused score still knows about exact
     # keyword matches the cross-encoder underrates (LoCoMo recall@5: 0.687 at w = 1, 0.704 at 0.8).
@@ -138,8 +140,7 @@ class Retriever:
         self.reranker = reranker
         self.scope_share = scope_share
         self.scope_ids = scope_ids  # every id a scope holds (the catalog's), for exact scoped search
-        self._ms_per_pair: float | None = None  # smoothed wall time of one cross-encoder pair
-        self._skipped_reranks = 0  # searches since the cross-encoder last ran for lack of budget
+        self.clock: Callable[[], float] = time.perf_counter  # seconds; the rerank budget's clock
 
     def search(
         self,
@@ -174,8 +175,8 @@ class Retriever:
         candidates = self._fuse(dense, keyword, f, now or utc_now())
         if not candidates:
             return []
-        if rerank and self.reranker is not None and (size := self._affordable_pool(k)):
-            candidates = self._rerank(query, self.reranker, candidates, size)
+        if rerank and self.reranker is not None and self.settings.rerank_pool > 0:
+            candidates = self._rerank(query, self.reranker, candidates, self.settings.rerank_pool)
         candidates.sort(key=lambda r: r.scores.final, reverse=True)
         if not use_mmr:
             return candidates[:k]
@@ -317,33 +318,29 @@ class Retriever:
             results.append(SearchResult(memory, scores, dense[mid][1] if mid in dense else None))
         return results
 
-    def _affordable_pool(self, k: int) -> int:
-        """How many candidates the cross-encoder may score within the budget (0: skip it)."""
-        pool, budget = self.settings.rerank_pool, self.settings.rerank_budget_ms
-        if budget <= 0 or self._ms_per_pair is None:
-            return pool
-        fits = int(budget / max(self._ms_per_pair, 1e-3))
-        least = min(k, pool, RERANK_MIN_POOL)
-        if fits >= least:
-            self._skipped_reranks = 0
-            return min(pool, fits)
-        self._skipped_reranks += 1
-        if self._skipped_reranks >= RERANK_PROBE_EVERY:  # re-measure: the load may have gone
-            self._skipped_reranks = 0
-            return least
-        return 0
+    def _scored_in_time(self, query: str, reranker: Reranker, pool: list[SearchResult]) -> list[float]:
+        """Cross-encoder scores of the pool's first candidates, best first, as many as the budget
+        allows: a step is as many pairs as the reranker runs at once, and the next step is not
+        started when the steps so far say it would end after the budget (0: no budget)."""
+        budget = self.settings.rerank_budget_ms / 1000
+        step = max(1, int(getattr(reranker, "workers", 1)))
+        if budget <= 0:
+            return self._cross_scores(query, reranker, pool)
+        start = self.clock()
+        scores: list[float] = []
+        for at in range(0, len(pool), step):
+            elapsed = self.clock() - start
+            if at and elapsed + elapsed / (at // step) > budget:
+                break
+            scores += self._cross_scores(query, reranker, pool[at : at + step])
+        return scores
 
     def _rerank(
         self, query: str, reranker: Reranker, candidates: list[SearchResult], size: int
     ) -> list[SearchResult]:
         candidates.sort(key=lambda r: r.scores.final, reverse=True)
-        pool, rest = candidates[:size], candidates[size:]
-        start = time.perf_counter()
-        relevance = self._cross_scores(query, reranker, pool)
-        if pool:
-            cost = (time.perf_counter() - start) * 1000 / len(pool)
-            last = self._ms_per_pair
-            self._ms_per_pair = cost if last is None else 0.7 * last + 0.3 * cost
+        relevance = self._scored_in_time(query, reranker, candidates[:size])
+        pool, rest = candidates[: len(relevance)], candidates[len(relevance) :]
         rw, w = self.settings.recency_weight, self.settings.rerank_weight
         kept: list[SearchResult] = []
         for cand, rerank in zip(pool, relevance, strict=True):
@@ -354,7 +351,7 @@ class Retriever:
             final = (1 - rw) * rel + rw * s.recency
             scores = ScoreBreakdown(s.keyword, s.dense, s.fused, rerank, rel, s.recency, final)
             kept.append(SearchResult(cand.memory, scores, cand.embedding))
-        return kept + self._below(rest, kept, len(pool) >= self.settings.rerank_pool)
+        return kept + self._below(rest, kept, len(pool) >= size)
 
     @staticmethod
     def _below(rest: list[SearchResult], head: list[SearchResult], full_pool: bool) -> list[SearchResult]:
