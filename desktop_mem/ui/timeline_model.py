@@ -7,6 +7,7 @@ pane reads the next page on the read pool and hands it back with `append_page`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import (
@@ -216,17 +217,22 @@ class EventListModel(QAbstractListModel):
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._events: list[TimelineEvent] = []
-        self._matching: set[int] = set()
+        self._events: Sequence[TimelineEvent] = ()
+        self._matching: set[int] | None = None  # positions the filters keep; None: all of them
         self.titles: dict[str, str] = {}  # conversation id -> title, shown instead of the slug
 
     def set_commit(self, commit: CommitInfo | None, query: TimelineQuery) -> None:
         """Show the events of `commit` (None clears)."""
         self.beginResetModel()
-        self._events = list(commit.events) if commit else []
-        # By position, not `e in kept`: that compared every event with every kept one (an
-        # import's 1,741 events froze the GUI thread for seconds).
-        self._matching = {i for i, e in enumerate(self._events) if commit and query.event_matches(commit, e)}
+        # The commit's own sequence, not a copy: a bulk commit's events are built as rows are
+        # drawn (history.timeline.PathEvents), so selecting a 42k-file import builds the visible
+        # ones only; without an event filter none is dimmed and none is checked.
+        self._events = commit.events if commit else ()
+        self._matching = None
+        if commit is not None and query.filters_events():
+            # By position, not `e in kept`: that compared every event with every kept one (an
+            # import's 1,741 events froze the GUI thread for seconds).
+            self._matching = {i for i, e in enumerate(self._events) if query.event_matches(commit, e)}
         self.endResetModel()
 
     def event_at(self, row: int) -> TimelineEvent | None:
@@ -247,7 +253,8 @@ class EventListModel(QAbstractListModel):
             return QColor(CHIP_COLOURS[event.type])
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{event.path}\nmemory {event.memory_id or '?'}"
-        if role == Qt.ItemDataRole.ForegroundRole and index.row() not in self._matching:
+        left_out = self._matching is not None and index.row() not in self._matching
+        if role == Qt.ItemDataRole.ForegroundRole and left_out:
             return QColor("#9e9e9e")
         if role == EVENT_ROLE:
             return event

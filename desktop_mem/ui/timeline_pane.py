@@ -327,8 +327,7 @@ class TimelinePane(QWidget):
         if commit is None:
             self._show_event(None, None)
             return
-        kept = self.model.query.matching_events(commit)
-        self.select_event(commit.events.index(kept[0]) if kept else 0)
+        self.select_event(self.model.query.first_match(commit))
 
     @Slot(QModelIndex, QModelIndex)
     def _on_event_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:

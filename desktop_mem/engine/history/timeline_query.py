@@ -84,6 +84,18 @@ class TimelineQuery:
                 return False
         return True
 
+    def filters_events(self) -> bool:
+        """True when some event of a commit may be left out (conversation, type or text set)."""
+        return bool(self.conversation or self.event_types or (self.text or "").strip()
+                    or self.only_deletes_and_replacements)
+
+    def first_match(self, commit: CommitInfo) -> int:
+        """The position of the commit's first event the filters keep (0 when none or no filter):
+        a bulk commit's events are built only up to it."""
+        if not self.filters_events():
+            return 0
+        return next((i for i, e in enumerate(commit.events) if self.event_matches(commit, e)), 0)
+
     def matching_events(self, commit: CommitInfo) -> tuple[TimelineEvent, ...]:
         """The events of a commit the filters keep (the pane can dim the others)."""
         return tuple(e for e in commit.events if self.event_matches(commit, e))
@@ -92,8 +104,7 @@ class TimelineQuery:
         """True when the commit belongs on the filtered timeline."""
         if not self._date_ok(commit.committed_at) or not self._source_ok(commit.trailers):
             return False
-        if not (self.conversation or self.event_types or (self.text or "").strip()
-                or self.only_deletes_and_replacements):
+        if not self.filters_events():
             return True
         if commit.event_counts is not None:  # a bulk commit: ruled out by its counts, unread
             kinds = commit.event_counts.keys()
