@@ -88,6 +88,7 @@ class _Timed:
         self.reranker, self.ms_per_pair, self.now = reranker, ms_per_pair, 0.0
         self.workers = reranker.workers  # pairs it scores at once: one step of the budget
         self.scored = 0
+        self.calls = 0
 
     def clock(self) -> float:
         return self.now
@@ -95,6 +96,7 @@ class _Timed:
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         self.now += self.ms_per_pair * len(texts) / 1000
         self.scored += len(texts)
+        self.calls += 1
         return list(self.reranker.score(query, texts))
 
 
@@ -162,9 +164,13 @@ def test_after_a_load_spike_the_next_search_gets_the_whole_pool_again(
         spiked = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
         assert sum(r.scores.rerank is not None for r in spiked) == timed.workers
         timed.ms_per_pair = 10.0  # the load has gone
+        timed.calls = 0
         calm = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
         assert all(r.scores.rerank is not None for r in calm)
         assert calm[0].memory.text == TURNS[2]
+        # The first step said the rest fits: it was scored in one call, its threads not waiting for
+        # each other after every step.
+        assert timed.calls == 2
 
 
 def test_a_memorys_cross_encoder_score_does_not_depend_on_the_rest_of_the_pool() -> None:

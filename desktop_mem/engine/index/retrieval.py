@@ -321,7 +321,9 @@ class Retriever:
     def _scored_in_time(self, query: str, reranker: Reranker, pool: list[SearchResult]) -> list[float]:
         """Cross-encoder scores of the pool's first candidates, best first, as many as the budget
         allows: a step is as many pairs as the reranker runs at once, and the next step is not
-        started when the steps so far say it would end after the budget (0: no budget)."""
+        started when the steps so far say it would end after the budget (0: no budget). Once they
+        say the whole rest fits, it is scored in one call (its threads never wait for each other
+        between steps: on a quiet machine stepping to the end cost ~10 % more wall time)."""
         budget = self.settings.rerank_budget_ms / 1000
         step = max(1, int(getattr(reranker, "workers", 1)))
         if budget <= 0:
@@ -329,9 +331,13 @@ class Retriever:
         start = self.clock()
         scores: list[float] = []
         for at in range(0, len(pool), step):
-            elapsed = self.clock() - start
-            if at and elapsed + elapsed / (at // step) > budget:
-                break
+            if at:
+                elapsed = self.clock() - start
+                per_step = elapsed / (at // step)
+                if elapsed + per_step * -(-(len(pool) - at) // step) <= budget:
+                    return scores + self._cross_scores(query, reranker, pool[at:])
+                if elapsed + per_step > budget:
+                    break
             scores += self._cross_scores(query, reranker, pool[at : at + step])
         return scores
 
