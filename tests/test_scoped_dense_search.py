@@ -73,3 +73,20 @@ def test_exact_scoped_similarity_equals_the_vector_index_similarity(crowded: Mem
     by_chroma = crowded.retriever.vectors.query(vector, 100, None, with_payload=False)
     expected = next(h.similarity for h in by_chroma if h.id == mine.memory.id)
     assert mine.scores.dense == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_scope_holding_a_memory_not_yet_indexed_is_still_searched(
+    crowded: MemoryEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large scope is searched over its ids; one of them not in the vector index (the user's
+    message saved a moment before the chat turn searches, or a hand edit held back for a secret)
+    made chroma refuse the whole search, and the chat turn answered without memories."""
+    monkeypatch.setattr(retrieval, "EXACT_SCOPE_MAX", 0)
+    monkeypatch.setattr(retrieval, "MAX_OVERSAMPLED", 41)
+    fresh = crowded.add("A heron stood on one leg by the boathouse.", conversation_id="mine", role="user")
+    crowded.retriever.vectors.delete([fresh.id])  # in the catalog, not (yet) in the vector index
+    hits = crowded.search("kayak on the lake and the herons", conversation_id="mine", top_k=5)
+    texts = {h.memory.text.split()[0] for h in hits if h.memory.conversation_id == "mine"}
+    assert "Paddling" in texts
+    mine = next(h for h in hits if h.memory.text.startswith("Paddling"))
+    assert mine.scores.dense is not None  # found by meaning, not only by its words

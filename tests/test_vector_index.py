@@ -75,6 +75,18 @@ def test_where_filter_by_conversation(index: VectorIndex, embedder: OnnxEmbedder
     assert index.query(query, n=10, where={"conversation_id": "nope"}) == []
 
 
+def test_a_search_among_ids_leaves_out_those_not_indexed(index: VectorIndex, embedder: OnnxEmbedder) -> None:
+    """The read path limits a scope's search to its memories' ids; one of them not in the index
+    yet (saved a moment ago, or a hand edit held back for a secret) made the whole search fail,
+    and the chat turn answered without memories."""
+    query = embedder.embed(["What kind of dog do I have?"])[0]
+    hits = index.query(query, n=3, ids=["m1", "m3", "saved-a-moment-ago"], with_payload=False)
+    assert [h.id for h in hits][0] == "m1" and {h.id for h in hits} == {"m1", "m3"}
+    assert index.query(query, n=3, ids=["not-indexed", "held-back"]) == []
+    with pytest.raises(VectorIndexError):  # a real failure is still one
+        index.query(np.zeros(7, dtype=np.float32), n=3, ids=["m1"])
+
+
 def test_n_larger_than_count_and_empty_collection(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     idx = VectorIndex(path=tmp_path / "chroma")
     try:

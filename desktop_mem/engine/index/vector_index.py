@@ -210,15 +210,29 @@ class VectorIndex:
             return []
         # chroma 1.x answers n > count (and an empty collection) with fewer hits, no error.
         vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        result = self._call(
-            "query",
-            query_embeddings=[vector],
-            n_results=n,
-            where=where or None,  # chroma rejects an empty where dict
-            **({"ids": list(dict.fromkeys(ids))} if ids is not None else {}),
-            include=(["distances"] + (["documents", "metadatas"] if with_payload else [])
-                     + (["embeddings"] if with_embeddings else [])),
-        )
+        include = (["distances"] + (["documents", "metadatas"] if with_payload else [])
+                   + (["embeddings"] if with_embeddings else []))
+
+        def run(among: list[str] | None) -> Any:
+            return self._call("query", query_embeddings=[vector], n_results=n,
+                              where=where or None,  # chroma rejects an empty where dict
+                              **({"ids": among} if among is not None else {}), include=include)
+
+        wanted = list(dict.fromkeys(ids)) if ids is not None else None
+        try:
+            result = run(wanted)
+        except VectorIndexError:
+            # chroma 1.x refuses the whole query when one of `ids` is not in the collection (a
+            # memory saved a moment ago and not indexed yet, a held-back hand edit): ask again
+            # among the ids it holds. Any other failure is raised as it was.
+            if wanted is None:
+                raise
+            known = self._call("get", ids=wanted, include=[])["ids"]
+            if len(known) == len(wanted):
+                raise
+            if not known:
+                return []
+            result = run(list(known))
         found = result["ids"][0]
         distances = (result.get("distances") or [[]])[0]
         documents = (result.get("documents") or [[None] * len(found)])[0]
