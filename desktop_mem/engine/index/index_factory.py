@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from desktop_mem.engine.config import Config
@@ -74,9 +75,17 @@ def build_index(
     )
     keywords = KeywordIndex(at / "keyword_index.sqlite3")
     sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only)
+    def scope_ids(conversation_ids: Iterable[str]) -> list[str]:
+        # Only ids the index holds: chroma refuses a search among ids when one is unknown (a
+        # message saved a moment before the chat turn searches, a hand edit held back for a
+        # secret), and finding that out costs a lookup of every id in chroma's Rust code, which
+        # holds the GIL (~0.1 s at 100k: a GUI stall). VectorIndex.query still copes with one
+        # removed in between.
+        indexed = manifest.indexed  # what the indexes hold (IndexSync records it after each write)
+        return [i for i in catalog.ids_in(conversation_ids) if i in indexed]
+
     retriever = Retriever(embedder, vectors, keywords, lookup or catalog.lookup, retrieval_settings(config),
-                          make_reranker(config), scope_share=catalog.share_of,
-                          scope_ids=catalog.ids_in)
+                          make_reranker(config), scope_share=catalog.share_of, scope_ids=scope_ids)
     return sync, retriever
 
 
