@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
+from desktop_mem.engine.chat.llm_errors import LLMError
 from tests.scripted_llm import Fault, ScriptedLLM
 
 HI = [{"role": "user", "content": "hi"}]

@@ -12,7 +12,8 @@ from typing import Any
 # name -> the engine module (below desktop_mem.engine) that defines it
 NAMES: dict[str, str] = {
     **dict.fromkeys(["ChatReply", "MemoryUsed", "WriteOutcome"], "chat.chat_types"),
-    **dict.fromkeys(["LLMClient", "LLMEndpoint", "LLMError"], "chat.llm_client"),
+    **dict.fromkeys(["LLMClient", "LLMEndpoint"], "chat.llm_client"),
+    "LLMError": "chat.llm_errors",
     **dict.fromkeys(["FoundEndpoint", "discover_endpoints", "nothing_found_advice"],
                     "chat.endpoint_discovery"),
     **dict.fromkeys(["reconcile", "kind_of"], "chat.extraction"),

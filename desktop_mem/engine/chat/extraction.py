@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
 from desktop_mem.engine.chat import fact_guards, prompts, scopes
-from desktop_mem.engine.chat.llm_client import LLMError
+from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import (
     LLMJSONError,
     RawDecision,

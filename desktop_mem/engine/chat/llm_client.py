@@ -15,20 +15,10 @@ from typing import Any, Literal, NoReturn
 
 import openai
 
+from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.models import Message
 
 log = logging.getLogger(__name__)
-
-ErrorKind = Literal[
-    "unreachable",
-    "auth",
-    "model_missing",
-    "timeout",
-    "rate_limited",
-    "server_error",
-    "bad_response",
-    "cut_stream",
-]
 
 # Local servers (Ollama, llama.cpp, LM Studio) accept any key but the client refuses an empty one.
 _PLACEHOLDER_KEY = "not-needed"
@@ -62,18 +52,6 @@ class LLMEndpoint:
             f"LLMEndpoint(base_url={self.base_url!r}, api_key={key}, "
             f"model={self.model!r}, timeout={self.timeout!r})"
         )
-
-
-class LLMError(Exception):
-    """A chat call failed; ``kind`` says how, ``message`` says what to do about it."""
-
-    def __init__(self, kind: ErrorKind, message: str) -> None:
-        super().__init__(message)
-        self.kind: ErrorKind = kind
-        self.message = message
-
-    def __repr__(self) -> str:
-        return f"LLMError(kind={self.kind!r}, message={self.message!r})"
 
 
 class LLMClient:

@@ -32,7 +32,8 @@ from desktop_mem.engine.chat.currency import (
 )
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import run_write_path
-from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint, LLMError
+from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
+from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
