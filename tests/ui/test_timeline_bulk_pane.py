@@ -14,17 +14,24 @@ from desktop_mem.ui.timeline_pane import TimelinePane
 FILES = 40
 
 
-def test_a_bulk_commit_lists_its_files_and_selecting_it_compares_no_events_pairwise(
-    qtbot: Any, engine: Any, runner: Any, settle: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bulk_pane(qtbot: Any, engine: Any, runner: Any, settle: Any, monkeypatch: pytest.MonkeyPatch,
+               conversations: tuple[str, ...] = ("c1",)) -> tuple[TimelinePane, list[Any]]:
+    """A Timeline pane over one import commit of FILES memories (a bulk commit), listed."""
     monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
     with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
-        added = [tx.add(f"Imported fact {i}", conversation_id="c1") for i in range(FILES)]
+        added = [tx.add(f"Imported fact {i}", conversation_id=conversations[i % len(conversations)])
+                 for i in range(FILES)]
     pane = TimelinePane(engine, runner, page_size=10)
     qtbot.addWidget(pane)
     pane.reload()
     settle(runner)
+    return pane, added
 
+
+def test_a_bulk_commit_lists_its_files_and_selecting_it_compares_no_events_pairwise(
+    qtbot: Any, engine: Any, runner: Any, settle: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pane, added = _bulk_pane(qtbot, engine, runner, settle, monkeypatch)
     compared = [0]
     equal = TimelineEvent.__eq__
 
@@ -53,14 +60,7 @@ def test_selecting_a_bulk_commit_checks_its_events_only_when_a_filter_can_leave_
     dimmed, and rows are built as they are drawn; a filter still dims what it leaves out."""
     from desktop_mem.engine.history.timeline_query import TimelineQuery
 
-    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
-        for i in range(FILES):
-            tx.add(f"Imported fact {i}", conversation_id="c1" if i % 2 else "c2")
-    pane = TimelinePane(engine, runner, page_size=10)
-    qtbot.addWidget(pane)
-    pane.reload()
-    settle(runner)
+    pane, _added = _bulk_pane(qtbot, engine, runner, settle, monkeypatch, conversations=("c2", "c1"))
     checked = [0]
     matches = TimelineQuery.event_matches
 
