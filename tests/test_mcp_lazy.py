@@ -65,3 +65,11 @@ def test_concurrent_first_requests_share_one_mcp_server(engine: MemoryEngine) ->
         assert [a.status_code for a in answers] == [200] * 4
         assert app.state.mcp.started
         assert all("desktop-mem" in a.text for a in answers)  # each one the server's initialize result
+
+
+def test_mcp_outside_the_servers_life_is_refused_in_the_servers_error_format(engine: MemoryEngine) -> None:
+    client = TestClient(create_app(engine, None), base_url="http://127.0.0.1")  # no lifespan run
+    answer = client.post("/mcp", json=INITIALIZE, headers=HEADERS)
+    assert answer.status_code == 503
+    error = answer.json()["error"]
+    assert error["type"] == "server_error" and "only while the HTTP server" in error["message"]

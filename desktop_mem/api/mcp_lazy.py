@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from starlette.responses import JSONResponse
+
 if TYPE_CHECKING:
+    from desktop_mem.api.security import ErrorBody
     from desktop_mem.engine.api import MemoryEngine
 
 log = logging.getLogger(__name__)
@@ -33,8 +35,10 @@ Send = Callable[[Message], Awaitable[None]]
 class LazyMCP:
     """An ASGI app for `/mcp` that starts the MCP server on its first request."""
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine, error_body: ErrorBody) -> None:
+        """`error_body`: the server's error JSON (rest.py's), for the requests it cannot serve."""
         self._engine = engine
+        self._error_body = error_body
         self._app: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
         self._error: BaseException | None = None
         self._wanted: asyncio.Event | None = None
@@ -84,7 +88,7 @@ class LazyMCP:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._wanted is None or self._ready is None:
-            await _error(send, 503, "the MCP server runs only while the HTTP server does")
+            await self._refuse(scope, receive, send, "the MCP server runs only while the HTTP server does")
             return
         self._wanted.set()
         await self._ready.wait()
@@ -93,19 +97,16 @@ class LazyMCP:
             why = "the server is stopping"
             if self._error is not None:
                 why = f"the MCP server could not start: {self._error}"
-            await _error(send, 503, why)
+            await self._refuse(scope, receive, send, why)
             return
         await app(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, why: str) -> None:
+        body = self._error_body(503, why, None, "server_error")
+        await JSONResponse(body, status_code=503)(scope, receive, send)
 
 
 def _import_builder() -> Callable[[MemoryEngine], tuple[list[Any], Callable[[], Any]]]:
     from desktop_mem.api.mcp_server import mcp_http_app
 
     return mcp_http_app
-
-
-async def _error(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": {"message": message, "type": "server_error", "code": status}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

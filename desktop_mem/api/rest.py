@@ -141,7 +141,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     from desktop_mem.api.mcp_lazy import LazyMCP
 
-    mcp = LazyMCP(engine)  # the MCP server starts on the first /mcp request (mcp_lazy.py)
+    mcp = LazyMCP(engine, _error_body)  # the MCP server starts on the first /mcp request (mcp_lazy.py)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
