@@ -68,6 +68,12 @@ def test_memories_from_the_manifest_share_their_repeated_values(make_config: Cal
         for other in others:
             assert other.conversation_id is first.conversation_id
             assert other.source is first.source
+            assert other.extra is first.extra  # the one shared empty mapping (6 MB at 100k)
+        with pytest.raises(TypeError):
+            first.extra["note"] = "shared by every memory: must not change"  # type: ignore[index]
+        assert eng.get(ids[1]).extra == {}
+        fresh = eng.add("The user mentioned topic number 3", conversation_id="kitchen")
+        assert json.loads(json.dumps(memory_to_json(fresh)))["extra"] == {}
 
 
 def test_an_old_json_manifest_is_carried_over_without_parsing_or_re_embedding(
@@ -177,3 +183,27 @@ def test_a_save_does_not_wait_for_a_start_reading_the_rows(tmp_path: Path) -> No
     seen += [m.id for m in rows]
     assert sorted(set(seen)) == sorted(m.id for m in memories)
     assert Manifest(path).indexed["id-0"] == indexed_entry("a" * 16, "b" * 16)
+
+
+def test_a_start_that_never_reads_the_indexed_table_keeps_it(make_config: Callable[..., Any]) -> None:
+    """The window's start reads what the index holds only when the index opens (~0.2 s less at
+    100k); a session that saves files before that, or never opens the index (a CLI `add`), must
+    not lose the record, or the next start would re-embed the whole store."""
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        first = eng.add("The user keeps two cats")
+        eng.open_index()
+        indexed = dict(eng.manifest.indexed)
+        root = eng.root
+    assert first.id in indexed
+    with MemoryEngine(config) as eng:  # no index opened: only file rows are saved
+        (root / first.path).unlink()  # a file gone while closed: its row is dropped at the save
+        eng.add("The user keeps a parrot")
+    with sqlite3.connect(root / MANIFEST_NAME) as db:
+        rows = db.execute("SELECT id, text_hash, meta_hash FROM indexed")
+        kept = {i: indexed_entry(t, m) for i, t, m in rows}
+    db.close()
+    assert kept == indexed
+    with MemoryEngine(config) as eng:
+        report = eng.open_index()
+    assert report.embedded == 1  # the parrot only, not everything again

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine.models import Memory, Role
+from desktop_mem.engine.models import NO_EXTRA, Memory, Role, memory_from_values
 
 MANIFEST_NAME = "memory_index.json.sqlite3"
 LEGACY_NAME = "memory_index.json"  # the JSON manifest before issue #25, migrated by the first save
@@ -53,6 +53,7 @@ _DATES = tuple(i for i, name in enumerate(_FIELDS, start=1)
 _SHARED_AT = tuple(i for i, name in enumerate(_FIELDS, start=1)
                    if name in ("conversation_id", "source", "kind", "summary_kind"))
 _ROLE_AT = _FIELDS.index("role") + 1
+_EXTRA_AT = _FIELDS.index("extra") + 1
 _ROLES = {role.value: role for role in Role}  # a dict lookup: Role(text) is ~5x slower per row
 # Values many memories share: one string object each instead of one per memory (issue #25).
 _SHARED = ("conversation_id", "source", "kind", "summary_kind")
@@ -144,8 +145,32 @@ class Manifest:
         self._legacy: Path | None = None  # an old memory_index.json to remove once saved
         # path -> (stat, memory), or None for a file gone: written by the next save
         self._pending: dict[str, tuple[Stat, Memory] | None] = {}
-        self.indexed = _Indexed()
+        # What the indexes hold: read from the file on first use (the index thread's, after the
+        # window lists the store: 100,000 rows are ~0.2 s of a start; issue #25). None: not read.
+        self._indexed: _Indexed | None = _Indexed()
         self._load()
+
+    @property
+    def indexed(self) -> _Indexed:
+        """id -> indexed_entry(text hash, metadata hash) of every memory the indexes hold."""
+        indexed = self._indexed
+        if indexed is None:
+            with self._lock:
+                if self._indexed is None:
+                    self._indexed = self._read_indexed()
+                indexed = self._indexed
+        return indexed
+
+    def _read_indexed(self) -> _Indexed:
+        try:
+            db = _reader(self.path)
+            try:
+                rows = db.execute("SELECT id, text_hash, meta_hash FROM indexed")
+                return _Indexed((i, indexed_entry(t, m)) for i, t, m in rows)
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return _Indexed()  # unreadable since the start: re-embedded, as at a start without it
 
     # ------------------------------------------------------------------ reading
 
@@ -158,11 +183,10 @@ class Manifest:
                     db.close()
                     return  # another version: start empty (a re-parse and re-embed), overwritten on save
                 self.embedder_name = self._saved_embedder = meta.get("embedder", "")
-                rows = db.execute("SELECT id, text_hash, meta_hash FROM indexed")
-                self.indexed = _Indexed((i, indexed_entry(t, m)) for i, t, m in rows)
+                self._indexed = None  # read when first used
                 self._db = db
             except sqlite3.Error:
-                self.indexed = _Indexed()
+                self._indexed = _Indexed()
                 self.embedder_name = self._saved_embedder = ""
             return
         legacy = self.path.with_name(LEGACY_NAME)
@@ -187,9 +211,9 @@ class Manifest:
             db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", rows)
         self.embedder_name = str(data.get("embedder", ""))
         indexed = data.get("indexed", {})
-        self.indexed = _Indexed((k, indexed_entry(str(v[0]), str(v[1]))) for k, v in indexed.items()
-                                if isinstance(v, list) and len(v) == 2)
-        self.indexed.changed.update(self.indexed)
+        self._indexed = _Indexed((k, indexed_entry(str(v[0]), str(v[1]))) for k, v in indexed.items()
+                                 if isinstance(v, list) and len(v) == 2)
+        self._indexed.changed.update(self._indexed)
         self._db = db
         self._legacy = legacy
         self._dirty = True  # a writer's first flush moves it to SQLite
@@ -269,7 +293,7 @@ class Manifest:
             self._saved_at = now
             db = self._writer()
             pending, self._pending = self._pending, {}
-            indexed = self.indexed
+            indexed = self._indexed if self._indexed is not None else _Indexed()  # unread: unchanged
             # swapped, not copied and cleared: an id the index thread changes meanwhile lands in
             # the new set and is written by the next save
             changed, cleared = indexed.changed, indexed.cleared
@@ -307,8 +331,9 @@ class Manifest:
 
     def flush(self) -> None:
         """Write the manifest if anything changed since the last write (deferred saves, close)."""
-        indexed = self.indexed
-        if self._dirty or indexed.changed or indexed.cleared or self.embedder_name != self._saved_embedder:
+        indexed = self._indexed  # never read: nothing of it changed
+        changed = indexed is not None and bool(indexed.changed or indexed.cleared)
+        if self._dirty or changed or self.embedder_name != self._saved_embedder:
             self.save()
 
     def close(self) -> None:
@@ -336,11 +361,12 @@ class Manifest:
         except sqlite3.Error:
             # unreadable or another version: it is a cache, start it again
             db.close()
+            indexed = self.indexed  # what was read of it, before it goes
             self.path.unlink(missing_ok=True)
             db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_SECONDS)
             db.executescript(_SCHEMA)
-            self.indexed.changed.update(self.indexed)
-            self.indexed.cleared = True
+            indexed.changed.update(indexed)
+            indexed.cleared = True
         if self._db is not None:
             self._db.close()
         self._db, self._writable = db, True
@@ -397,7 +423,9 @@ def _parse_row(text: str) -> Memory | None:
                 if isinstance(data[i], str):
                     data[i] = sys.intern(data[i])
             data[_ROLE_AT] = _ROLES.get(data[_ROLE_AT], data[_ROLE_AT])
-            return Memory(*data[1:])
+            if data[_EXTRA_AT] == {}:
+                data[_EXTRA_AT] = NO_EXTRA
+            return memory_from_values(data[1:])
         # an object: a row carried over from memory_index.json
         if not isinstance(data, dict) or not data.keys() >= _FIELD_SET:
             return None  # cached before Memory had these fields (e.g. valid_from): parse again
