@@ -196,19 +196,20 @@ def test_mmr_fetches_vectors_for_the_best_few_per_pick_only(
     and the picks are the same as over the whole pool."""
     from desktop_mem.engine.index import retrieval
 
-    monkeypatch.setattr(retrieval, "EXACT_SCOPE_MAX", 0)  # dense hits come without their vectors
     eng = MemoryEngine(make_config())
     for i in range(60):
         eng.add(f"Trip {i}: we hiked the lake trail with the dog and a picnic number {i}",
                 conversation_id="trips", role="user")
     eng.open_index()
+    # A scope too large to keep in memory: its dense hits come without their vectors.
+    monkeypatch.setattr(eng.retriever.vectors.resident, "budget", 0)
     try:
         asked: list[int] = []
         real = eng.retriever.vectors.get_embeddings
 
-        def spy(wanted: list[str]) -> Any:
+        def spy(wanted: list[str], **kwargs: Any) -> Any:
             asked.append(len(wanted))
-            return real(wanted)
+            return real(wanted, **kwargs)
 
         monkeypatch.setattr(eng.retriever.vectors, "get_embeddings", spy)
         capped = ids(eng.search("hiking at the lake with the dog", conversation_id="trips", top_k=3))

@@ -12,6 +12,7 @@ import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.index import retrieval
+from desktop_mem.engine.index.resident_vectors import RESIDENT_BYTES
 
 OTHERS = 40  # other conversations, each holding a near-copy of the query's answer
 
@@ -44,15 +45,15 @@ def _spy_where(eng: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
-@pytest.mark.parametrize("exact_up_to", [retrieval.EXACT_SCOPE_MAX, 0])
+@pytest.mark.parametrize("resident_bytes", [RESIDENT_BYTES, 0])
 def test_a_scope_crowded_out_by_other_conversations_still_gets_its_nearest_memories(
-    crowded: MemoryEngine, monkeypatch: pytest.MonkeyPatch, exact_up_to: int
+    crowded: MemoryEngine, monkeypatch: pytest.MonkeyPatch, resident_bytes: int
 ) -> None:
-    """Small scopes are searched exactly; a large one whose memories are far down the store-wide
-    nearest list is searched over its own ids. Either way the conversation's memory and the
-    user's global facts are found, nothing from other conversations is, and chroma is never asked
-    to filter by conversation."""
-    monkeypatch.setattr(retrieval, "EXACT_SCOPE_MAX", exact_up_to)
+    """A scope whose vectors fit in memory is searched exactly over them; one too large, whose
+    memories are far down the store-wide nearest list, is searched over its own ids. Either way
+    the conversation's memory and the user's global facts are found, nothing from other
+    conversations is, and chroma is never asked to filter by conversation."""
+    monkeypatch.setattr(crowded.retriever.vectors.resident, "budget", resident_bytes)
     monkeypatch.setattr(retrieval, "MAX_OVERSAMPLED", 41)  # the nearest 41 are all other conversations'
     wheres = _spy_where(crowded, monkeypatch)
     hits = crowded.search("kayak on the lake and the herons", conversation_id="mine", top_k=5)
@@ -81,7 +82,7 @@ def test_a_scope_holding_a_memory_not_yet_indexed_is_still_searched(
     """A large scope is searched over its ids; one of them not in the vector index (the user's
     message saved a moment before the chat turn searches, or a hand edit held back for a secret)
     made chroma refuse the whole search, and the chat turn answered without memories."""
-    monkeypatch.setattr(retrieval, "EXACT_SCOPE_MAX", 0)
+    monkeypatch.setattr(crowded.retriever.vectors.resident, "budget", 0)
     monkeypatch.setattr(retrieval, "MAX_OVERSAMPLED", 41)
     fresh = crowded.add("A heron stood on one leg by the boathouse.", conversation_id="mine", role="user")
     crowded.retriever.vectors.delete([fresh.id])  # in the catalog, not (yet) in the vector index

@@ -32,10 +32,11 @@ if TYPE_CHECKING:  # heavy (chromadb, onnxruntime, numpy): loaded when an index 
 
 OVERSAMPLE = 3.0  # unfiltered hits fetched per wanted in-scope hit (divided by the scope's share)
 MAX_OVERSAMPLED = 1500  # beyond this a filtered query is cheaper
-# A scope of at most this many memories is searched exactly, over its vectors (kept in the vector
-# index's cache across turns): chroma's HNSW search limited to a few hundred ids walks much of the
-# graph (measured at 100k memories, load ~10: 110-120 ms for 300 ids, 7-21 ms for 3,000).
-EXACT_SCOPE_MAX = 2000
+# A scope whose vectors fit the vector index's resident blocks is searched exactly over them: ~1 ms
+# for 9.3k memories, where chroma's HNSW search limited to a scope's ids walks much of the graph
+# (at 100k memories: 110-120 ms for 300 ids, 15-20 ms for 9.3k; load ~10 and ~1). The nearest
+# RESIDENT_FIRST x n are ranked first; the rest only when the filters drop too many of them.
+RESIDENT_FIRST = 4
 MMR_POOL_PER_PICK = 3  # MMR considers the best 3·k candidates (k = results wanted) ...
 MMR_MIN_POOL = 20  # ... and at least 20
 # Under the rerank budget the cross-encoder scores the pool best first, a few pairs at a time (as
@@ -198,12 +199,14 @@ class Retriever:
         roles = {"role": {"$in": list(f.roles)}} if f.roles else None
         scopes = self._scopes(f)
         if scopes is not None:
+            resident = self._resident(query_vec, scopes, f, n)
+            if resident is not None:
+                return resident
             ids = self.scope_ids(scopes) if self.scope_ids is not None else None
-            if ids is not None and len(ids) <= EXACT_SCOPE_MAX:
-                return self._exact(query_vec, ids, f, n)
-            # An oversampled unfiltered HNSW query usually finds enough hits in the scope; when the
-            # scope's memories are far from the query (other conversations hold the near ones), the
-            # search is limited to the scope's ids (7-27 ms for 3k-10k ids at 100k, load ~10).
+            # A scope too large to hold in memory: an oversampled unfiltered HNSW query usually
+            # finds enough hits in the scope; when the scope's memories are far from the query
+            # (other conversations hold the near ones), the search is limited to the scope's ids
+            # (7-27 ms for 3k-10k ids at 100k, load ~10).
             share = self.scope_share(scopes) if self.scope_share else 1.0
             fetch = min(MAX_OVERSAMPLED, int(n * OVERSAMPLE / max(share, 1e-6)))
             hits = (self.vectors.query(query_vec, fetch, None, with_payload=False, with_embeddings=False)
@@ -223,32 +226,37 @@ class Retriever:
 
     def _kept(self, hits: list[VectorHit], f: SearchFilters, n: int
               ) -> dict[str, tuple[float, Vector | None]]:
-        """The first n hits whose memory passes the filters, with their vectors."""
-        kept = [h for h in hits if (m := self.lookup(h.id)) is not None and _passes(m, f)]
-        return {h.id: (h.similarity, h.embedding) for h in kept[:n]}
-
-    def _exact(self, query_vec: Vector, ids: list[str], f: SearchFilters, n: int
-               ) -> dict[str, tuple[float, Vector | None]]:
-        """The n nearest of these memories that pass the filters, by exact cosine similarity.
-        Every vector is scored first (one matrix product) and the catalog is asked about the
-        nearest only, until n pass: a catalog lookup costs more than a dot product."""
-        import numpy as np
-
-        stored = self.vectors.get_embeddings(ids) if ids else {}
-        if not stored:
-            return {}
-        found = list(stored)
-        matrix = np.stack([stored[i] for i in found])
-        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query_vec)), 1e-12)
-        similarity = (matrix @ np.asarray(query_vec, dtype=np.float32)) / np.maximum(norms, 1e-12)
+        """The first n hits whose memory passes the filters, with their vectors (the catalog is
+        asked about the nearest only, until n pass)."""
         kept: dict[str, tuple[float, Vector | None]] = {}
-        for i in np.argsort(-similarity, kind="stable"):
-            mid = found[i]
-            if (m := self.lookup(mid)) is not None and _passes(m, f):
-                kept[mid] = (float(similarity[i]), stored[mid])
+        for h in hits:
+            if (m := self.lookup(h.id)) is not None and _passes(m, f):
+                kept[h.id] = (h.similarity, h.embedding)
                 if len(kept) == n:
                     break
         return kept
+
+    def _resident(self, query_vec: Vector, scopes: list[str], f: SearchFilters, n: int
+                  ) -> dict[str, tuple[float, Vector | None]] | None:
+        """The scope's n nearest memories that pass the filters, exactly, from the vector index's
+        resident blocks; None when the scope does not fit them (or the ids of a conversation
+        cannot be known)."""
+        scope_ids = self.scope_ids
+        if scope_ids is None:
+            return None
+
+        def ids_of(conversation: str) -> list[str]:
+            return scope_ids([conversation])
+
+        want = RESIDENT_FIRST * n
+        while True:
+            hits = self.vectors.nearest_in(query_vec, scopes, want, ids_of)
+            if hits is None:
+                return None
+            kept = self._kept(hits, f, n)
+            if len(kept) >= n or len(hits) < want:
+                return kept
+            want *= 8  # the filters dropped many (deleted, summaries, a date range): look further
 
     def _in_scope(
         self, hits: list[VectorHit], f: SearchFilters, scope: list[str] | set[str], n: int
@@ -408,7 +416,7 @@ class Retriever:
         size = max(MMR_POOL_PER_PICK * k, MMR_MIN_POOL)
         ranked, rel = ranked[:size], rel[:size]
         missing = [r.memory.id for r in ranked if r.embedding is None]
-        stored = self.vectors.get_embeddings(missing) if missing else {}
+        stored = self.vectors.get_embeddings(missing, exact=False) if missing else {}
         vectors = [r.embedding if r.embedding is not None else stored.get(r.memory.id) for r in ranked]
         # Cosines of unit vectors; a memory without a vector has none.
         has = np.array([v is not None for v in vectors])

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from chromadb.config import Settings
 from chromadb.errors import ChromaError
 
+from desktop_mem.engine.index.resident_vectors import IdsOf, ResidentVectors
 from desktop_mem.engine.models import EngineError
 
 FloatVector = npt.NDArray[np.float32]
@@ -31,9 +32,14 @@ _NO_VECTOR: FloatVector = np.zeros(0, dtype=np.float32)  # shared, read-only: a 
 _NO_VECTOR.setflags(write=False)
 _NO_METADATA: Mapping[str, MetadataValue] = MappingProxyType({})  # shared, read-only: a hit without payload
 # Vectors kept in memory for MMR, most recently used first out last: a search fetches the vectors of
-# its ~20-30 best candidates, and the same memories come back turn after turn. 4096 x 384 floats
-# is 6 MB; a chroma `get` of 30 ids costs ~1.3 ms of a ~13 ms search (docs/benchmarks.md).
-VECTOR_CACHE_SIZE = 4096
+# its ~20-30 best candidates, and the same memories come back turn after turn; a chroma `get` of 30
+# ids costs ~1.3 ms of a ~13 ms search (docs/benchmarks.md). A search within a conversation gets
+# them from the resident blocks (resident_vectors.py), so this serves store-wide searches and
+# scopes too big for those: 1024 x 384 floats is 1.5 MB (4096 were 6 MB before the blocks).
+VECTOR_CACHE_SIZE = 1024
+# Vectors per chroma `get` when a resident block is read: chroma hands each over as 384 Python
+# floats (~12 KB), so this bounds the transient memory (3 MB).
+FETCH_ROWS = 256
 # The copy of a memory's text kept beside its vector is a preview (the file is the text, and the
 # read path resolves memories through the catalog): chroma also full-text indexes its documents,
 # so a 2 MB memory would cost that index megabytes for nothing.
@@ -102,6 +108,7 @@ class VectorIndex:
         self._cache: OrderedDict[str, FloatVector] = OrderedDict()
         self._cache_lock = threading.Lock()  # searches run in worker threads beside index updates
         self._generation = 0  # bumped by every write: a fetch that raced a write is not cached
+        self.resident = ResidentVectors()  # whole conversations' vectors, for exact scoped search
         settings = Settings(anonymized_telemetry=False)
         try:
             if path is not None:
@@ -177,6 +184,12 @@ class VectorIndex:
                     metadatas=meta_list[part],
                     documents=doc_list[part],
                 )
+        except BaseException:
+            self.resident.clear()  # what chroma took of a failed call is unknown: reload on use
+            raise
+        else:
+            conversations = [m.get("conversation_id") if m else None for m in meta_list]
+            self.resident.written(id_list, rows, [c if isinstance(c, str) else None for c in conversations])
         finally:  # after the write: a fetch that overlapped it is not kept (see get_embeddings)
             self._forget(id_list)
 
@@ -187,6 +200,7 @@ class VectorIndex:
             for part in self._batches(len(id_list)):
                 self._call("delete", ids=id_list[part])
         finally:
+            self.resident.removed(id_list)
             self._forget(id_list)
 
     def query(
@@ -251,14 +265,43 @@ class VectorIndex:
             for i, entry_id in enumerate(found)
         ]
 
-    def get_embeddings(self, ids: Sequence[str]) -> dict[str, FloatVector]:
+    def nearest_in(self, embedding: npt.ArrayLike, conversations: Sequence[str], n: int,
+                   ids_of: IdsOf) -> list[VectorHit] | None:
+        """Up to n entries of these conversations nearest to `embedding`, closest first, by exact
+        cosine over their vectors held in memory (loaded on first use: `ids_of(conversation)`
+        names its ids; hits carry no payload). None when they are too many for the memory budget
+        (resident_vectors.RESIDENT_BYTES): search with `query` then."""
+        found = self.resident.nearest(np.asarray(embedding, dtype=np.float32), conversations, n, ids_of,
+                                      self._fetch)
+        if found is None:
+            return None
+        return [VectorHit(id=h.id, distance=1.0 - h.similarity, similarity=h.similarity, document="",
+                          metadata=_NO_METADATA, embedding=h.vector) for h in found]
+
+    def _fetch(self, ids: list[str]) -> Iterator[tuple[list[str], FloatVector]]:
+        """The stored vectors of these ids (those the index holds), FETCH_ROWS at a time."""
+        for start in range(0, len(ids), min(FETCH_ROWS, self._max_batch)):
+            part = ids[start : start + min(FETCH_ROWS, self._max_batch)]
+            result = self._call("get", ids=part, include=["embeddings"])
+            vectors = result.get("embeddings")
+            if vectors is None or not len(result["ids"]):
+                continue
+            # In the asked ids' order and with their strings (kept by the block; chroma's copies go).
+            where = {entry_id: row for row, entry_id in enumerate(result["ids"])}
+            kept = [entry_id for entry_id in part if entry_id in where]
+            yield kept, np.asarray(vectors, dtype=np.float32)[[where[entry_id] for entry_id in kept]]
+
+    def get_embeddings(self, ids: Sequence[str], *, exact: bool = True) -> dict[str, FloatVector]:
         """Stored vectors by id (read-only arrays); ids not in the index are absent from the result.
 
         Recently fetched vectors come from memory. Writes through this object keep that copy
         right; a write by another process is seen after a reopen, like chroma's own HNSW.
+        `exact=False` also takes them from the resident blocks (int16 codes: cosines off by
+        < 1e-4), for a search's MMR; a vector written back to the index must be exact.
         """
         id_list = list(dict.fromkeys(ids))
-        found: dict[str, FloatVector] = {}
+        found: dict[str, FloatVector] = {} if exact else self.resident.vectors(id_list)
+        id_list = [entry_id for entry_id in id_list if entry_id not in found]
         with self._cache_lock:
             for entry_id in id_list:
                 vector = self._cache.get(entry_id)
@@ -319,6 +362,7 @@ class VectorIndex:
                 self._client.delete_collection(self.collection_name)
             self._collection = self._open_collection()
         finally:
+            self.resident.clear()
             self._forget(None)
 
     def close(self) -> None:
