@@ -248,6 +248,9 @@ def main() -> int:
             f"{result.get('full_read_p50_ms', float('nan')):.0f} ms with it")
     result["index_size_mb"] = index_size_mb(store)
     if "gui" not in skip:
+        from benchmarks.gui_start import compile_sources
+
+        compile_sources()  # a user's later start, with bytecode caches (see gui_start.py)
         env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
         out = subprocess.run([sys.executable, str(HERE / "gui_start.py"), "--child", "cold", "--store",
                               str(store), "--memories", str(args.size)], capture_output=True, text=True,

@@ -16,12 +16,25 @@ from datetime import datetime
 from operator import attrgetter
 
 from desktop_mem.engine.models import Memory, NotFoundError, Problem, Role, ValidationError
+from desktop_mem.engine.store import file_scan
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.manifest import Manifest, Stat
 from desktop_mem.engine.store.markdown_store import SYMLINK_REASON, MarkdownStore
 
+# A start walks the files in a helper process beside it from this manifest size on (~2,500
+# memories; below it the walk here takes milliseconds, less than starting the helper).
+SCAN_BESIDE_BYTES = 1_000_000
+
 _PATH = attrgetter("path")
 _CREATED = attrgetter("created_at")
+
+
+def _link_problem(rel: str) -> Problem:
+    return Problem(rel, f"{rel} {SYMLINK_REASON}")
+
+
+def _unreadable(rel: str, reason: str) -> Problem:
+    return Problem(rel, f"cannot read the file: {reason}")
 
 
 def _order_key(memory: Memory) -> tuple[datetime, str]:
@@ -55,27 +68,8 @@ class Catalog:
             self._load(temp_files)
 
     def _load(self, temp_files: list[str] | None) -> None:
-        problems: list[Problem] = []
-        stats: dict[str, Stat] = {}
-        for rel, entry in self.store.iter_entries(temp_files):
-            if entry.is_symlink():
-                problems.append(Problem(rel, f"{rel} {SYMLINK_REASON}"))  # never read through
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError as exc:
-                problems.append(Problem(rel, f"cannot read the file: {exc.strerror or exc}"))
-                continue
-            stats[rel] = (st.st_mtime_ns, st.st_size)
-        memories = list(self.manifest.reuse(stats))
-        for rel in sorted(stats.keys() - {m.path for m in memories}):  # new or changed: parse
-            result = self._read(rel)
-            if isinstance(result, Problem):
-                problems.append(result)
-            else:
-                memories.append(result)
-                self.manifest.remember_file(result, stats[rel])
-        del stats
+        loaded = self._load_beside_scan(temp_files) if self._first_load_of_a_large_store() else None
+        memories, problems = loaded if loaded is not None else self._load_here(temp_files)
         memories.sort(key=_PATH)  # two stable sorts by one attribute each: no 100k key tuples
         memories.sort(key=_CREATED)
         with self.lock:
@@ -88,6 +82,85 @@ class Catalog:
             for m in memories:
                 self._per_conversation.setdefault(m.conversation_id, {})[m.path] = m.id
             self.generation += 1
+
+    def _load_here(self, temp_files: list[str] | None) -> tuple[list[Memory], list[Problem]]:
+        """Stat every file, then take the manifest's memory of each unchanged one."""
+        problems: list[Problem] = []
+        stats: dict[str, Stat] = {}
+        for rel, entry in self.store.iter_entries(temp_files):
+            if entry.is_symlink():
+                problems.append(_link_problem(rel))  # never read through
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                problems.append(_unreadable(rel, exc.strerror or str(exc)))
+                continue
+            stats[rel] = (st.st_mtime_ns, st.st_size)
+        memories = list(self.manifest.reuse(stats))
+        changed = {rel: stats[rel] for rel in stats.keys() - {m.path for m in memories}}
+        del stats
+        return memories, problems + self._parse_changed(changed, memories)
+
+    def _first_load_of_a_large_store(self) -> bool:
+        if self._by_path or self._problems or not self.manifest.saved_only():
+            return False  # a reload: the in-memory rows may be ahead of the file
+        try:
+            return self.manifest.path.stat().st_size >= SCAN_BESIDE_BYTES
+        except OSError:
+            return False
+
+    def _load_beside_scan(self, temp_files: list[str] | None) -> tuple[list[Memory], list[Problem]] | None:
+        """A start of a large store: a helper process stats the files (file_scan.py) while this
+        one builds the manifest's cached memories, then only the files it found changed are
+        read. None when the helper cannot run or compared with other rows (walk here instead)."""
+        store = self.store
+        scan = file_scan.spawn(str(store.root), str(store.entries), str(self.manifest.path))
+        if scan is None:
+            return None
+        count = mtime_total = size_total = 0
+        memories: list[Memory] = []
+        unusable: dict[str, Stat] = {}  # rows that do not parse: their files are read again
+        try:
+            for rel, mtime_ns, size, memory in self.manifest.cached():
+                count, mtime_total, size_total = count + 1, mtime_total + mtime_ns, size_total + size
+                if memory is None:
+                    unusable[rel] = (mtime_ns, size)
+                else:
+                    memories.append(memory)
+        except BaseException:
+            scan.cancel()
+            raise
+        answer = scan.result()
+        if answer is None or tuple(answer["fingerprint"]) != file_scan.fingerprint(
+                count, mtime_total, size_total):
+            return None  # other rows than these (a writer saved meanwhile): walk here
+        changed: dict[str, Stat] = {rel: (int(st[0]), int(st[1])) for rel, st in answer["changed"].items()}
+        gone = set(answer["gone"])
+        if changed or gone:
+            memories = [m for m in memories if m.path not in changed and m.path not in gone]
+        for rel in gone:
+            self.manifest.forget_file(rel)
+        for rel, stat in unusable.items():
+            if rel not in gone:
+                changed.setdefault(rel, stat)
+        problems = [*(_link_problem(rel) for rel in answer["links"]),
+                    *(_unreadable(rel, reason) for rel, reason in answer["unreadable"])]
+        if temp_files is not None:
+            temp_files.extend(answer["temp_files"])
+        return memories, problems + self._parse_changed(changed, memories)
+
+    def _parse_changed(self, changed: dict[str, Stat], memories: list[Memory]) -> list[Problem]:
+        """Read the new or changed files into `memories`; the unreadable ones as Problems."""
+        problems: list[Problem] = []
+        for rel in sorted(changed):
+            result = self._read(rel)
+            if isinstance(result, Problem):
+                problems.append(result)
+            else:
+                memories.append(result)
+                self.manifest.remember_file(result, changed[rel])
+        return problems
 
     def reload(self, paths: Iterable[str]) -> list[Memory | Problem | str]:
         """Re-read changed paths; returns the new Memory, a Problem, or the path if it is gone.
@@ -123,7 +196,7 @@ class Catalog:
         except (FrontMatterError, ValidationError) as exc:
             return Problem(rel, str(exc))
         except OSError as exc:
-            return Problem(rel, f"cannot read the file: {exc.strerror or exc}")
+            return _unreadable(rel, exc.strerror or str(exc))
 
     def remember(self, memory: Memory) -> None:
         """Record a memory just written (or re-read)."""

@@ -249,6 +249,18 @@ class Manifest:
                     self._pending.setdefault(rel, None)
                 self._dirty = True
 
+    def saved_only(self) -> bool:
+        """True when every cached row is in the file (nothing pending, no old JSON carried over):
+        what another process reading the file sees is what this one has (file_scan.py)."""
+        with self._lock:
+            return not self._pending and self._legacy is None and self._db is not None
+
+    def cached(self) -> Iterator[tuple[str, int, int, Memory | None]]:
+        """Every saved row as (path, mtime_ns, size, its memory or None when the row cannot be
+        used), whatever the files are now: a start checks the stats beside it (catalog.py)."""
+        for rel, mtime_ns, size, text in self._rows():
+            yield rel, mtime_ns, size, _parse_row(text)
+
     def _rows(self) -> Iterator[tuple[str, int, int, str]]:
         """The saved rows, streamed: from a connection of their own (a save meanwhile does not
         disturb them), or from the old JSON's in-memory table."""

@@ -34,7 +34,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     utc_now,
 )
-from desktop_mem.engine.store import front_matter, layout, validity
+from desktop_mem.engine.store import file_scan, front_matter, layout, validity
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.layout import DELETED, ENTRIES, ROLE_DIRS
@@ -229,35 +229,10 @@ class MarkdownStore:
             yield rel
 
     def iter_entries(self, temp_files: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
-        """Like iter_paths, with each file's DirEntry (its stat needs no path parsing). Temp files
-        of interrupted atomic writes (".<name>.<hex>.tmp") found on the way are added to
-        `temp_files` (absolute paths), if given: start-up walks the folders once, not twice.
-
-        Plain string paths, not pathlib: at 100k files pathlib's parsing alone took seconds.
-        """
-        if not self.entries.is_dir():
-            return
-        prefix = len(str(self.root)) + 1
-        stack = [str(self.entries)]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(folder) as it:
-                    for entry in it:
-                        if entry.name.startswith("."):
-                            if (temp_files is not None and entry.name.endswith(".tmp")
-                                    and entry.is_file(follow_symlinks=False)):
-                                temp_files.append(entry.path)
-                            continue
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        elif entry.is_symlink() or (entry.name.endswith(".md")
-                                                    and entry.is_file(follow_symlinks=False)):
-                            # a link (to a file or a folder) is yielded to be reported, never read
-                            rel = entry.path[prefix:]
-                            yield (rel if os.sep == "/" else rel.replace(os.sep, "/")), entry
-            except OSError:
-                continue
+        """Like iter_paths, with each file's DirEntry (its stat needs no path parsing) and every
+        link (to be reported, never read). Temp files of interrupted atomic writes found on the
+        way are added to `temp_files` (absolute paths), if given: start-up walks the folders once."""
+        return file_scan.entries(str(self.root), str(self.entries), temp_files)
 
     def odd_folders(self) -> list[Problem]:
         """Entries of entries/ that are not conversation folders: links, names that are not
