@@ -20,6 +20,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from desktop_mem.engine.index.index_sync import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
@@ -237,7 +238,11 @@ class OnnxEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
         prefix = self.spec.passage_prefix
-        return self._embed_all([prefix + t for t in texts] if prefix else list(texts))
+        vectors = self._embed_all([prefix + t for t in texts] if prefix else list(texts))
+        # A batch of long texts frees tens of MB of run buffers (no arena: cpu_session) into the
+        # C heap, which keeps them unless trimmed; a query's few buffers are not worth a trim.
+        release_free_heap()
+        return vectors
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """A query with the model's query prefix ("query: " for e5), as one unit vector."""

@@ -51,6 +51,12 @@ def cpu_session(path: Path, threads: int, *, spinning: bool = True) -> ort.Infer
     # LLM. Stop them when the run ends; they still spin between the operators of a run, so the
     # search is as fast (LoCoMo p50 11.8 vs 11.7 ms) for 7 ms less CPU per search.
     options.add_session_config_entry("session.force_spinning_stop", "1")
+    # No arena: onnxruntime's CPU arena keeps the high-water mark of the session's runs for its
+    # whole life. One pool of 20 long (query, memory) pairs left the cross-encoder 62 MB bigger,
+    # one batch of 32 long memories (a save, a start's catch-up) left e5 322 MB bigger; without
+    # the arena, and with the C heap trimmed after a pool or a batch (reranker.py, embedder.py),
+    # ~1 MB (tests/test_onnx_memory.py). Read latency old vs new: docs/benchmarks.md (#25, memory).
+    options.enable_cpu_mem_arena = False
     try:
         return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own exception types are not exported
