@@ -260,7 +260,8 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         name="memory_history",
         description="What changed in memory and who changed it: classified events (ADD, UPDATE, "
         "DELETE, RESTORE, EDIT, SUMMARY, EVICT, TURN) with text diffs, newest first; for one memory "
-        "if `id` is given.",
+        "if `id` is given. A commit lists its first 50 events; `events_total` and `event_counts` "
+        "count them all (an import is one commit).",
         annotations=ReadOnly,
     )
     async def memory_history(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any
 
 from desktop_mem.engine.api import MemoryEngine, SearchFilters, parse_as_of
@@ -23,6 +24,7 @@ from desktop_mem.engine.models import (
     ValidationError,
 )
 from desktop_mem.engine.schema import (
+    HISTORY_EVENTS_SHOWN,
     MemoryJSON,
     MemoryPageJSON,
     MemoryQuery,
@@ -181,9 +183,11 @@ def history(engine: MemoryEngine, memory_id: str | None, limit: int | None) -> d
 
 
 def commit_json(c: CommitInfo) -> dict[str, Any]:
-    """A classified commit: who (source, client), when, and each event with its diff."""
+    """A classified commit: who (source, client), when, and its events with their diffs: the
+    first HISTORY_EVENTS_SHOWN of them, with how many there are of each type (an import of 100,000
+    memories is one commit: all its events would flood the client's context)."""
     events = []
-    for e in c.events:
+    for e in islice(c.events, HISTORY_EVENTS_SHOWN):
         diff = "".join(difflib.unified_diff(
             (e.old_text or "").splitlines(keepends=True), (e.new_text or "").splitlines(keepends=True),
             "before", "after")) if e.old_text != e.new_text else ""
@@ -191,7 +195,9 @@ def commit_json(c: CommitInfo) -> dict[str, Any]:
                        "old_text": e.old_text, "new_text": e.new_text, "replaced_by": e.replaced_by,
                        "new_id": e.new_id, "diff": diff})
     return {"commit": c.sha, "subject": c.subject, "at": c.committed_at.isoformat(),
-            "source": c.trailers.get("Source"), "client": c.trailers.get("Client"), "events": events}
+            "source": c.trailers.get("Source"), "client": c.trailers.get("Client"), "events": events,
+            "events_total": len(c.events),
+            "event_counts": {t.value: n for t, n in c.type_counts().items()}}
 
 
 def summary(engine: MemoryEngine, conversation: str) -> str:

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, read_holder
 from desktop_mem.engine.config import SETTINGS, Config, load_config
 from desktop_mem.engine.models import EngineError, HeldBackChoice, Memory, ReadOnlyError, StoreLockedError
-from desktop_mem.engine.schema import MemoryQuery
+from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -368,11 +369,14 @@ def cmd_history(args: argparse.Namespace, config: Config) -> int:
         return 0
     for c in commits:
         print(terminal_safe(f"{c.sha[:10]}  {c.committed_at:%Y-%m-%d %H:%M}  {c.subject}"))
-        for e in c.events:
+        for e in islice(c.events, HISTORY_EVENTS_SHOWN):
             old = f" {_short(e.old_text)!r}" if e.old_text else ""
             new = f" -> {_short(e.new_text)!r}" if e.new_text and e.new_text != e.old_text else ""
             line = f"    {e.type.value:<8} {(e.memory_id or '')[:8]} {e.conversation_id or ''}{old}{new}"
             print(terminal_safe(line))
+        if (more := len(c.events) - HISTORY_EVENTS_SHOWN) > 0:
+            counts = ", ".join(f"{t.value} {n:,}" for t, n in c.type_counts().items())
+            print(f"    … {more:,} more ({counts} in all; `history --json` lists every event)")
     return 0
 
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from desktop_mem.engine.index.retrieval import SearchResult
 
 MAX_PAGE = 1000
+# Events a `history` lists per commit (MCP, the CLI's text); the rest are counted by type. One
+# import of 100,000 memories is one commit: every event would flood a client's context.
+HISTORY_EVENTS_SHOWN = 50
 
 
 class MemoryJSON(TypedDict):
