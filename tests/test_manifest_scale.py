@@ -207,3 +207,22 @@ def test_a_start_that_never_reads_the_indexed_table_keeps_it(make_config: Callab
     with MemoryEngine(config) as eng:
         report = eng.open_index()
     assert report.embedded == 1  # the parrot only, not everything again
+
+
+def test_a_row_with_a_role_that_does_not_exist_is_parsed_again(make_config: Callable[..., Any]) -> None:
+    """Rows build memories without the dataclass's checks (issue #25: 100k at start); a row
+    another tool wrote with a role that is not one of ours must still cost a re-read of the file,
+    never a memory with a made-up role."""
+    config = make_config()
+    with MemoryEngine(config) as eng:
+        fact = eng.add("The user repairs old radios")
+        root = eng.root
+    db = sqlite3.connect(root / MANIFEST_NAME)
+    with db:
+        row = db.execute("SELECT memory FROM files WHERE path = ?", (fact.path,)).fetchone()[0]
+        db.execute("UPDATE files SET memory = ? WHERE path = ?",
+                   (row.replace('"memory"', '"wizard"', 1), fact.path))
+    db.close()
+    with MemoryEngine(config) as eng:
+        again = eng.get(fact.id)
+    assert again == fact and again.role == "memory"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
+from itertools import repeat
 from typing import Any, NotRequired, TypedDict
 
 
@@ -214,8 +216,7 @@ def memory_from_values(values: Sequence[Any]) -> Memory:
     if len(values) != len(_SLOT_SETTERS) or type(values[1]) is not Role:
         return Memory(*values)  # the checked way: raises what __init__ raises
     memory = object.__new__(Memory)
-    for store, value in zip(_SLOT_SETTERS, values, strict=True):
-        store(memory, value)
+    any(map(operator.call, _SLOT_SETTERS, repeat(memory), values))  # each store returns None
     return memory
 
 
