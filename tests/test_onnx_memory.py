@@ -59,3 +59,27 @@ def test_an_embedded_batch_leaves_no_run_buffers_behind() -> None:
     assert kept < KEPT_AT_MOST_MB, f"the process kept {kept:.0f} MB after embedding one batch"
     # the same meaning (an int8 run quantises over its whole padded batch: not bit for bit)
     assert float(vectors[-1] @ alone[0]) > 0.99
+
+
+def _peak_since_reset_mb() -> float:
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+        refs.write("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+    return _rss_mb()
+
+
+def _hwm_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc/self/status")
+
+
+def test_embedding_a_batch_peaks_no_higher_than_its_buffers() -> None:
+    embedder = OnnxEmbedder()
+    embedder.embed(["The user's sister lives in Lisbon."])
+    before = _peak_since_reset_mb()
+    embedder.embed(_long_memories(8))
+    # glibc put the freed run buffers in its heap and the heap grew: 222 MB above; with large
+    # blocks mapped on their own (onnx_session._large_blocks_mapped) ~60, the arena's was 81.
+    assert _hwm_mb() - before < 120
