@@ -146,6 +146,7 @@ def spawn(root: str, top: str, manifest: str) -> Scan | None:
         process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-B", os.path.abspath(__file__), root, top, manifest],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),  # Windows: no console flashes up
         )
     except OSError:
         return None
