@@ -102,26 +102,55 @@ def test_the_held_vectors_answer_like_a_full_scan_after_every_kind_of_write(mirr
     _agree(mirror, ["a", "global"])
 
 
-def test_a_block_read_across_a_write_is_not_kept(mirror: Mirror) -> None:
-    """A search thread reads a conversation's vectors while a save lands in it: that search may
-    miss the new memory, but the next one finds it (the stale copy was not kept)."""
+def test_a_save_while_a_conversation_is_read_into_memory_is_not_lost(mirror: Mirror) -> None:
+    """A chat turn saves its message while a search reads the conversation's vectors: the kept
+    copy has the new memory (and not an old vector of one it replaced), at once or at the next
+    search."""
     mirror.write("a", count=5)
     index = mirror.index
     real_call = index._call
 
     def racing(method: str, **kwargs: object) -> object:
         result = real_call(method, **kwargs)
-        if method == "get":  # the write lands between the read and the keeping
+        if method == "get":  # the writes land between the read and the keeping
             index._call = real_call  # type: ignore[method-assign]
             mirror.write("a", count=1)
+            mirror.write("a", ids=["a-2"])  # re-embedded: the vector just read is out of date
+            mirror.delete(["a-3"])
         return result
 
     index._call = racing  # type: ignore[method-assign]
     query = mirror.rng.normal(size=DIM).astype(np.float32)
     ids = mirror.ids_of("a")[:5]
-    first = index.nearest_in(query, ["a"], 100, lambda _c: list(ids))
-    assert first is not None and len(first) == 5
+    assert index.nearest_in(query, ["a"], 100, lambda _c: list(ids)) is not None
     _agree(mirror, ["a"])
+
+
+def test_a_large_scope_is_read_into_memory_without_making_a_search_wait(
+    mirror: Mirror, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first search of a scope too large to read at once is answered through chroma (None
+    here) while a background thread reads it; writes meanwhile are kept; later searches use it."""
+    monkeypatch.setattr(resident_vectors, "READ_INLINE_MAX", 10)
+    mirror.write("global", count=30)
+    index = mirror.index
+    real_fetch = index._fetch
+    release = __import__("threading").Event()
+
+    def slow_fetch(ids: list[str]) -> Any:
+        release.wait(10)
+        yield from real_fetch(ids)
+
+    monkeypatch.setattr(index, "_fetch", slow_fetch)
+    query = np.ones(DIM, np.float32)
+    assert index.nearest_in(query, ["global"], 5, mirror.ids_of) is None  # not waited for
+    mirror.write("global", count=2)  # a save while it reads
+    release.set()
+    reader = index.resident._reader
+    assert reader is not None
+    reader.join(10)
+    monkeypatch.setattr(index, "_fetch", lambda _ids: iter(()))  # from memory now, not chroma
+    _agree(mirror, ["global"])
 
 
 def test_the_held_vectors_stay_within_their_budget(mirror: Mirror) -> None:

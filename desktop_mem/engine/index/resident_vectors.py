@@ -12,6 +12,7 @@ after a reopen, like chroma's own HNSW.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,12 @@ RESIDENT_BYTES = 8 * 2**20
 # chunk keeps the float32 copy of its codes small (512: 0.7 ms for 9.3k rows, 4096: 1.3 ms).
 CHUNK_ROWS = 512
 _CODE_MAX = 32767.0
+# A block of more rows than this is read by a background thread (the 9.1k global facts of a 100k
+# store: 0.4-0.8 s at load 3-5): the search that finds it missing, and those until it is in, go
+# through chroma as before, instead of one chat turn waiting for it.
+READ_INLINE_MAX = 2000
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -158,6 +165,20 @@ class _Block:
 
 IdsOf = Callable[[str], list[str]]  # the ids a conversation holds (that the index has)
 Fetch = Callable[[list[str]], Iterator[tuple[list[str], FloatMatrix]]]  # their vectors, a batch at a time
+_Write = tuple[str, "FloatVector | None", "str | None"]  # an id, its vector and conversation (None: gone)
+
+
+class _Reading:
+    """The writes that land while blocks are read from the index, replayed onto them before they
+    are kept (a chat turn saves its messages while the first search reads the global block)."""
+
+    def __init__(self) -> None:
+        self.writes: list[_Write] = []
+        self.reset = False  # the index was reset meanwhile: what was read is gone
+
+
+class _Stopped(Exception):  # noqa: N818 - a signal to the background reader, never raised out
+    """Raised inside a background read when the index closes."""
 
 
 class ResidentVectors:
@@ -168,7 +189,10 @@ class ResidentVectors:
         self._blocks: OrderedDict[str, _Block] = OrderedDict()  # least recently searched first
         self._too_big: set[tuple[str, ...]] = set()  # scopes that did not fit (until a removal)
         self._lock = threading.Lock()  # searches run in worker threads beside index writes
-        self._generation = 0  # bumped by every write: a block loaded across a write is not kept
+        self._generation = 0  # bumped by every write: a scope sized across a removal is not noted
+        self._readings: list[_Reading] = []
+        self._reader: threading.Thread | None = None
+        self._closed = False
 
     @property
     def nbytes(self) -> int:
@@ -178,7 +202,8 @@ class ResidentVectors:
     def nearest(self, query: FloatVector, conversations: Iterable[str], n: int, ids_of: IdsOf,
                 fetch: Fetch) -> list[Nearest] | None:
         """The n rows of these conversations nearest to `query` (cosine), nearest first; blocks
-        not in memory are loaded first. None when the conversations do not fit the budget."""
+        not in memory are read first. None when the conversations do not fit the budget, or
+        while a large block is read in the background (READ_INLINE_MAX): search another way."""
         scope = tuple(dict.fromkeys(conversations))
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with self._lock:
@@ -187,14 +212,18 @@ class ResidentVectors:
             missing = [c for c in scope if c not in self._blocks]
             held = sum(self._blocks[c].nbytes for c in scope if c in self._blocks)
             generation = self._generation
-        loaded = self._load(scope, missing, held, q.shape[0], ids_of, fetch, generation)
-        if loaded is None:
-            return None
+        loaded: dict[str, _Block] = {}
+        if missing:
+            wanted = {c: ids_of(c) for c in missing}
+            if not self._fits(scope, wanted, held, q.shape[0], generation):
+                return None
+            if sum(len(ids) for ids in wanted.values()) > READ_INLINE_MAX:
+                self._read_later(wanted, q.shape[0], fetch)
+                return None
+            loaded = self._read(wanted, q.shape[0], fetch) or {}
         with self._lock:
-            if generation == self._generation:
-                self._blocks.update(loaded)
             blocks = [b for c in scope if (b := self._blocks.get(c, loaded.get(c))) is not None]
-            if len(blocks) < len(scope):  # dropped by a write while this search loaded others
+            if len(blocks) < len(scope):  # the index was reset while this search read
                 return None
             for c in scope:
                 if c in self._blocks:
@@ -202,19 +231,70 @@ class ResidentVectors:
             self._evict(scope)
             return self._search(blocks, q, n)
 
-    def _load(self, scope: tuple[str, ...], missing: list[str], held: int, dim: int, ids_of: IdsOf,
-              fetch: Fetch, generation: int) -> dict[str, _Block] | None:
-        """Blocks for the missing conversations, read outside the lock; None (and the scope noted
-        as too big) when the scope would not fit the budget, checked before any vector is read."""
-        wanted = {c: ids_of(c) for c in missing}
+    def _fits(self, scope: tuple[str, ...], wanted: dict[str, list[str]], held: int, dim: int,
+              generation: int) -> bool:
+        """Whether the scope fits the budget, checked before any vector is read (if not, the
+        scope is noted as too big)."""
         row_bytes = dim * 2 + 8
         need = held + sum(-(-len(ids) // CHUNK_ROWS) * CHUNK_ROWS * row_bytes for ids in wanted.values())
-        if need > self.budget:
+        if need <= self.budget:
+            return True
+        with self._lock:
+            if generation == self._generation:
+                self._too_big.add(scope)
+        return False
+
+    def _read(self, wanted: dict[str, list[str]], dim: int, fetch: Fetch) -> dict[str, _Block] | None:
+        """Blocks for these conversations, read outside the lock, then brought up to date with
+        the writes made meanwhile and kept; None when the index was reset meanwhile."""
+        reading = _Reading()
+        with self._lock:
+            self._readings.append(reading)
+        loaded: dict[str, _Block] | None = None
+        try:
+            loaded = {c: _Block.read(dim, ids, lambda i: self._unless_closed(fetch(i)))
+                      for c, ids in wanted.items()}
+        finally:
             with self._lock:
-                if generation == self._generation:
-                    self._too_big.add(scope)
-            return None
-        return {c: _Block.read(dim, ids, fetch) for c, ids in wanted.items()}
+                self._readings.remove(reading)
+                if loaded is not None and not reading.reset:
+                    for name, block in loaded.items():
+                        _replay(block, name, reading.writes)
+                    self._blocks.update(loaded)
+                    self._evict(tuple(loaded))
+        return None if reading.reset else loaded
+
+    def _unless_closed(self, batches: Iterator[tuple[list[str], FloatMatrix]]
+                       ) -> Iterator[tuple[list[str], FloatMatrix]]:
+        for batch in batches:
+            if self._closed:
+                raise _Stopped
+            yield batch
+
+    def _read_later(self, wanted: dict[str, list[str]], dim: int, fetch: Fetch) -> None:
+        """Read these blocks in a background thread (one at a time)."""
+        with self._lock:
+            if self._closed or (self._reader is not None and self._reader.is_alive()):
+                return
+            self._reader = threading.Thread(target=self._read_quietly, args=(wanted, dim, fetch),
+                                            name="resident-vectors", daemon=True)
+            self._reader.start()
+
+    def _read_quietly(self, wanted: dict[str, list[str]], dim: int, fetch: Fetch) -> None:
+        try:
+            self._read(wanted, dim, fetch)
+        except _Stopped:
+            pass
+        except Exception:  # the index failed or closed: searches go through chroma, and try again
+            log.warning("reading vectors into memory failed; searching through the index", exc_info=True)
+
+    def close(self) -> None:
+        """Stop a background read (between two batches) and wait for it: the index is closing."""
+        with self._lock:
+            self._closed = True
+            reader = self._reader
+        if reader is not None:
+            reader.join(timeout=10)
 
     def _evict(self, keep: tuple[str, ...]) -> None:
         """Drop the least recently searched blocks (not those of `keep`) past the budget."""
@@ -258,25 +338,25 @@ class ResidentVectors:
     def written(self, ids: Sequence[str], matrix: FloatMatrix, conversations: Sequence[str | None]) -> None:
         """Rows upserted into the index: each goes into its conversation's block (if held) and
         out of any other (a memory moved to another conversation)."""
+        writes: list[_Write] = list(zip(ids, matrix, conversations, strict=True))
         with self._lock:
             self._generation += 1
             for name, block in self._blocks.items():
-                for i, (entry_id, conversation) in enumerate(zip(ids, conversations, strict=True)):
-                    if conversation == name:
-                        block.put(entry_id, matrix[i])
-                    else:
-                        block.remove(entry_id)
+                _replay(block, name, writes)
+            for reading in self._readings:
+                reading.writes.extend(writes)
             self._evict(())
 
     def removed(self, ids: Iterable[str]) -> None:
         """Rows deleted from the index."""
+        writes: list[_Write] = [(entry_id, None, None) for entry_id in ids]
         with self._lock:
             self._generation += 1
             self._too_big.clear()
-            gone = list(ids)
-            for block in self._blocks.values():
-                for entry_id in gone:
-                    block.remove(entry_id)
+            for name, block in self._blocks.items():
+                _replay(block, name, writes)
+            for reading in self._readings:
+                reading.writes.extend(writes)
 
     def clear(self) -> None:
         """Forget every block (the index was reset, or a write failed half way)."""
@@ -284,3 +364,14 @@ class ResidentVectors:
             self._generation += 1
             self._too_big.clear()
             self._blocks.clear()
+            for reading in self._readings:
+                reading.reset = True
+
+
+def _replay(block: _Block, name: str, writes: Iterable[_Write]) -> None:
+    """Bring conversation `name`'s block in step with these writes, in order."""
+    for entry_id, vector, conversation in writes:
+        if vector is not None and conversation == name:
+            block.put(entry_id, vector)
+        else:
+            block.remove(entry_id)
