@@ -126,33 +126,6 @@ def test_a_save_while_a_conversation_is_read_into_memory_is_not_lost(mirror: Mir
     _agree(mirror, ["a"])
 
 
-def test_a_large_scope_is_read_into_memory_without_making_a_search_wait(
-    mirror: Mirror, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first search of a scope too large to read at once is answered through chroma (None
-    here) while a background thread reads it; writes meanwhile are kept; later searches use it."""
-    monkeypatch.setattr(resident_vectors, "READ_INLINE_MAX", 10)
-    mirror.write("global", count=30)
-    index = mirror.index
-    real_fetch = index._fetch
-    release = __import__("threading").Event()
-
-    def slow_fetch(ids: list[str]) -> Any:
-        release.wait(10)
-        yield from real_fetch(ids)
-
-    monkeypatch.setattr(index, "_fetch", slow_fetch)
-    query = np.ones(DIM, np.float32)
-    assert index.nearest_in(query, ["global"], 5, mirror.ids_of) is None  # not waited for
-    mirror.write("global", count=2)  # a save while it reads
-    release.set()
-    reader = index.resident._reader
-    assert reader is not None
-    reader.join(10)
-    monkeypatch.setattr(index, "_fetch", lambda _ids: iter(()))  # from memory now, not chroma
-    _agree(mirror, ["global"])
-
-
 def test_the_held_vectors_stay_within_their_budget(mirror: Mirror) -> None:
     """Past the budget the least recently searched conversation is dropped; a scope that cannot
     fit at all is left to chroma (None), and the next search of a dropped one reads it again."""

@@ -12,7 +12,6 @@ after a reopen, like chroma's own HNSW.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,12 +30,6 @@ RESIDENT_BYTES = 8 * 2**20
 # chunk keeps the float32 copy of its codes small (512: 0.7 ms for 9.3k rows, 4096: 1.3 ms).
 CHUNK_ROWS = 512
 _CODE_MAX = 32767.0
-# A block of more rows than this is read by a background thread (the 9.1k global facts of a 100k
-# store: 0.4-0.8 s at load 3-5): the search that finds it missing, and those until it is in, go
-# through chroma as before, instead of one chat turn waiting for it.
-READ_INLINE_MAX = 2000
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -177,10 +170,6 @@ class _Reading:
         self.reset = False  # the index was reset meanwhile: what was read is gone
 
 
-class _Stopped(Exception):  # noqa: N818 - a signal to the background reader, never raised out
-    """Raised inside a background read when the index closes."""
-
-
 class ResidentVectors:
     """Conversations' vectors in memory under a byte budget, kept in step by the index's writes."""
 
@@ -191,8 +180,6 @@ class ResidentVectors:
         self._lock = threading.Lock()  # searches run in worker threads beside index writes
         self._generation = 0  # bumped by every write: a scope sized across a removal is not noted
         self._readings: list[_Reading] = []
-        self._reader: threading.Thread | None = None
-        self._closed = False
 
     @property
     def nbytes(self) -> int:
@@ -202,8 +189,8 @@ class ResidentVectors:
     def nearest(self, query: FloatVector, conversations: Iterable[str], n: int, ids_of: IdsOf,
                 fetch: Fetch) -> list[Nearest] | None:
         """The n rows of these conversations nearest to `query` (cosine), nearest first; blocks
-        not in memory are read first. None when the conversations do not fit the budget, or
-        while a large block is read in the background (READ_INLINE_MAX): search another way."""
+        not in memory are read first (the first search of a 100k store's global facts waits
+        0.4-0.8 s for them, at load 3-5). None when the conversations do not fit the budget."""
         scope = tuple(dict.fromkeys(conversations))
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with self._lock:
@@ -216,9 +203,6 @@ class ResidentVectors:
         if missing:
             wanted = {c: ids_of(c) for c in missing}
             if not self._fits(scope, wanted, held, q.shape[0], generation):
-                return None
-            if sum(len(ids) for ids in wanted.values()) > READ_INLINE_MAX:
-                self._read_later(wanted, q.shape[0], fetch)
                 return None
             loaded = self._read(wanted, q.shape[0], fetch) or {}
         with self._lock:
@@ -252,8 +236,7 @@ class ResidentVectors:
             self._readings.append(reading)
         loaded: dict[str, _Block] | None = None
         try:
-            loaded = {c: _Block.read(dim, ids, lambda i: self._unless_closed(fetch(i)))
-                      for c, ids in wanted.items()}
+            loaded = {c: _Block.read(dim, ids, fetch) for c, ids in wanted.items()}
         finally:
             with self._lock:
                 self._readings.remove(reading)
@@ -263,38 +246,6 @@ class ResidentVectors:
                     self._blocks.update(loaded)
                     self._evict(tuple(loaded))
         return None if reading.reset else loaded
-
-    def _unless_closed(self, batches: Iterator[tuple[list[str], FloatMatrix]]
-                       ) -> Iterator[tuple[list[str], FloatMatrix]]:
-        for batch in batches:
-            if self._closed:
-                raise _Stopped
-            yield batch
-
-    def _read_later(self, wanted: dict[str, list[str]], dim: int, fetch: Fetch) -> None:
-        """Read these blocks in a background thread (one at a time)."""
-        with self._lock:
-            if self._closed or (self._reader is not None and self._reader.is_alive()):
-                return
-            self._reader = threading.Thread(target=self._read_quietly, args=(wanted, dim, fetch),
-                                            name="resident-vectors", daemon=True)
-            self._reader.start()
-
-    def _read_quietly(self, wanted: dict[str, list[str]], dim: int, fetch: Fetch) -> None:
-        try:
-            self._read(wanted, dim, fetch)
-        except _Stopped:
-            pass
-        except Exception:  # the index failed or closed: searches go through chroma, and try again
-            log.warning("reading vectors into memory failed; searching through the index", exc_info=True)
-
-    def close(self) -> None:
-        """Stop a background read (between two batches) and wait for it: the index is closing."""
-        with self._lock:
-            self._closed = True
-            reader = self._reader
-        if reader is not None:
-            reader.join(timeout=10)
 
     def _evict(self, keep: tuple[str, ...]) -> None:
         """Drop the least recently searched blocks (not those of `keep`) past the budget."""

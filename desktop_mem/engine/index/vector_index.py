@@ -367,7 +367,6 @@ class VectorIndex:
 
     def close(self) -> None:
         """Release the client (for an embedded store: its SQLite files and memory)."""
-        self.resident.close()  # a background read of vectors stops first
         # close() exists on chromadb's Client but is missing from its ClientAPI type.
         close = getattr(self._client, "close", None)
         if close is not None:
