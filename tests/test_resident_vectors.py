@@ -15,7 +15,7 @@ import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.index import resident_vectors, retrieval
-from desktop_mem.engine.index.vector_index import VectorIndex
+from desktop_mem.engine.index.vector_index import VectorIndex, VectorIndexError
 
 DIM = 16
 
@@ -123,6 +123,41 @@ def test_a_save_while_a_conversation_is_read_into_memory_is_not_lost(mirror: Mir
     query = mirror.rng.normal(size=DIM).astype(np.float32)
     ids = mirror.ids_of("a")[:5]
     assert index.nearest_in(query, ["a"], 100, lambda _c: list(ids)) is not None
+    _agree(mirror, ["a"])
+
+
+@pytest.mark.parametrize("write", ["upsert", "delete"])
+def test_a_write_that_fails_half_way_leaves_no_stale_copy(mirror: Mirror, write: str) -> None:
+    """chroma takes the first part of a large write and refuses the rest: what it took is unknown
+    to the held copy, so the copy is dropped and read again, and searches see what chroma holds."""
+    mirror.write("a", count=6)
+    _agree(mirror, ["a"])
+    index = mirror.index
+    index._max_batch = 2  # the write goes to chroma in parts of 2
+    real_call = index._call
+    calls = [0]
+
+    def refuse_second(method: str, **kwargs: object) -> object:
+        if method == write:
+            calls[0] += 1
+            if calls[0] == 2:
+                raise VectorIndexError("refused")
+        return real_call(method, **kwargs)
+
+    index._call = refuse_second  # type: ignore[method-assign]
+    new = {f"new-{i}": mirror.rng.normal(size=DIM).astype(np.float32) for i in range(4)}
+    with pytest.raises(VectorIndexError):
+        if write == "upsert":
+            index.upsert(list(new), np.stack(list(new.values())), [{"conversation_id": "a"}] * 4, list(new))
+        else:
+            index.delete(["a-0", "a-1", "a-2", "a-3"])
+    index._call = real_call  # type: ignore[method-assign]
+    held = index.ids()  # the truth is what chroma took: the first part of the write
+    assert 0 < len(held ^ set(mirror.where)) < 4
+    for entry_id in [i for i in mirror.where if i not in held]:
+        del mirror.vectors[entry_id], mirror.where[entry_id]
+    for entry_id in held & set(new):
+        mirror.vectors[entry_id], mirror.where[entry_id] = new[entry_id], "a"
     _agree(mirror, ["a"])
 
 

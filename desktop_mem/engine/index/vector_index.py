@@ -199,8 +199,12 @@ class VectorIndex:
         try:
             for part in self._batches(len(id_list)):
                 self._call("delete", ids=id_list[part])
-        finally:
+        except BaseException:
+            self.resident.clear()  # which of them chroma removed is unknown: reload on use
+            raise
+        else:
             self.resident.removed(id_list)
+        finally:
             self._forget(id_list)
 
     def query(
