@@ -483,6 +483,7 @@ def serve(
     key_note: str | None = None
     try:
         engine.open_index()
+        engine.hold_chat_scope()  # the first chat's search does not wait for the global facts
         if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
             engine.start_watcher()
         # `desktop-mem mcp` and CLI writes forward over a private socket, never the public port;

@@ -129,6 +129,7 @@ def run_chat(config: Config, conversation: str, strategy: str | None, message: s
     try:
         with embedding_progress() as progress:
             engine.open_index(progress)  # a changed embedding model re-embeds everything first
+        engine.hold_chat_scope()
         chat = TerminalChat(engine, conversation, strategy)
         if message is not None:
             return 0 if chat.turn(message, wait=None).ok else 1

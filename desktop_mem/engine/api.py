@@ -258,6 +258,11 @@ class MemoryEngine:
         """Open the embedder and indexes and bring them in step with the files (no writer lock)."""
         return self._p.search_index.open(progress)
 
+    def hold_chat_scope(self) -> None:
+        """After open_index, for a window or server that chats: read the global facts' vectors
+        into memory now, so the first chat turn's search does not wait for them."""
+        self._p.search_index.hold_chat_scope()
+
     def close_index(self) -> None:
         """Close the search index; the next search opens it again and catches up."""
         self._p.search_index.close()

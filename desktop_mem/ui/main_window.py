@@ -134,6 +134,7 @@ def _import_panes() -> None:
 def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], None] | None = None) -> str:
     """Run on the writer after the panes show: sync the index, then watch for outside edits."""
     engine.open_index(progress)
+    engine.hold_chat_scope()  # the first chat turn's or search's global facts, read now
     return "on" if engine.start_watcher() else "off"
 
 

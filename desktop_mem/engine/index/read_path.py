@@ -83,6 +83,10 @@ class SearchIndex:
         index = self._built()
         return index.sync(self._indexable(), progress)
 
+    def hold_chat_scope(self) -> None:
+        """Read the global facts' vectors into memory (retrieval.Retriever.hold)."""
+        self.retriever.hold()
+
     def _built(self) -> IndexSync:
         from desktop_mem.engine.index.index_factory import build_index
 
