@@ -8,22 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn
+
+import openai
 
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.models import Message
-
-if TYPE_CHECKING:
-    import httpx
-    import openai
-
-# `openai` is imported by the first completion, not with this module: the window's status probe
-# (`check`, at start) asks for the model list with httpx alone, and openai's types cost ~25 MB of
-# RSS in a process that has not chatted yet (issue #25).
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +33,7 @@ SchemaMode = Literal["json_schema", "json_object", "none"]
 _SCHEMA_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "none")
 _SCHEMA_SUPPORT: dict[tuple[str, str], SchemaMode] = {}
 _SCHEMA_LOCK = threading.Lock()
+_REFUSALS = (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError)
 
 
 @dataclass(frozen=True, repr=False)
@@ -66,9 +60,14 @@ class LLMClient:
     def __init__(self, endpoint: LLMEndpoint, max_retries: int = 0) -> None:
         self.endpoint = endpoint
         self._url = endpoint.base_url.rstrip("/")
-        self._max_retries = max_retries
-        self._client: openai.OpenAI | None = None  # built by the first completion
-        self._client_lock = threading.Lock()
+        self._client: openai.OpenAI | None = None
+        if self._url.startswith(("http://", "https://")):
+            self._client = openai.OpenAI(
+                base_url=self._url,
+                api_key=endpoint.api_key or _PLACEHOLDER_KEY,
+                timeout=endpoint.timeout,
+                max_retries=max_retries,
+            )
 
     def __repr__(self) -> str:
         return f"LLMClient({self.endpoint!r})"
@@ -117,13 +116,9 @@ class LLMClient:
                 attempt["response_format"] = {"type": "json_schema", "json_schema": spec}
             else:
                 attempt["response_format"] = {"type": "json_object", "schema": json_schema["schema"]}
-            client = self._openai()
-            import openai  # loaded with the client above
-
-            refusals = (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError)
             try:
-                response = client.chat.completions.create(**attempt)
-            except refusals as err:
+                response = self._openai().chat.completions.create(**attempt)
+            except _REFUSALS as err:
                 if isinstance(err, openai.InternalServerError) and "response_format" not in str(err):
                     self._raise_mapped(err)  # a real server failure, not a refused option
                 continue  # this server does not take the schema this way: try the next one
@@ -173,8 +168,6 @@ class LLMClient:
                 return
             if received == 0:
                 self._raise_mapped(err)
-            import openai  # loaded by the request that started the stream
-
             reason = (
                 "no data in time" if isinstance(err, openai.APITimeoutError) else _short(_root_cause(err))
             )
@@ -195,28 +188,12 @@ class LLMClient:
             )
 
     def list_models(self) -> list[str]:
-        """Ids of the models the server offers (``GET /models``), asked with httpx alone: one
-        request (the probe; retries are for completions), failures mapped as a completion's."""
-        self._http_url()
-        import httpx
-
-        key = self.endpoint.api_key or _PLACEHOLDER_KEY
+        """Ids of the models the server offers (``GET /models``)."""
         try:
-            reply = httpx.get(f"{self._url}/models", headers={"Authorization": f"Bearer {key}"},
-                              timeout=self.endpoint.timeout)
-        except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
+            page = self._openai().models.list()
+            return sorted(str(m.id) for m in page.data if getattr(m, "id", None))
+        except Exception as err:  # noqa: BLE001
             self._raise_mapped(err)
-        if reply.status_code >= 400:
-            raise self._status_error(reply.status_code, self._reply_detail(reply))
-        try:
-            data = reply.json()["data"]
-            return sorted(str(m["id"]) for m in data if isinstance(m, dict) and m.get("id"))
-        except (ValueError, KeyError, TypeError) as err:
-            raise LLMError(
-                "bad_response",
-                f"The LLM at {self._url} sent a malformed model list ({_short(err)}). "
-                "Check that the base URL points at an OpenAI-compatible /v1.",
-            ) from err
 
     def check(self) -> str:
         """Probe the endpoint and return a short status line; raises ``LLMError`` if unusable."""
@@ -240,34 +217,18 @@ class LLMClient:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _http_url(self) -> str:
-        if not self._url.startswith(("http://", "https://")):
+    def _openai(self) -> openai.OpenAI:
+        if self._client is None:
             raise LLMError(
                 "unreachable",
                 f"The LLM base URL {self.endpoint.base_url!r} is not an http(s) URL. "
                 "Set Settings > Endpoint to e.g. http://127.0.0.1:11434/v1.",
             )
-        return self._url
-
-    def _openai(self) -> openai.OpenAI:
-        url = self._http_url()
-        with self._client_lock:
-            if self._client is None:
-                import openai
-
-                self._client = openai.OpenAI(
-                    base_url=url,
-                    api_key=self.endpoint.api_key or _PLACEHOLDER_KEY,
-                    timeout=self.endpoint.timeout,
-                    max_retries=self._max_retries,
-                )
-            return self._client
+        return self._client
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
         """Create a completion, relaxing options the server rejects (400/422) one at a time."""
         client = self._openai()
-        import openai  # loaded with the client above
-
         attempt = dict(kwargs)
         while True:
             try:
@@ -312,22 +273,16 @@ class LLMClient:
 
     def _mapped(self, err: Exception) -> LLMError:
         """Translate an openai/httpx/json exception into a user-facing ``LLMError``."""
-        import httpx
-
-        url = self._url
+        url, model = self._url, self.endpoint.model
         if isinstance(err, LLMError):
             return err
-        # openai is looked at only once a completion loaded it: the probe's failures are httpx's.
-        openai = sys.modules.get("openai")
-        if isinstance(err, httpx.TimeoutException) or (
-                openai is not None and isinstance(err, openai.APITimeoutError)):
+        if isinstance(err, openai.APITimeoutError):
             return LLMError(
                 "timeout",
                 f"The LLM at {url} did not answer within {self.endpoint.timeout:g} s. "
                 "Raise the timeout in Settings > Endpoint or use a smaller model.",
             )
-        if isinstance(err, httpx.TransportError) or (
-                openai is not None and isinstance(err, openai.APIConnectionError)):
+        if isinstance(err, openai.APIConnectionError):
             cause = _root_cause(err)
             if type(cause).__name__ in {"RemoteProtocolError", "ReadError"}:
                 return LLMError(
@@ -340,19 +295,48 @@ class LLMClient:
                 f"Cannot reach the LLM at {url} ({_short(cause)}). "
                 "Check Settings > Endpoint or start your local server.",
             )
-        if openai is not None and isinstance(err, openai.APIStatusError):
-            return self._status_error(err.status_code, self._detail(err.body, err.message))
-        if openai is not None and isinstance(err, openai.APIResponseValidationError):
+        if isinstance(err, openai.AuthenticationError | openai.PermissionDeniedError):
+            return LLMError(
+                "auth",
+                f"The LLM at {url} refused the API key (HTTP {err.status_code}: "
+                f"{self._detail(err)}). Check the API key in Settings > Endpoint.",
+            )
+        if isinstance(err, openai.NotFoundError):
+            return LLMError(
+                "model_missing",
+                f"Model '{model}' or its route was not found at {url} (HTTP 404: "
+                f"{self._detail(err)}). Pick an installed model in Settings > Model and check "
+                "the base URL ends in /v1.",
+            )
+        if isinstance(err, openai.RateLimitError):
+            return LLMError(
+                "rate_limited",
+                f"The LLM at {url} is rate limiting requests (HTTP 429: {self._detail(err)}). "
+                "Wait a moment and try again, or check your plan's quota.",
+            )
+        if isinstance(err, openai.InternalServerError):
+            return LLMError(
+                "server_error",
+                f"The LLM server at {url} failed (HTTP {err.status_code}: {self._detail(err)}). "
+                "Check the server's log; try again or restart it.",
+            )
+        if isinstance(err, openai.APIResponseValidationError):
             return LLMError(
                 "bad_response",
                 f"The LLM at {url} sent an answer that is not a valid chat completion. "
                 "Check that the base URL points at an OpenAI-compatible /v1.",
             )
-        if openai is not None and isinstance(err, openai.APIError):
+        if isinstance(err, openai.APIStatusError):
+            return LLMError(
+                "server_error",
+                f"The LLM at {url} rejected the request (HTTP {err.status_code}: "
+                f"{self._detail(err)}). Check the model and endpoint settings.",
+            )
+        if isinstance(err, openai.APIError):
             # A plain APIError is an error event inside a stream.
             return LLMError(
                 "server_error",
-                f"The LLM at {url} reported an error: {self._detail(err.body, err.message)}. Try again.",
+                f"The LLM at {url} reported an error: {self._detail(err)}. Try again.",
             )
         if isinstance(err, json.JSONDecodeError | ValueError | TypeError | AttributeError):
             return LLMError(
@@ -365,59 +349,16 @@ class LLMClient:
             f"Unexpected failure talking to the LLM at {url} ({_short(err)}).",
         )
 
-    def _status_error(self, status: int, detail: str) -> LLMError:
-        """An HTTP error status as the user reads it (openai raises one class per status)."""
-        url, model = self._url, self.endpoint.model
-        if status in (401, 403):
-            return LLMError(
-                "auth",
-                f"The LLM at {url} refused the API key (HTTP {status}: "
-                f"{detail}). Check the API key in Settings > Endpoint.",
-            )
-        if status == 404:
-            return LLMError(
-                "model_missing",
-                f"Model '{model}' or its route was not found at {url} (HTTP 404: "
-                f"{detail}). Pick an installed model in Settings > Model and check "
-                "the base URL ends in /v1.",
-            )
-        if status == 429:
-            return LLMError(
-                "rate_limited",
-                f"The LLM at {url} is rate limiting requests (HTTP 429: {detail}). "
-                "Wait a moment and try again, or check your plan's quota.",
-            )
-        if status >= 500:
-            return LLMError(
-                "server_error",
-                f"The LLM server at {url} failed (HTTP {status}: {detail}). "
-                "Check the server's log; try again or restart it.",
-            )
-        return LLMError(
-            "server_error",
-            f"The LLM at {url} rejected the request (HTTP {status}: "
-            f"{detail}). Check the model and endpoint settings.",
-        )
-
-    def _reply_detail(self, reply: httpx.Response) -> str:
-        """An error reply's detail, read as openai reads it (the body's "error" object, if any)."""
-        try:
-            body: object = reply.json()
-        except ValueError:
-            body = reply.text
-        if isinstance(body, dict) and "error" in body:
-            body = body["error"]
-        return self._detail(body, f"Error code: {reply.status_code} - {reply.text}")
-
-    def _detail(self, body: object, message: str) -> str:
+    def _detail(self, err: openai.APIError) -> str:
         """The server's own error text, short, one line, with the key scrubbed out."""
+        body = err.body
         text = ""
         if isinstance(body, dict):
             text = str(body.get("message") or body.get("detail") or body.get("error") or "")
         elif isinstance(body, str):
             text = body
         if not text:
-            text = message
+            text = err.message
         return _scrub(_one_line(text), self.endpoint.api_key)
 
 
