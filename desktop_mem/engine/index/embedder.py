@@ -20,11 +20,11 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.index_sync import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
     cpu_session,
+    release_after_runs,
     shipped_model_folder,
 )
 from desktop_mem.resources import resource_path
@@ -239,9 +239,7 @@ class OnnxEmbedder:
             raise TypeError("embed() takes a sequence of texts, not a single str")
         prefix = self.spec.passage_prefix
         vectors = self._embed_all([prefix + t for t in texts] if prefix else list(texts))
-        # A batch of long texts frees tens of MB of run buffers (no arena: cpu_session) into the
-        # C heap, which keeps them unless trimmed; a query's few buffers are not worth a trim.
-        release_free_heap()
+        release_after_runs(texts)
         return vectors
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:

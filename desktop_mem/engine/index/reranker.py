@@ -18,11 +18,11 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.index_sync import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
     cpu_session,
+    release_after_runs,
     shipped_model_folder,
 )
 
@@ -166,9 +166,7 @@ class OnnxReranker:
             logits = list(self._executor.map(run, chunks))
         for chunk, values in zip(chunks, logits, strict=True):
             scores[chunk] = sigmoid(values)
-        # The runs' buffers (no arena: onnx_session.cpu_session) went back to the C heap, which
-        # keeps them unless trimmed: ~40 MB of RSS after a pool of long memories; a trim ~0.3 ms.
-        release_free_heap()
+        release_after_runs(texts)
         return [float(value) for value in scores]
 
     def _logits(self, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
