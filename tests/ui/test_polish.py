@@ -76,3 +76,35 @@ def test_a_notice_is_posted_non_modally_and_its_action_runs_once(qtbot: Any, ope
     assert undone == [True] and not bar.isVisible()
     opened_window.post_notice("Synced")
     assert bar.isVisible() and not bar.action_button.isVisible()
+
+
+def test_a_long_conversation_list_scrolls_with_a_drawn_scroll_bar(qtbot: Any, engine: Any, runner: Any,
+                                                                   settle: Any) -> None:
+    """500 conversations (an imported history): the side bar's scroll bar was a black bar, its
+    track left unpainted under the list's transparent background (seen at 100k memories)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QApplication
+
+    from desktop_mem.ui.app import application
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    before = app.styleSheet()
+    application()  # the app's own style sheet, as the window runs with it
+    try:
+        for i in range(60):
+            engine.new_conversation(f"Trip number {i}")
+        side = ConversationList(engine, runner, lambda *_a: True)
+        qtbot.addWidget(side)
+        side.resize(220, 300)
+        side.show()
+        side.reload()
+        settle(runner)
+        bar = side.view.verticalScrollBar()
+        qtbot.waitUntil(lambda: bar.isVisible() and bar.maximum() > 0)
+        image = side.grab().toImage()
+        dark = [(x, y) for y in range(0, bar.height(), 3) for x in range(bar.width())
+                if image.pixelColor(bar.mapTo(side, QPoint(x, y))).lightness() < 60]
+        assert dark == []
+    finally:
+        app.setStyleSheet(before)
