@@ -20,12 +20,17 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RS
 KEPT_AT_MOST_MB = 15
 
 
-def _rss_mb() -> float:
+def _status_mb(field: str) -> float:
+    """A size line of /proc/self/status (VmRSS, VmHWM), in MB."""
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS in /proc/self/status")
+    raise AssertionError(f"no {field} in /proc/self/status")
+
+
+def _rss_mb() -> float:
+    return _status_mb("VmRSS")
 
 
 def _long_memories(count: int) -> list[str]:
@@ -68,11 +73,7 @@ def _peak_since_reset_mb() -> float:
 
 
 def _hwm_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM in /proc/self/status")
+    return _status_mb("VmHWM")
 
 
 def test_embedding_a_batch_peaks_no_higher_than_its_buffers() -> None:
