@@ -29,8 +29,10 @@ _PATH = attrgetter("path")
 _CREATED = attrgetter("created_at")
 
 
-def _link_problem(rel: str) -> Problem:
-    return Problem(rel, f"{rel} {SYMLINK_REASON}")
+def _walk_problems(links: Iterable[str], unreadable: Iterable[tuple[str, str]]) -> list[Problem]:
+    """What a walk of the files reports: links (never read through) and files it cannot stat."""
+    return [*(Problem(rel, f"{rel} {SYMLINK_REASON}") for rel in links),
+            *(_unreadable(rel, reason) for rel, reason in unreadable)]
 
 
 def _unreadable(rel: str, reason: str) -> Problem:
@@ -85,18 +87,9 @@ class Catalog:
 
     def _load_here(self, temp_files: list[str] | None) -> tuple[list[Memory], list[Problem]]:
         """Stat every file, then take the manifest's memory of each unchanged one."""
-        problems: list[Problem] = []
-        stats: dict[str, Stat] = {}
-        for rel, entry in self.store.iter_entries(temp_files):
-            if entry.is_symlink():
-                problems.append(_link_problem(rel))  # never read through
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError as exc:
-                problems.append(_unreadable(rel, exc.strerror or str(exc)))
-                continue
-            stats[rel] = (st.st_mtime_ns, st.st_size)
+        stats, links, unreadable = file_scan.stat_files(str(self.store.root), str(self.store.entries),
+                                                        temp_files)
+        problems = _walk_problems(links, unreadable)
         memories = list(self.manifest.reuse(stats))
         changed = {rel: stats[rel] for rel in stats.keys() - {m.path for m in memories}}
         del stats
@@ -144,8 +137,7 @@ class Catalog:
         for rel, stat in unusable.items():
             if rel not in gone:
                 changed.setdefault(rel, stat)
-        problems = [*(_link_problem(rel) for rel in answer["links"]),
-                    *(_unreadable(rel, reason) for rel, reason in answer["unreadable"])]
+        problems = _walk_problems(answer["links"], answer["unreadable"])
         if temp_files is not None:
             temp_files.extend(answer["temp_files"])
         return memories, problems + self._parse_changed(changed, memories)

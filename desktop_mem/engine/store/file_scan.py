@@ -62,6 +62,26 @@ def entries(root: str, top: str, temp_files: list[str] | None = None
             continue
 
 
+def stat_files(root: str, top: str, temp_files: list[str] | None = None
+               ) -> tuple[dict[str, tuple[int, int]], list[str], list[tuple[str, str]]]:
+    """`entries()` stat-ed: each file's (mtime_ns, size), the links (never followed) and the
+    files whose stat failed, with the reason."""
+    stats: dict[str, tuple[int, int]] = {}
+    links: list[str] = []
+    unreadable: list[tuple[str, str]] = []
+    for rel, entry in entries(root, top, temp_files):
+        if entry.is_symlink():
+            links.append(rel)
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            unreadable.append((rel, exc.strerror or str(exc)))
+            continue
+        stats[rel] = (st.st_mtime_ns, st.st_size)
+    return stats, links, unreadable
+
+
 def fingerprint(count: int, mtime_total: int, size_total: int) -> Fingerprint:
     """Manifest rows as (count, sum of their mtimes, sum of their sizes), wrapped to 62 bits."""
     mask = (1 << 62) - 1
@@ -83,25 +103,10 @@ def scan_changes(root: str, top: str, manifest: str) -> dict[str, Any]:
         except sqlite3.Error:
             rows = []
     known = {path: (mtime_ns, size) for path, mtime_ns, size in rows}
-    changed: dict[str, tuple[int, int]] = {}
-    links: list[str] = []
-    unreadable: list[tuple[str, str]] = []
     temp_files: list[str] = []
-    seen: set[str] = set()
-    for rel, entry in entries(root, top, temp_files):
-        if entry.is_symlink():
-            links.append(rel)
-            continue
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError as exc:
-            unreadable.append((rel, exc.strerror or str(exc)))
-            continue
-        seen.add(rel)
-        stat = (st.st_mtime_ns, st.st_size)
-        if known.get(rel) != stat:
-            changed[rel] = stat
-    gone = [path for path in known if path not in seen]
+    stats, links, unreadable = stat_files(root, top, temp_files)
+    changed = {rel: stat for rel, stat in stats.items() if known.get(rel) != stat}
+    gone = [path for path in known if path not in stats]
     return {"changed": changed, "gone": gone, "links": links, "unreadable": unreadable,
             "temp_files": temp_files,
             "fingerprint": fingerprint(len(rows), sum(r[1] for r in rows), sum(r[2] for r in rows))}
