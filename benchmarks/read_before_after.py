@@ -44,7 +44,8 @@ def before_parts(model: str) -> tuple[Any, Any]:
     original = OnnxReranker.__dict__["_load_session"]
     OnnxReranker._load_session = staticmethod(lambda path, threads: spinning(path, threads))  # type: ignore[method-assign]
     try:
-        reranker.__init__(None, threads=1)  # type: ignore[misc]
+        reranker.__init__(None, threads=1, idle_release_s=0)  # type: ignore[misc]
+        reranker.prepare()  # it loads on first use: load it here, with the old session options
     finally:
         OnnxReranker._load_session = original  # type: ignore[method-assign]
     plain = getattr(embedder_module, "cpu_session")  # noqa: B009 - the name the embedder calls

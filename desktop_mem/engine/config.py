@@ -101,6 +101,9 @@ SETTINGS: tuple[Setting, ...] = (
       minimum=0, maximum=60000),
     S("retrieval.reranker_threads", int, 2, "CPU threads for the reranker: this many candidates are scored "
       "at once, each on one thread (see docs/benchmarks.md).", minimum=1, maximum=64),
+    S("retrieval.rerank_idle_release_s", int, 300, "Seconds without a rerank after which the cross-encoder "
+      "is unloaded (~40 MB of memory back; the next rerank loads it again in ~0.3 s; 0: keep it "
+      "once loaded). It is loaded on first use.", minimum=0, maximum=86400),
     S("memory.max_entries", int, 500, "Most facts and turns kept per conversation (summaries exempt).",
       minimum=1),
     S("memory.extract_facts", bool, True, "Extract facts from each user message."),
@@ -180,6 +183,7 @@ IntSetting = Literal[
     "retrieval.rerank_pool",
     "retrieval.rerank_budget_ms",
     "retrieval.reranker_threads",
+    "retrieval.rerank_idle_release_s",
     "memory.max_entries",
     "memory.summary_threshold",
     "memory.summary_keep_last",

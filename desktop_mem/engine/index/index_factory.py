@@ -21,7 +21,7 @@ from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
 
 _SHARED_EMBEDDERS: dict[tuple[str, int, int, int], Embedder] = {}
-_SHARED_RERANKERS: dict[tuple[str, int], Reranker] = {}
+_SHARED_RERANKERS: dict[tuple[str, int, int], Reranker] = {}
 
 
 def make_embedder(config: Config) -> Embedder:
@@ -41,14 +41,16 @@ def make_embedder(config: Config) -> Embedder:
 def make_reranker(config: Config) -> Reranker | None:
     """The cross-encoder (the shipped one, or `retrieval.reranker_path`), None when reranking is off.
 
-    Loaded once per process and folder, like the embedder.
+    Made once per process and folder, like the embedder; it loads its model on first use.
     """
     if not config["retrieval.rerank"]:
         return None
     folder = config["retrieval.reranker_path"]
-    key = (str(Path(folder).expanduser()) if folder else "", config["retrieval.reranker_threads"])
+    key = (str(Path(folder).expanduser()) if folder else "", config["retrieval.reranker_threads"],
+           config["retrieval.rerank_idle_release_s"])
     if key not in _SHARED_RERANKERS:
-        _SHARED_RERANKERS[key] = OnnxReranker(Path(key[0]) if key[0] else None, threads=key[1])
+        _SHARED_RERANKERS[key] = OnnxReranker(Path(key[0]) if key[0] else None, threads=key[1],
+                                              idle_release_s=key[2])
     return _SHARED_RERANKERS[key]
 
 

@@ -8,8 +8,12 @@ Relevance = sigmoid(logit).
 from __future__ import annotations
 
 import re
+import threading
+import time
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -18,6 +22,8 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from desktop_mem.engine.config import default
+from desktop_mem.engine.index.index_sync import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
@@ -41,7 +47,11 @@ class RerankerError(RuntimeError):
 
 @runtime_checkable
 class Reranker(Protocol):
-    """Scores how well each text answers a query."""
+    """Scores how well each text answers a query.
+
+    One that loads its model on first use (OnnxReranker) also has `prepare()`, which the read
+    path calls before a budgeted rerank's clock starts; others need none.
+    """
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """Relevance in [0, 1] per text, in input order."""
@@ -76,8 +86,24 @@ def sigmoid(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
     return result
 
 
+@dataclass
+class _Loaded:
+    """What a loaded cross-encoder holds (~40-44 MB at 100k: session 37.5, tokenizer 6-10)."""
+
+    tokenizer: Tokenizer
+    session: ort.InferenceSession
+    input_names: frozenset[str]
+    output_name: str
+
+
 class OnnxReranker:
-    """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder; None: shipped)."""
+    """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder; None: shipped).
+
+    Loaded on first use (or by `prepare`) and released after `idle_release_s` seconds without a
+    score (0: kept once loaded): the window and `serve` do not hold its ~40 MB while nobody chats
+    (issue #25; docs/benchmarks.md). A user's own folder is loaded at construction, so a broken
+    model is a clear error when the store opens, not a silent loss of memories at the first turn.
+    """
 
     # One pair per run. The int8 model quantises its activations per run, over the padded batch,
     # so a pair's score moved with the other pairs it was batched with: forced LoCoMo recall@5
@@ -92,14 +118,17 @@ class OnnxReranker:
     # CPU 235 ms; one pair on two intra-op threads 275 / 303 ms; one thread 266 / 238 ms. Each pair
     # is still one run of its own, so its score is the same whichever thread ran it.
     def __init__(
-        self, folder: Path | None = None, threads: int = 2, max_length: int = 512, batch_size: int = 1
+        self, folder: Path | None = None, threads: int = 2, max_length: int = 512, batch_size: int = 1,
+        idle_release_s: float = default("retrieval.rerank_idle_release_s"),
     ) -> None:
-        if threads < 1 or batch_size < 1 or max_length < 8:
+        if threads < 1 or batch_size < 1 or max_length < 8 or idle_release_s < 0:
             raise RerankerError(
-                f"OnnxReranker needs threads >= 1, batch_size >= 1 and max_length >= 8 "
-                f"(got threads={threads}, batch_size={batch_size}, max_length={max_length})"
+                f"OnnxReranker needs threads >= 1, batch_size >= 1, max_length >= 8 and "
+                f"idle_release_s >= 0 (got threads={threads}, batch_size={batch_size}, "
+                f"max_length={max_length}, idle_release_s={idle_release_s})"
             )
         self.name = SHIPPED_RERANKER if folder is None else Path(folder).name
+        own = folder is not None
         if folder is None:
             try:
                 folder = shipped_model_folder(SHIPPED_RERANKER)
@@ -118,21 +147,114 @@ class OnnxReranker:
         self.batch_size = batch_size
         self.max_length = max_length
         self.workers = threads
-        self.tokenizer = self._load_tokenizer(self.folder / TOKENIZER_FILE, max_length)
-        self.session = self._load_session(self.folder / MODEL_FILE, 1)
+        self.idle_release_s = float(idle_release_s)
+        self.loads = 0  # how often the model was loaded (a release and the next use load it again)
         # Threads start on the first pool that needs them; idle ones hold no CPU.
         self._executor = (ThreadPoolExecutor(threads, thread_name_prefix="reranker")
                           if threads > 1 else None)
-        self._input_names = {node.name for node in self.session.get_inputs()}
-        missing = {"input_ids", "attention_mask"} - self._input_names
+        # Guards the loaded model, the scores in flight and the idle watcher; a load runs under it
+        # (a score meanwhile waits for the model it needs anyway).
+        self._lock = threading.Lock()
+        self._loaded: _Loaded | None = None
+        self._running = 0  # score() calls using the loaded model now: never released under them
+        self._last_used = time.monotonic()
+        self._watching = False
+        self._wake = threading.Event()  # ends the watcher's wait early: a release, or this object freed
+        weakref.finalize(self, self._wake.set)
+        if own:
+            self.prepare()
+
+    # ------------------------------------------------------------- loading and releasing
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory now."""
+        return self._loaded is not None
+
+    @property
+    def session(self) -> ort.InferenceSession:
+        """The ONNX session (loaded if it was not)."""
+        return self._prepared().session
+
+    @session.setter
+    def session(self, session: ort.InferenceSession) -> None:
+        self._prepared().session = session
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The pair tokenizer (loaded with the model if it was not)."""
+        return self._prepared().tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer: Tokenizer) -> None:
+        self._prepared().tokenizer = tokenizer
+
+    def prepare(self) -> None:
+        """Load the model now if it is not loaded (~0.3 s of CPU); nothing when it is.
+
+        The read path calls it before its rerank budget's clock starts: a load inside the first
+        step of a budgeted rerank made the step look so slow that only one step of the pool was
+        scored. It counts as a use: the idle release waits `idle_release_s` from here too.
+        """
+        with self._lock:
+            self._load_locked()
+            self._last_used = time.monotonic()
+
+    def release(self) -> bool:
+        """Drop the model and give its memory back to the system now, unless a score is using it
+        (False then: the idle watcher releases it after that score). The next use loads it again."""
+        with self._lock:
+            if self._running:
+                return False
+            dropped, self._loaded = self._loaded, None
+        if dropped is not None:
+            del dropped  # the session and tokenizer are freed here, outside the lock
+            release_free_heap()  # glibc keeps freed pages in the process otherwise
+            self._wake.set()  # the idle watcher has nothing left to watch
+        return True
+
+    def _prepared(self) -> _Loaded:
+        with self._lock:
+            return self._load_locked()
+
+    def _load_locked(self) -> _Loaded:
+        if self._loaded is None:
+            self._loaded = self._load()
+            self.loads += 1
+            if self.idle_release_s > 0 and not self._watching:
+                self._watching = True
+                self._wake.clear()
+                threading.Thread(target=_release_when_idle, args=(weakref.ref(self), self._wake),
+                                 name="reranker-idle", daemon=True).start()
+        return self._loaded
+
+    def _load(self) -> _Loaded:
+        tokenizer = self._load_tokenizer(self.folder / TOKENIZER_FILE, self.max_length)
+        session = self._load_session(self.folder / MODEL_FILE, 1)
+        input_names = frozenset(node.name for node in session.get_inputs())
+        missing = {"input_ids", "attention_mask"} - input_names
         if missing:
             raise RerankerError(
                 f"{self.folder / MODEL_FILE} is not a BERT-style cross-encoder: "
                 f"inputs {sorted(missing)} missing; {WHERE_TO_GET}"
             )
-        outputs = self.session.get_outputs()
-        names = [node.name for node in outputs]
-        self._output_name = "logits" if "logits" in names else names[0]
+        names = [node.name for node in session.get_outputs()]
+        return _Loaded(tokenizer, session, input_names, "logits" if "logits" in names else names[0])
+
+    def _idle_for(self) -> float | None:
+        """The idle watcher's look: releases the model once it has been idle long enough; the
+        seconds until the next look, or None when it is released (the watcher ends)."""
+        with self._lock:
+            if self._loaded is None:
+                self._watching = False
+                return None
+            if self._running:
+                return self.idle_release_s
+            left = self.idle_release_s - (time.monotonic() - self._last_used)
+            if left > 0:
+                return left
+        # a score may start in between: then it is not released, and the watcher looks again later
+        return 0.0 if self.release() else self.idle_release_s
 
     @staticmethod
     def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
@@ -149,16 +271,35 @@ class OnnxReranker:
         except RuntimeError as exc:
             raise RerankerError(f"cannot load reranker model {path}: {exc}; {WHERE_TO_GET}") from exc
 
+    # ------------------------------------------------------------- scoring
+
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        """sigmoid(logit) per (query, text) pair, in input order; `threads` pairs run at once."""
+        """sigmoid(logit) per (query, text) pair, in input order; `threads` pairs run at once.
+
+        Loads the model if it was released; it is never released while a score runs."""
         if isinstance(texts, str):
             raise TypeError("score() takes a sequence of texts, not a single str")
+        if not texts:
+            return []
+        with self._lock:
+            model = self._load_locked()
+            self._running += 1
+        try:
+            scores = self._scores(model, query, texts)
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._last_used = time.monotonic()
+        release_after_runs(texts)
+        return scores
+
+    def _scores(self, model: _Loaded, query: str, texts: Sequence[str]) -> list[float]:
         scores = np.zeros(len(texts), dtype=np.float64)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
 
         def run(chunk: list[int]) -> npt.NDArray[np.float32]:
-            return self._logits(query, [texts[i] for i in chunk])
+            return self._logits(model, query, [texts[i] for i in chunk])
 
         if self._executor is None or len(chunks) < 2:
             logits = [run(chunk) for chunk in chunks]
@@ -166,22 +307,21 @@ class OnnxReranker:
             logits = list(self._executor.map(run, chunks))
         for chunk, values in zip(chunks, logits, strict=True):
             scores[chunk] = sigmoid(values)
-        release_after_runs(texts)
         return [float(value) for value in scores]
 
-    def _logits(self, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
+    def _logits(self, model: _Loaded, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
         clip = self.max_length
-        encodings = self.tokenizer.encode_batch([(clip_for_model(query, clip), clip_for_model(text, clip))
-                                                 for text in texts])
+        encodings = model.tokenizer.encode_batch([(clip_for_model(query, clip), clip_for_model(text, clip))
+                                                  for text in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         feed = {
             "input_ids": input_ids,
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
         }
-        if "token_type_ids" in self._input_names:
+        if "token_type_ids" in model.input_names:
             feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         try:
-            (output,) = self.session.run([self._output_name], feed)
+            (output,) = model.session.run([model.output_name], feed)
         except Exception as exc:
             raise RerankerError(f"reranker model {self.folder / MODEL_FILE} failed: {exc}") from exc
         logits = np.asarray(output, dtype=np.float32).reshape(len(texts), -1)
@@ -191,3 +331,21 @@ class OnnxReranker:
                 "a relevance cross-encoder gives one"
             )
         return logits[:, 0]
+
+
+def _release_when_idle(ref: weakref.ref[OnnxReranker], wake: threading.Event) -> None:
+    """The idle watcher of one loaded reranker (a daemon thread: it never keeps a process alive).
+
+    It holds the reranker only by a weak reference between its looks, so a reranker nobody uses
+    any more is freed at once (its watcher ends at its next look), and it ends when the model is
+    released, by it or by `release()`."""
+    while True:
+        reranker = ref()
+        if reranker is None:
+            return
+        wait = reranker._idle_for()
+        del reranker
+        if wait is None:
+            return
+        wake.wait(wait)
+        wake.clear()

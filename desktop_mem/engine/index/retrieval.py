@@ -347,6 +347,9 @@ class Retriever:
         step = max(1, int(getattr(reranker, "workers", 1)))
         if budget <= 0:
             return self._cross_scores(query, reranker, pool)
+        # A released cross-encoder loads now, not inside the first step: a load there (~0.3 s)
+        # made the step look too slow for the rest, and only 2 of 20 were scored (#25).
+        getattr(reranker, "prepare", lambda: None)()
         start = self.clock()
         scores: list[float] = []
         for at in range(0, len(pool), step):
