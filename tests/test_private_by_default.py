@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from desktop_mem.api.security import server_token
+from desktop_mem.api.loopback import server_token
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
 from tests.mcp_clients import free_port

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import socket
@@ -36,6 +37,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from desktop_mem.engine.config import Config, save_config
 
 UNIX_PREFIX = "unix:"
 SOCKET_NAME = "mcp.sock"
@@ -48,8 +51,27 @@ _MAX_LINE = 300
 VERIFIED = "desktop_mem.verified"  # ASGI scope key: this request came over a verified connection
 
 
+log = logging.getLogger(__name__)
+
+
 class EndpointNotVerified(Exception):
     """The listener at a TCP endpoint did not prove it knows the run secret: nothing was sent."""
+
+
+def server_token(config: Config) -> str:
+    """The bearer token `serve` and the app's endpoint require by default: `server.token`, or
+    one generated now and kept in the settings file (0600), where Settings shows it (#22).
+    Here, not in api/security.py: the app's endpoint asks for it before it loads any server."""
+    token = str(config["server.token"]).strip()
+    if token:
+        return token
+    token = secrets.token_urlsafe(24)
+    if config.file is not None:
+        try:
+            save_config(config.file, {"server.token": token})
+        except OSError as exc:  # still private for this run; the next one generates another
+            log.warning("could not keep the generated server token in %s: %s", config.file, exc)
+    return token
 
 
 def has_unix_sockets() -> bool:

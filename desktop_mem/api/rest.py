@@ -32,9 +32,10 @@ from desktop_mem.api.loopback import (
     private_socket,
     remove_private,
     remove_private_socket,
+    server_token,
     verified_listener,
 )
-from desktop_mem.api.security import Guard, check_bind, server_token
+from desktop_mem.api.security import Guard, check_bind
 from desktop_mem.engine.api import (
     STRATEGY_NAMES,
     ChatReply,

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import logging
 import re
-import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +15,6 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from desktop_mem.api.loopback import is_private_connection
-from desktop_mem.engine.config import Config, save_config
 from desktop_mem.engine.models import ValidationError
 
 ErrorBody = Callable[[int, str, str | None, str], dict[str, Any]]
@@ -108,23 +105,6 @@ class Guard:
     def _too_large(self) -> str:
         return f"request body larger than {self.max_body} bytes; send less (e.g. fewer or shorter messages)"
 
-
-log = logging.getLogger(__name__)
-
-
-def server_token(config: Config) -> str:
-    """The bearer token `serve` and the app's endpoint require by default: `server.token`, or
-    one generated now and kept in the settings file (0600), where Settings shows it (#22)."""
-    token = str(config["server.token"]).strip()
-    if token:
-        return token
-    token = secrets.token_urlsafe(24)
-    if config.file is not None:
-        try:
-            save_config(config.file, {"server.token": token})
-        except OSError as exc:  # still private for this run; the next one generates another
-            log.warning("could not keep the generated server token in %s: %s", config.file, exc)
-    return token
 
 
 def check_bind(host: str, token: str | None) -> None:

@@ -55,9 +55,10 @@ if TYPE_CHECKING:
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
-# The loopback endpoint starts once nobody typed for this long and no reply streams: loading its
-# server (mcp, FastAPI, openai) holds the GIL up to ~90 ms at a time, which froze search-as-you-
-# type for 150-200 ms when it started with the index (benchmarks/gui_start.py, py-spy).
+# The loopback endpoint starts once nobody typed for this long and no reply streams. Its server
+# (FastAPI, uvicorn, the routes) loads only when a first caller connects (api/app_endpoint.py);
+# loading it holds the GIL up to ~90 ms at a time, which froze search-as-you-type for 150-200 ms
+# when it loaded with the index (benchmarks/gui_start.py, py-spy).
 ENDPOINT_IDLE_MS = 1500
 DEFAULT_SIZE = QSize(1200, 780)
 # Room for a desktop's title bar and borders, which are not known before the window is shown.
