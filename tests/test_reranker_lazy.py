@@ -37,7 +37,7 @@ def test_the_model_is_loaded_by_the_first_score_not_by_construction() -> None:
     before = _rss_mb()
     reranker = OnnxReranker()
     assert not reranker.loaded and reranker.loads == 0
-    assert _rss_mb() - before < 10  # the session and tokenizer (~40 MB) are not there yet
+    assert _rss_mb() - before < 15  # the tokenizer (~7 MB) is; the session (~37 MB) is not yet
     scores = reranker.score(QUERY, PASSAGES)
     assert reranker.loaded and reranker.loads == 1
     assert max(range(len(PASSAGES)), key=lambda i: scores[i]) == 0

@@ -102,7 +102,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("retrieval.reranker_threads", int, 2, "CPU threads for the reranker: this many candidates are scored "
       "at once, each on one thread (see docs/benchmarks.md).", minimum=1, maximum=64),
     S("retrieval.rerank_idle_release_s", int, 300, "Seconds without a rerank after which the cross-encoder "
-      "is unloaded (~40 MB of memory back; the next rerank loads it again in ~0.3 s; 0: keep it "
+      "is unloaded (~37 MB of memory back; the next rerank loads it again in ~0.25 s; 0: keep it "
       "once loaded). It is loaded on first use.", minimum=0, maximum=86400),
     S("memory.max_entries", int, 500, "Most facts and turns kept per conversation (summaries exempt).",
       minimum=1),

@@ -88,9 +88,8 @@ def sigmoid(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
 
 @dataclass
 class _Loaded:
-    """What a loaded cross-encoder holds (~40-44 MB at 100k: session 37.5, tokenizer 6-10)."""
+    """What a loaded cross-encoder holds: its ONNX session (~37 MB, and its runs' buffers)."""
 
-    tokenizer: Tokenizer
     session: ort.InferenceSession
     input_names: frozenset[str]
     output_name: str
@@ -99,10 +98,13 @@ class _Loaded:
 class OnnxReranker:
     """A cross-encoder in ONNX (``model.onnx`` + ``tokenizer.json`` in one folder; None: shipped).
 
-    Loaded on first use (or by `prepare`) and released after `idle_release_s` seconds without a
-    score (0: kept once loaded): the window and `serve` do not hold its ~40 MB while nobody chats
-    (issue #25; docs/benchmarks.md). A user's own folder is loaded at construction, so a broken
-    model is a clear error when the store opens, not a silent loss of memories at the first turn.
+    The model is loaded on first use (or by `prepare`) and released after `idle_release_s`
+    seconds without a score (0: kept once loaded): the window and `serve` do not hold its ~37 MB
+    while nobody chats (issue #25; docs/benchmarks.md). The tokenizer (~7 MB) is read at
+    construction and kept: reading it holds the GIL for 35-70 ms (the session's load for at most
+    ~17 ms at a time), which on the first chat turn would stall the window's GUI thread. A user's
+    own folder is loaded at construction, so a broken model is a clear error when the store opens,
+    not a silent loss of memories at the first chat turn.
     """
 
     # One pair per run. The int8 model quantises its activations per run, over the padded batch,
@@ -148,6 +150,7 @@ class OnnxReranker:
         self.max_length = max_length
         self.workers = threads
         self.idle_release_s = float(idle_release_s)
+        self.tokenizer = self._load_tokenizer(self.folder / TOKENIZER_FILE, max_length)
         self.loads = 0  # how often the model was loaded (a release and the next use load it again)
         # Threads start on the first pool that needs them; idle ones hold no CPU.
         self._executor = (ThreadPoolExecutor(threads, thread_name_prefix="reranker")
@@ -180,17 +183,8 @@ class OnnxReranker:
     def session(self, session: ort.InferenceSession) -> None:
         self._prepared().session = session
 
-    @property
-    def tokenizer(self) -> Tokenizer:
-        """The pair tokenizer (loaded with the model if it was not)."""
-        return self._prepared().tokenizer
-
-    @tokenizer.setter
-    def tokenizer(self, tokenizer: Tokenizer) -> None:
-        self._prepared().tokenizer = tokenizer
-
     def prepare(self) -> None:
-        """Load the model now if it is not loaded (~0.3 s of CPU); nothing when it is.
+        """Load the model now if it is not loaded (~0.25 s of CPU); nothing when it is.
 
         The read path calls it before its rerank budget's clock starts: a load inside the first
         step of a budgeted rerank made the step look so slow that only one step of the pool was
@@ -208,7 +202,7 @@ class OnnxReranker:
                 return False
             dropped, self._loaded = self._loaded, None
         if dropped is not None:
-            del dropped  # the session and tokenizer are freed here, outside the lock
+            del dropped  # the session is freed here, outside the lock
             release_free_heap()  # glibc keeps freed pages in the process otherwise
             self._wake.set()  # the idle watcher has nothing left to watch
         return True
@@ -229,7 +223,6 @@ class OnnxReranker:
         return self._loaded
 
     def _load(self) -> _Loaded:
-        tokenizer = self._load_tokenizer(self.folder / TOKENIZER_FILE, self.max_length)
         session = self._load_session(self.folder / MODEL_FILE, 1)
         input_names = frozenset(node.name for node in session.get_inputs())
         missing = {"input_ids", "attention_mask"} - input_names
@@ -239,7 +232,7 @@ class OnnxReranker:
                 f"inputs {sorted(missing)} missing; {WHERE_TO_GET}"
             )
         names = [node.name for node in session.get_outputs()]
-        return _Loaded(tokenizer, session, input_names, "logits" if "logits" in names else names[0])
+        return _Loaded(session, input_names, "logits" if "logits" in names else names[0])
 
     def _idle_for(self) -> float | None:
         """The idle watcher's look: releases the model once it has been idle long enough; the
@@ -311,8 +304,8 @@ class OnnxReranker:
 
     def _logits(self, model: _Loaded, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
         clip = self.max_length
-        encodings = model.tokenizer.encode_batch([(clip_for_model(query, clip), clip_for_model(text, clip))
-                                                  for text in texts])
+        encodings = self.tokenizer.encode_batch([(clip_for_model(query, clip), clip_for_model(text, clip))
+                                                 for text in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         feed = {
             "input_ids": input_ids,
