@@ -62,3 +62,23 @@ def test_cli_history_shows_the_first_events_then_how_many_more(tmp_path: Path) -
     full = json.loads(cli("--json"))
     imported = next(c for c in full if c["subject"].startswith("Import"))
     assert len(imported["events"]) == IMPORTED  # scripts get every event
+
+
+def test_cli_history_json_lists_every_event_of_a_commit_too_big_to_read_in_detail(tmp_path: Path) -> None:
+    # Over DETAIL_LIMIT files a commit's events come from its paths, built as they are read (a
+    # lazy sequence holding the git reader); `--json` crashed copying it (seen on a 100k import).
+    from desktop_mem.engine.history.timeline import DETAIL_LIMIT
+
+    store = tmp_path / "store"
+    many = DETAIL_LIMIT + 10
+    with MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False})) as eng:
+        with eng.writer.transaction(Operation.IMPORT, f"Import {many} facts") as tx:
+            for i in range(many):
+                tx.add(f"The user kept note number {i}", conversation_id="notes", kind="fact")
+    command = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "history", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (imported,) = [c for c in json.loads(done.stdout) if c["subject"].startswith("Import")]
+    assert imported["events_from_paths"] is True and imported["event_counts"] == {"ADD": many}
+    assert len(imported["events"]) == many
+    assert {e["type"] for e in imported["events"]} == {"ADD"} and all(e["path"] for e in imported["events"])

@@ -126,6 +126,7 @@ def _engine_arguments(s: HeldStore) -> dict[str, list[Any]]:
         "rel": [m.path for m in s.held],
         "turn_id": [s.held[2].id],
         "offset": [0], "limit": [50],
+        "config": [s.config],  # read_history / read_diff: the store's git alone, without opening it
     }
 
 

@@ -362,8 +362,8 @@ def cmd_restore(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_history(args: argparse.Namespace, config: Config) -> int:
-    with open_engine(config, "history") as engine:
-        commits = engine.history(limit=args.limit, offset=args.offset)
+    # git alone: a history reader need not load the store's memories (seconds at 100,000)
+    commits = MemoryEngine.read_history(config, limit=args.limit, offset=args.offset)
     if args.json:
         emit_json(commits)
         return 0
@@ -386,8 +386,7 @@ def _short(text: str | None, n: int = 50) -> str:
 
 
 def cmd_diff(args: argparse.Namespace, config: Config) -> int:
-    with open_engine(config, "diff") as engine:
-        print(terminal_safe(engine.diff(args.commit)))
+    print(terminal_safe(MemoryEngine.read_diff(config, args.commit)))
     return 0
 
 

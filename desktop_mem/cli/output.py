@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, is_dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -32,14 +33,16 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, Memory):
         return memory_json(value)  # the shape REST and MCP give too
     if is_dataclass(value) and not isinstance(value, type):
-        return {k: to_jsonable(v) for k, v in asdict(value).items()}
+        # field by field, not dataclasses.asdict: that deep-copies every value first, and a bulk
+        # commit's events are a lazy sequence holding the git reader (it cannot be copied)
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Enum):
         return value.value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, Mapping):
+        return {str(to_jsonable(k)): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return [to_jsonable(v) for v in value]
     return value
 

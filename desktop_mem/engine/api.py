@@ -388,6 +388,20 @@ class MemoryEngine:
         """The patch of one commit."""
         return self.git.diff(sha)
 
+    @staticmethod
+    def read_history(config: Config, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
+        """`history` of the store `config` names, read from git without opening the store."""
+        from desktop_mem.engine.history.recorder import commits
+
+        result: list[CommitInfo] = compose.read_git(config, lambda git: commits(git, limit, offset))
+        return result
+
+    @staticmethod
+    def read_diff(config: Config, sha: str) -> str:
+        """`diff` of one commit of the store `config` names, read from git without opening it."""
+        result: str = compose.read_git(config, lambda git: git.diff(sha))
+        return result
+
     def memory_history(self, memory_id: str, limit: int = 100) -> list[CommitInfo]:
         """Commits that touched this memory's file in its two places (live and deleted/)."""
         return self._p.recorder.memory_history(memory_id, limit)

@@ -18,6 +18,12 @@ HeldBack = Callable[[Sequence[str] | None], set[str]]
 """(uncommitted paths, or None to ask git) -> the paths held back for a likely secret."""
 
 
+def commits(git: GitHistory, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
+    """Commits newest first, each with its classified events: git alone, no catalog (a reader
+    that asks for nothing else, `desktop-mem history`, need not load 100,000 memories)."""
+    return [classify(c, git.blob) for c in git.log(limit=limit, offset=offset)]
+
+
 class HistoryRecorder:
     """Commits of the store's git repository and what is read back from them."""
 
@@ -72,7 +78,7 @@ class HistoryRecorder:
 
     def history(self, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
         """Commits newest first, each with its classified events."""
-        return [classify(c, self.git.blob) for c in self.git.log(limit=limit, offset=offset)]
+        return commits(self.git, limit, offset)
 
     def memory_history(self, memory_id: str, limit: int = 100) -> list[CommitInfo]:
         """Commits that touched this memory's file in its two places (live and deleted/).
