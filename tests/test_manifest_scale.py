@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.store.manifest import LEGACY_NAME, MANIFEST_NAME, indexed_entry, memory_to_json
+from desktop_mem.engine.store.manifest import (
+    LEGACY_NAME,
+    MANIFEST_NAME,
+    entry_hashes,
+    indexed_entry,
+    memory_to_json,
+)
 from desktop_mem.engine.store.markdown_store import MarkdownStore
 
 pytestmark = pytest.mark.timeout(300)
@@ -92,7 +98,7 @@ def test_an_old_json_manifest_is_carried_over_without_parsing_or_re_embedding(
     legacy = {"version": 1, "embedder": embedder,
               "files": {m.path: {"mtime_ns": stats[m.path].st_mtime_ns, "size": stats[m.path].st_size,
                                  "hash": m.content_hash, "memory": memory_to_json(m)} for m in facts},
-              "indexed": {k: v.split("\n") for k, v in indexed.items()}}  # [text hash, meta hash]
+              "indexed": {k: list(entry_hashes(v)) for k, v in indexed.items()}}  # [text hash, meta hash]
     (root / MANIFEST_NAME).unlink()
     (root / LEGACY_NAME).write_text(json.dumps(legacy, default=str), encoding="utf-8")
     parsed: list[str] = []

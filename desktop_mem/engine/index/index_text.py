@@ -58,7 +58,7 @@ class TurnContext:
         self._order: dict[str, list[tuple[float, str]]] = {}
         self._live: dict[str, int] = {}
         self._turns: dict[str, _Turn] = {}
-        self._where: dict[str, tuple[str, tuple[float, str]]] = {}
+        self._where: dict[str, _Turn] = {}  # by id: the turn as recorded (its conversation and key)
 
     def update(self, memories: Iterable[Memory], removed_ids: Iterable[str] = ()) -> set[str]:
         """Record changed turns and drop removed ids; returns ids whose context may have changed."""
@@ -68,7 +68,7 @@ class TurnContext:
         batch = list(memories)
         for m in batch:  # all drops first: they search lists that are still sorted
             touched |= self._drop(m.id)
-        added: list[tuple[str, tuple[float, str]]] = []
+        added: list[_Turn] = []
         for m in batch:
             if m.role not in TURN_ROLES:
                 continue
@@ -79,16 +79,15 @@ class TurnContext:
             # Appended and sorted once below: insort per turn is quadratic for a 100k catalog.
             self._order.setdefault(m.conversation_id, []).append(key)
             self._live[m.conversation_id] = self._live.get(m.conversation_id, 0) + 1
-            self._turns[m.path] = _Turn(key, m)
-            self._where[m.id] = (m.conversation_id, key)
-            added.append((m.conversation_id, key))
-        for conversation in {c for c, _ in added}:
+            self._turns[m.path] = self._where[m.id] = turn = _Turn(key, m)
+            added.append(turn)
+        for conversation in {t.memory.conversation_id for t in added}:
             order = self._order[conversation]
             if len(order) > 2 * self._live[conversation] + 16:
                 order[:] = [k for k in order if self._current(k)]
             order.sort()
-        for conversation, key in added:
-            touched |= self._next_ids(conversation, key)
+        for turn in added:
+            touched |= self._next_ids(turn.memory.conversation_id, turn.key)
         return touched
 
     def text_for(self, memory: Memory) -> str:
@@ -98,9 +97,8 @@ class TurnContext:
         where = self._where.get(memory.id)
         if where is None:
             return memory.text
-        conversation, key = where
-        order = self._order.get(conversation, [])
-        i = bisect.bisect_left(order, key) - 1
+        order = self._order.get(where.memory.conversation_id, [])
+        i = bisect.bisect_left(order, where.key) - 1
         while i >= 0:
             turn = self._current(order[i])
             if turn is not None and not turn.memory.deleted:
@@ -111,7 +109,7 @@ class TurnContext:
     def memory(self, mid: str) -> Memory | None:
         """The turn with this id as last recorded (to re-index a neighbour), or None."""
         where = self._where.get(mid)
-        turn = self._current(where[1]) if where else None
+        turn = self._current(where.key) if where else None
         return turn.memory if turn else None
 
     def _current(self, key: tuple[float, str]) -> _Turn | None:
@@ -122,7 +120,7 @@ class TurnContext:
         where = self._where.pop(mid, None)
         if where is None:
             return set()
-        conversation, key = where
+        conversation, key = where.memory.conversation_id, where.key
         if self._current(key) is not None:
             del self._turns[key[1]]
             self._live[conversation] -= 1

@@ -62,6 +62,14 @@ class Catalog:
         self._ordered: list[Memory] = []
         # Bumped by every change: a listing's sorted order is reused until it moves (reads.py).
         self.generation = 0
+        manifest.share_ids_with(self._same_id)
+
+    def _same_id(self, memory_id: str) -> str:
+        """The catalog's own string for this id (an equal object), so another table keyed by id
+        holds no copy of it; `memory_id` itself when no memory has it. Two dict reads, no lock:
+        at worst a copy is kept."""
+        memory = self._by_path.get(self._by_id.get(memory_id, ""))
+        return memory.id if memory is not None and memory.id == memory_id else memory_id
 
     def load(self, temp_files: list[str] | None = None) -> None:
         """Re-read the store; unchanged files come from the manifest's cache. Temp files of
