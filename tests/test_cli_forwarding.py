@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,3 +106,67 @@ def test_a_cli_write_still_names_a_holder_it_cannot_forward_to(tmp_path: Path) -
         assert "is open for writing by" in line and f"pid {serve.proc.pid}" in line
     finally:
         serve.stop()
+
+
+# `search` and `show` in a process that reports afterwards whether it loaded the index's parts.
+REPORTING_CLI = """
+import runpy, sys
+sys.argv = ["desktop-mem", *sys.argv[1:]]
+code = 0
+try:
+    runpy.run_module("desktop_mem.cli", run_name="__main__")
+except SystemExit as done:
+    code = done.code
+print("LOADED", sorted(m for m in ("chromadb", "onnxruntime") if m in sys.modules), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _reporting_cli(store: Path, env: dict[str, str], *args: str
+                   ) -> tuple[subprocess.CompletedProcess[str], str]:
+    done = subprocess.run([sys.executable, "-c", REPORTING_CLI, "--store", str(store), *args],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
+    loaded = [line for line in done.stderr.splitlines() if line.startswith("LOADED")]
+    return done, loaded[-1] if loaded else ""
+
+
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_cli_search_and_show_while_serve_holds_the_store_are_answered_by_it(
+    tmp_path: Path, transport: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 100,000 memories a second process took 4-6 s and ~500 MB to load the index again (#25)."""
+    if transport == "tcp":
+        monkeypatch.setenv(FORCE_TCP_ENV, "1")
+    env = cli_env()
+    store = tmp_path / "store"
+    serve = ServeProcess(store).wait_ready()
+    try:
+        for text in ("The user plays the cello in a quartet", "The user's sister lives in Porto",
+                     "The user drinks oat milk"):
+            assert _cli(store, env, "add", text).returncode == 0
+        found, loaded = _reporting_cli(store, env, "search", "--json", "which instrument does the user play")
+        assert found.returncode == 0, found.stderr
+        assert loaded == "LOADED []"  # serve searched: this process loaded no index, no model
+        hits = json.loads(found.stdout)
+        assert hits[0]["memory"]["text"] == "The user plays the cello in a quartet"
+        assert hits[0]["scores"]["rerank"] is not None and hits[0]["scores"]["mmr_rank"] == 1
+
+        as_text, _ = _reporting_cli(store, env, "search", "sister")
+        assert as_text.returncode == 0
+        assert "The user's sister lives in Porto" in as_text.stdout.splitlines()[0]
+        shown, loaded = _reporting_cli(store, env, "show", hits[0]["memory"]["id"][:8])
+        assert shown.returncode == 0 and loaded == "LOADED []", shown.stderr
+        missing, _ = _reporting_cli(store, env, "show", "nosuchid")
+    finally:
+        serve.stop()
+    # the same answers as a search and a show of the store itself, once nothing holds it
+    direct = json.loads(_cli(store, env, "search", "--json", "which instrument does the user play").stdout)
+    assert [h["memory"]["id"] for h in direct] == [h["memory"]["id"] for h in hits]
+    def reranks(found: list[dict[str, Any]]) -> list[float]:
+        return [round(h["scores"]["rerank"], 6) for h in found]
+
+    assert reranks(direct) == reranks(hits)
+    assert _cli(store, env, "show", hits[0]["memory"]["id"][:8]).stdout == shown.stdout
+    unknown = _cli(store, env, "show", "nosuchid")
+    assert missing.returncode == unknown.returncode == 1
+    assert missing.stderr.splitlines()[0] == unknown.stderr.strip()

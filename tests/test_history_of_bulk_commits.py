@@ -71,10 +71,11 @@ def test_cli_history_json_lists_every_event_of_a_commit_too_big_to_read_in_detai
 
     store = tmp_path / "store"
     many = DETAIL_LIMIT + 10
-    with MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False})) as eng:
-        with eng.writer.transaction(Operation.IMPORT, f"Import {many} facts") as tx:
-            for i in range(many):
-                tx.add(f"The user kept note number {i}", conversation_id="notes", kind="fact")
+    config = load_config(flags={"store.path": str(store), "watcher.enabled": False})
+    subject = f"Import {many} facts"
+    with MemoryEngine.open(config) as eng, eng.writer.transaction(Operation.IMPORT, subject) as tx:
+        for i in range(many):
+            tx.add(f"The user kept note number {i}", conversation_id="notes", kind="fact")
     command = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "history", "--json"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

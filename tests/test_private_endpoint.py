@@ -28,6 +28,7 @@ import anyio
 import httpx
 import pytest
 
+from desktop_mem.api.holder_endpoint import writer_endpoint
 from desktop_mem.api.loopback import (
     FORCE_TCP_ENV,
     HELLO,
@@ -39,7 +40,6 @@ from desktop_mem.api.loopback import (
     remove_private_socket,
     run_key_note,
 )
-from desktop_mem.api.mcp_forward import writer_endpoint
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.store.store_lock import read_holder

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import pytest
@@ -232,7 +233,9 @@ REST_NOT_READS: dict[tuple[str, str], str] = {
     ("POST", "/api/memories/batch"): "write (one commit or nothing)",
     ("PATCH", "/api/memories/{memory_id}"): "write", ("POST", "/api/memories/{memory_id}/restore"): "write",
 }
-QUERY_VARIANTS = ("", "?deleted=true&type=user&conversation=trip", "?type=summary", "?search=key&type=fact")
+QUERY_VARIANTS = ("", "?deleted=true&type=user&conversation=trip", "?type=summary", "?search=key&type=fact",
+                  # /api/search, the read path with the cross-encoder
+                  *(f"?q={quote(q)}&deleted=true" for q in QUERIES), "?q=Porto&conversation=trip")
 
 
 def test_no_rest_route_gives_out_a_held_back_hand_edit(store: HeldStore) -> None:

@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import ipaddress
 import logging
 import os
 import secrets
@@ -72,6 +73,17 @@ def server_token(config: Config) -> str:
         except OSError as exc:  # still private for this run; the next one generates another
             log.warning("could not keep the generated server token in %s: %s", config.file, exc)
     return token
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def has_unix_sockets() -> bool:

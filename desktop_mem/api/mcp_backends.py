@@ -120,7 +120,8 @@ class StdioBackend:
 
     async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
                         call: EngineCall) -> Any:
-        from desktop_mem.api.mcp_forward import WriterUnreachable, forward_call, writer_endpoint
+        from desktop_mem.api.holder_endpoint import writer_endpoint
+        from desktop_mem.api.mcp_forward import WriterUnreachable, forward_call
 
         if tool in READS_AT_WRITER and not os.access(self.root, os.W_OK):
             # a read-only store (a mounted backup): nobody can write it, so a search needs no

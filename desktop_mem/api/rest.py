@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -43,6 +44,7 @@ from desktop_mem.engine.api import (
     MemoryEngine,
     MemoryUsed,
     RetrievalOverrides,
+    SearchFilters,
     SecretDetectedError,
     parse_as_of,
     validate_conversation_id,
@@ -227,6 +229,21 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
             page = query.run(engine)
         return {"object": "list", "data": [memory_json(m) for m in page.items], "total": page.total,
                 "limit": limit, "offset": offset, "has_more": page.has_more}
+
+    @app.get("/api/search")
+    def search(
+        q: str = Query(min_length=1, max_length=4000),
+        conversation: str | None = None,
+        top_k: int | None = Query(None, ge=1, le=100),
+        deleted: bool = False,
+    ) -> dict[str, Any]:
+        # The read path as a chat turn runs it, cross-encoder included, with each hit's scores:
+        # `desktop-mem search` asks the process that holds the store (cli/forward.py), whose
+        # index is warm and up to date, instead of loading a second copy of it.
+        results = engine.search(q, conversation_id=conversation, top_k=top_k,
+                                filters=SearchFilters(include_deleted=deleted), rerank=True)
+        return {"object": "list", "query": q,
+                "data": [{"memory": memory_json(r.memory), "scores": asdict(r.scores)} for r in results]}
 
     @app.post("/api/memories", status_code=201)
     def add_memory(body: NewMemory) -> dict[str, Any]:

@@ -4,7 +4,6 @@ no cross-origin browser requests, and a request size limit, checked before any r
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,21 +13,10 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from desktop_mem.api.loopback import is_private_connection
+from desktop_mem.api.loopback import is_loopback, is_private_connection
 from desktop_mem.engine.models import ValidationError
 
 ErrorBody = Callable[[int, str, str | None, str], dict[str, Any]]
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 # host[:port] as RFC 9110 allows it: a name or IPv4 address, or an [IPv6] literal, and digits

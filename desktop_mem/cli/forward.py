@@ -6,6 +6,11 @@ TCP fallback; api/mcp_forward.py decides which notes can be trusted, the same wa
 holder's memory API (`/api/memories`) and print what a direct write prints; an error comes back
 as the same engine error (a likely secret as SecretDetectedError), so the exit code and the
 message are those of a direct write. No bearer token is sent: the endpoint is private.
+
+`search` and `show` are asked of the holder too (issue #25): its index and catalog are warm and
+up to date, where a second process would load them again (4-6 s and ~500 MB at 100,000
+memories) and search an index another process is writing. When the holder cannot be verified
+or does not answer, nothing is sent and the command reads the store itself.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 import httpx2
 
+from desktop_mem.api.holder_endpoint import Endpoint, not_verified, transport_to, writer_endpoint
 from desktop_mem.api.loopback import EndpointNotVerified
-from desktop_mem.api.mcp_forward import Endpoint, not_verified, transport_to, writer_endpoint
-from desktop_mem.engine.api import SecretDetectedError
+from desktop_mem.engine.api import ScoreBreakdown, SecretDetectedError
 from desktop_mem.engine.models import (
     ConflictError,
     EngineError,
@@ -34,6 +40,7 @@ from desktop_mem.engine.models import (
 
 FORWARDED = frozenset({"add", "edit", "delete", "restore"})  # the CLI writes a holder can take
 TIMEOUT_S = 120.0
+READ_TIMEOUT_S = 30.0  # a holder that does not answer a read by then: the command reads the store itself
 _ERRORS: dict[int, type[EngineError]] = {404: NotFoundError, 409: ConflictError, 400: ValidationError}
 
 
@@ -45,18 +52,56 @@ class _Found:
     masked: str
 
 
-class RemoteWriter:
-    """The few writes of the CLI, done by the process that holds the store."""
+class _Holder:
+    """Calls to the memory API of the process that holds the store."""
+
+    timeout_s = TIMEOUT_S
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
 
-    def __enter__(self) -> RemoteWriter:
+    def __enter__(self) -> _Holder:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         return None
+
+    def _answer(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        status, answer = anyio.run(self._request, method, path, body)
+        if status >= 300:
+            raise _error(status, answer, self.endpoint)
+        return answer
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Memory:
+        answer = self._answer(method, path, body)
+        if isinstance(answer, dict) and isinstance(answer.get("id"), str):
+            return memory_from_json(answer)
+        raise _error(502, answer, self.endpoint)
+
+    async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+        try:
+            base, transport = transport_to(self.endpoint)
+            async with httpx2.AsyncClient(transport=transport, timeout=self.timeout_s) as http:
+                response = await http.request(method, f"{base}{path}", json=body)
+        except EndpointNotVerified as exc:
+            raise NotAnswered(not_verified(self.endpoint, exc)) from None
+        except httpx2.TransportError as exc:
+            raise NotAnswered(f"the desktop-mem process holding the store ({self.endpoint}) does not "
+                              f"answer ({type(exc).__name__}); nothing was changed by this command. "
+                              "Try again in a moment.") from None
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, {"error": {"message": response.text[:200]}}
+
+
+class NotAnswered(EngineError):
+    """Nothing reached the holder (it could not be verified, or did not answer)."""
+
+
+class RemoteWriter(_Holder):
+    """The few writes of the CLI, done by the process that holds the store."""
 
     def add(self, text: str, *, conversation_id: str, kind: str, secrets: str | None) -> Memory:
         body = {"content": text, "conversation_id": conversation_id, "type": kind, "secrets": secrets}
@@ -72,27 +117,35 @@ class RemoteWriter:
     def restore(self, memory_id: str) -> Memory:
         return self._call("POST", f"/api/memories/{_segment(memory_id)}/restore", None)
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Memory:
-        status, answer = anyio.run(self._request, method, path, body)
-        if status < 300 and isinstance(answer, dict) and isinstance(answer.get("id"), str):
-            return memory_from_json(answer)
-        raise _error(status, answer, self.endpoint)
 
-    async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+@dataclass(frozen=True)
+class Hit:
+    """A search result as the holder ranked it (what `desktop-mem search` prints)."""
+
+    memory: Memory
+    scores: ScoreBreakdown
+
+
+class RemoteReader(_Holder):
+    """`search` and `show`, answered by the process that holds the store."""
+
+    timeout_s = READ_TIMEOUT_S
+
+    def search(self, query: str, *, conversation_id: str | None, top_k: int | None,
+               include_deleted: bool) -> list[Hit]:
+        params: dict[str, Any] = {"q": query, "deleted": "true" if include_deleted else "false"}
+        if conversation_id is not None:
+            params["conversation"] = conversation_id
+        if top_k is not None:
+            params["top_k"] = top_k
+        answer = self._answer("GET", f"/api/search?{urlencode(params)}", None)
         try:
-            base, transport = transport_to(self.endpoint)
-            async with httpx2.AsyncClient(transport=transport, timeout=TIMEOUT_S) as http:
-                response = await http.request(method, f"{base}{path}", json=body)
-        except EndpointNotVerified as exc:
-            raise EngineError(not_verified(self.endpoint, exc)) from None
-        except httpx2.TransportError as exc:
-            raise EngineError(f"the desktop-mem process holding the store ({self.endpoint}) does not "
-                              f"answer ({type(exc).__name__}); nothing was changed by this command. "
-                              "Try again in a moment.") from None
-        try:
-            return response.status_code, response.json()
-        except ValueError:
-            return response.status_code, {"error": {"message": response.text[:200]}}
+            return [Hit(memory_from_json(h["memory"]), ScoreBreakdown(**h["scores"])) for h in answer["data"]]
+        except (KeyError, TypeError, ValueError):
+            raise _error(502, answer, self.endpoint) from None
+
+    def get(self, memory_id: str) -> Memory:
+        return self._call("GET", f"/api/memories/{_segment(memory_id)}", None)
 
 
 def remote_writer(root: Path, command: str) -> RemoteWriter | None:
@@ -102,6 +155,13 @@ def remote_writer(root: Path, command: str) -> RemoteWriter | None:
         return None
     endpoint = writer_endpoint(root)
     return RemoteWriter(endpoint) if endpoint is not None else None
+
+
+def remote_reader(root: Path) -> RemoteReader | None:
+    """A reader asking the store's holder, when it advertises an endpoint that cannot be
+    impersonated; else None (the command reads the store itself)."""
+    endpoint = writer_endpoint(root)
+    return RemoteReader(endpoint) if endpoint is not None else None
 
 
 def _segment(memory_id: str) -> str:

@@ -325,9 +325,36 @@ def cmd_list(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _holder_reader(config: Config) -> Any:
+    """The process holding the store (the app or `serve`), to ask instead of loading the store a
+    second time (cli/forward.py); None when nothing holds it or it cannot be verified."""
+    root = config.store_path.expanduser().resolve()
+    if "endpoint" not in read_holder(root):
+        return None
+    from desktop_mem.cli.forward import remote_reader
+
+    return remote_reader(root)
+
+
+def _asked_of_holder(config: Config, ask: Callable[[Any], Any]) -> Any:
+    """`ask(reader)` answered by the store's holder, or None: nothing holds the store, it could
+    not be verified or it did not answer (then nothing was sent; the command reads the store)."""
+    reader = _holder_reader(config)
+    if reader is None:
+        return None
+    from desktop_mem.cli.forward import NotAnswered
+
+    try:
+        return ask(reader)
+    except NotAnswered:
+        return None
+
+
 def cmd_show(args: argparse.Namespace, config: Config) -> int:
-    with open_engine(config, "show") as engine:
-        m = engine.get(args.id)
+    m = _asked_of_holder(config, lambda holder: holder.get(args.id))
+    if m is None:
+        with open_engine(config, "show") as engine:
+            m = engine.get(args.id)
     if args.json:
         emit_json(m)
         return 0
@@ -436,15 +463,18 @@ def cmd_secrets(args: argparse.Namespace, config: Config) -> int:
 def cmd_search(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.engine.api import SearchFilters
 
-    with open_engine(config, "search") as engine:
-        with embedding_progress() as progress:
-            engine.open_index(progress)  # a changed embedding model re-embeds everything first
-        if args.as_of is not None:
-            results = engine.search_as_of(args.query, args.as_of, conversation_id=args.conversation,
-                                          top_k=args.top_k or config["retrieval.top_k"])
-        else:
-            results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
-                                    filters=SearchFilters(include_deleted=args.deleted), rerank=True)
+    results = None if args.as_of is not None else _asked_of_holder(config, lambda holder: holder.search(
+        args.query, conversation_id=args.conversation, top_k=args.top_k, include_deleted=args.deleted))
+    if results is None:
+        with open_engine(config, "search") as engine:
+            with embedding_progress() as progress:
+                engine.open_index(progress)  # a changed embedding model re-embeds everything first
+            if args.as_of is not None:
+                results = engine.search_as_of(args.query, args.as_of, conversation_id=args.conversation,
+                                              top_k=args.top_k or config["retrieval.top_k"])
+            else:
+                results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
+                                        filters=SearchFilters(include_deleted=args.deleted), rerank=True)
     if args.json:
         emit_json([{"memory": r.memory, "scores": r.scores} for r in results])
         return 0
