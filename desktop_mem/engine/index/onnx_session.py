@@ -7,7 +7,8 @@ import ctypes
 import ctypes.util
 import functools
 import importlib.metadata
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import onnxruntime as ort
@@ -66,13 +67,15 @@ def cpu_session(path: Path, threads: int, *, spinning: bool = True) -> ort.Infer
     options.enable_cpu_mem_arena = False
     _large_blocks_mapped()
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+        with _weights_mapped_while_loading():
+            return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own exception types are not exported
         raise RuntimeError(str(exc)) from exc
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 _MAPPED_FROM = 1 << 20
+_MAPPED_FROM_WHILE_LOADING = 64 << 10
 
 
 @functools.cache
@@ -84,8 +87,39 @@ def _large_blocks_mapped() -> None:
     memories peaked 222 MB above the start instead of 81 with the arena) and kept what the run
     freed. A fixed threshold: 60 MB peak, nothing kept. Elsewhere (macOS, Windows, musl): no-op.
     """
+    _mmap_threshold(_MAPPED_FROM)
+
+
+def _mmap_threshold(size: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(_M_MMAP_THRESHOLD, _MAPPED_FROM)
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(_M_MMAP_THRESHOLD, size)
+
+
+_loading = 0  # sessions being built now (guarded by _loading_lock)
+_loading_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _weights_mapped_while_loading() -> Iterator[None]:
+    """Blocks of 64 KB and more get pages of their own while sessions are built (process-wide).
+
+    Building a session copies each weight (most are 150-600 KB) out of the parsed model and
+    frees the parsed copy: in glibc's heap those copies left holes that stayed in the RSS until
+    a trim, above everything else the process held at that moment. The cross-encoder loads on
+    first use, mid chat turn: the window's peak in use was ~17 MB above an eager load's.
+    """
+    global _loading
+    with _loading_lock:
+        if _loading == 0:
+            _mmap_threshold(_MAPPED_FROM_WHILE_LOADING)
+        _loading += 1
+    try:
+        yield
+    finally:
+        with _loading_lock:
+            _loading -= 1
+            if _loading == 0:
+                _mmap_threshold(_MAPPED_FROM)
 
 
 # A run over a text this long frees buffers worth a trim (see release_after_runs).
