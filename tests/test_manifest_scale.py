@@ -15,6 +15,7 @@ from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.store.manifest import (
     LEGACY_NAME,
     MANIFEST_NAME,
+    Manifest,
     entry_hashes,
     indexed_entry,
     memory_to_json,
@@ -207,9 +208,10 @@ def test_a_start_that_never_reads_the_indexed_table_keeps_it(make_config: Callab
         eng.add("The user keeps a parrot")
     with sqlite3.connect(root / MANIFEST_NAME) as db:
         rows = db.execute("SELECT id, text_hash, meta_hash FROM indexed")
-        kept = {i: indexed_entry(t, m) for i, t, m in rows}
+        kept = {i: (t, m) for i, t, m in rows}
     db.close()
-    assert kept == indexed
+    assert kept == {i: entry_hashes(v) for i, v in indexed.items()}
+    assert Manifest(root / MANIFEST_NAME).indexed == indexed  # with each memory's inputs key
     with MemoryEngine(config) as eng:
         report = eng.open_index()
     assert report.embedded == 1  # the parrot only, not everything again

@@ -16,13 +16,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.index.index_text import TurnContext
 from desktop_mem.engine.index.keyword_index import KeywordDoc, KeywordIndex
 from desktop_mem.engine.models import Memory
-from desktop_mem.engine.store.manifest import Manifest, entry_text_hash, indexed_entry
+from desktop_mem.engine.store.manifest import (
+    INPUTS_BITS,
+    Manifest,
+    entry_hashes,
+    entry_inputs,
+    entry_text_hash,
+    indexed_entry,
+)
 
 if TYPE_CHECKING:  # chromadb and onnxruntime load in about a second: only when an index opens
     from desktop_mem.engine.index.embedder import Embedder
@@ -104,6 +111,18 @@ _ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 def _digest(value: Any) -> str:
     return hashlib.sha1(_ENCODER.encode(value).encode()).hexdigest()[:16]
+
+
+# What a memory is indexed with (its text, index_metadata, TurnContext.text_for) is a function of
+# its file (content and path) and, for a turn, of the turn text_for adds: a start skips the two
+# digests of a memory whose key of those (IndexSync._inputs) is the one recorded with them (a warm
+# sync at 100,000: 2.0 -> 1.2 s of CPU; issue #25). Bump INDEX_INPUTS_VERSION whenever the same files would
+# be indexed differently (index_metadata, text_for, index_text, the parser): every memory is then
+# digested again once at the next start (nothing is embedded again unless its digests changed).
+# tests/test_index_inputs.py pins those functions' outputs and source so a change needs a bump.
+INDEX_INPUTS_VERSION = 1
+_INPUTS_SALT = f"{INDEX_INPUTS_VERSION}:{','.join(f.name for f in fields(Memory))}"
+_INPUTS_SHIFT = 56 - INPUTS_BITS  # a 7-byte blake2b, cut to the bits an entry keeps
 
 
 class IndexSync:
@@ -350,14 +369,21 @@ class IndexSync:
         to_embed: list[Memory] = []
         meta_only: list[Memory] = []
         unchanged = 0
+        indexed = self.manifest.indexed
         for m in changed:
+            known = indexed.get(m.id)
+            inputs = self._inputs(m)
+            if known is not None and inputs and entry_inputs(known) == inputs:
+                unchanged += 1  # the same files as when its digests were recorded: the same digests
+                continue
             # The vector depends on the text alone; the keyword doc also on the turn before it,
             # so that context counts as "metadata": a change there re-uses the stored vector.
             text_hash = _digest(m.text)
             meta_hash = _digest([index_metadata(m), self.turns.text_for(m)])
-            known = self.manifest.indexed.get(m.id)
-            if known == indexed_entry(text_hash, meta_hash):
+            if known is not None and entry_hashes(known) == (text_hash, meta_hash):
                 unchanged += 1
+                if inputs:  # recorded without its key (an older version) or with another one
+                    indexed[m.id] = indexed_entry(text_hash, meta_hash, inputs)
             elif known is not None and entry_text_hash(known) == text_hash:
                 meta_only.append(m)
             else:
@@ -402,7 +428,21 @@ class IndexSync:
             for m, t in zip(memories, texts, strict=True)
         ])
         for m, t in zip(memories, texts, strict=True):
-            self.manifest.indexed[m.id] = indexed_entry(_digest(m.text), _digest([index_metadata(m), t]))
+            self.manifest.indexed[m.id] = indexed_entry(_digest(m.text), _digest([index_metadata(m), t]),
+                                                        self._inputs(m))
+
+    def _inputs(self, memory: Memory) -> int:
+        """A key of everything the memory's digests are computed from: its file's content hash and
+        path, and the same of the turn its keyword text adds (TurnContext.previous), with
+        INDEX_INPUTS_VERSION. 0 (never skipped) for a memory without a content hash."""
+        previous = self.turns.previous(memory)
+        if not memory.content_hash or (previous is not None and not previous.content_hash):
+            return 0
+        text = f"{_INPUTS_SALT}\0{memory.content_hash}\0{memory.path}"
+        if previous is not None:
+            text = f"{text}\0{previous.content_hash}\0{previous.path}"
+        raw = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=7).digest()
+        return int.from_bytes(raw) >> _INPUTS_SHIFT or 1
 
     def status(self) -> str:
         """One line for `doctor` and the status bar."""

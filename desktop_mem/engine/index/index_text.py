@@ -92,19 +92,25 @@ class TurnContext:
 
     def text_for(self, memory: Memory) -> str:
         """What to index for this memory (its text, plus the previous live turn for a turn)."""
+        previous = self.previous(memory)
+        return memory.text if previous is None else index_text(memory, previous.text)
+
+    def previous(self, memory: Memory) -> Memory | None:
+        """The turn this memory is indexed with (the previous live turn of its conversation), or
+        None: all text_for adds to the memory's own text comes from it."""
         if memory.role not in TURN_ROLES:
-            return memory.text
+            return None
         where = self._where.get(memory.id)
         if where is None:
-            return memory.text
+            return None
         order = self._order.get(where.memory.conversation_id, [])
         i = bisect.bisect_left(order, where.key) - 1
         while i >= 0:
             turn = self._current(order[i])
             if turn is not None and not turn.memory.deleted:
-                return index_text(memory, turn.memory.text)
+                return turn.memory
             i -= 1
-        return memory.text
+        return None
 
     def memory(self, mid: str) -> Memory | None:
         """The turn with this id as last recorded (to re-index a neighbour), or None."""

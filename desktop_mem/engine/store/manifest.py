@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,
                                   size INTEGER NOT NULL, hash TEXT NOT NULL, memory TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS indexed (id TEXT PRIMARY KEY, text_hash TEXT NOT NULL, meta_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS indexed_inputs (id TEXT PRIMARY KEY, bound INTEGER NOT NULL) WITHOUT ROWID;
 """
 Stat = tuple[int, int]  # (st_mtime_ns, st_size): a file unchanged since it was parsed
 _FIELDS = tuple(f.name for f in fields(Memory))
@@ -83,13 +84,19 @@ def memory_from_json(data: Mapping[str, Any]) -> Memory:
 
 
 IndexedEntry = int | str  # see indexed_entry
+# An entry may also hold a key of the memory's index inputs (IndexSync._inputs: its file's content
+# hash and path, and its previous turn's): a start skips the digests of a memory whose key is the
+# one recorded (issue #25). 52 bits, so the int stays 6 digits of 30 bits: 48 bytes, as without it.
+INPUTS_BITS = 52
+_INPUTS_MASK = (1 << INPUTS_BITS) - 1
 
 
-def indexed_entry(text_hash: str, meta_hash: str) -> IndexedEntry:
-    """What `Manifest.indexed` holds for an id: both hashes as one 128-bit int (48 bytes a memory
-    instead of 96 for their text: ~5 MB at 100,000; issue #25). Hashes of another form than
-    IndexSync writes (16 lowercase hex digits each: a damaged or foreign row) are kept as
-    "text hash\nmeta hash", so they compare and are written back exactly as they were."""
+def indexed_entry(text_hash: str, meta_hash: str, inputs: int = 0) -> IndexedEntry:
+    """What `Manifest.indexed` holds for an id: both hashes, and `inputs` (a key of what they were
+    computed from; 0: none), as one int (48 bytes a memory instead of 96 for their text: ~5 MB at
+    100,000; issue #25). Hashes of another form than IndexSync writes (16 lowercase hex digits
+    each: a damaged or foreign row) are kept as "text hash\nmeta hash", so they compare and are
+    written back exactly as they were; they never carry a key."""
     both = text_hash + meta_hash
     if len(text_hash) == 16 and len(both) == 32 and both.lower() == both:
         try:
@@ -97,22 +104,39 @@ def indexed_entry(text_hash: str, meta_hash: str) -> IndexedEntry:
         except ValueError:
             raw = b""
         if len(raw) == 16:
-            return int.from_bytes(raw)
+            return int.from_bytes(raw) << INPUTS_BITS | (inputs & _INPUTS_MASK)
     return f"{text_hash}\n{meta_hash}"
 
 
 def entry_hashes(entry: IndexedEntry) -> tuple[str, str]:
     """The (text hash, metadata hash) an `indexed_entry` was made of."""
     if isinstance(entry, int):
-        both = f"{entry:032x}"
+        both = f"{entry >> INPUTS_BITS:032x}"
         return both[:16], both[16:]
     text_hash, _, meta_hash = entry.partition("\n")
     return text_hash, meta_hash
 
 
+def entry_inputs(entry: IndexedEntry) -> int:
+    """The key of the inputs an `indexed_entry` was computed from, 0 when it has none."""
+    return entry & _INPUTS_MASK if isinstance(entry, int) else 0
+
+
 def entry_text_hash(entry: IndexedEntry) -> str:
     """The text hash of an `indexed_entry` (the vector depends on the text alone)."""
     return entry_hashes(entry)[0]
+
+
+# The key is stored in a table of its own, `indexed_inputs`, XOR-ed with the low bits of the
+# row's hashes: a version before the key (which reads and writes `indexed` only) keeps working on
+# the file, and when it re-indexes a memory, the key read back beside the new hashes is noise
+# (matching nothing) instead of a key of the old file claiming the new hashes.
+def _bound(entry: int) -> int:
+    return (entry ^ (entry >> INPUTS_BITS)) & _INPUTS_MASK
+
+
+def _with_bound(entry: int, bound: int) -> int:
+    return entry | ((bound ^ (entry >> INPUTS_BITS)) & _INPUTS_MASK)
 
 
 class _Indexed(dict[str, IndexedEntry]):
@@ -196,7 +220,17 @@ class Manifest:
             try:
                 rows = db.execute("SELECT id, text_hash, meta_hash FROM indexed")
                 same_id = self._same_id
-                return _Indexed((same_id(i), indexed_entry(t, m)) for i, t, m in rows)
+                indexed = _Indexed((same_id(i), indexed_entry(t, m)) for i, t, m in rows)
+                try:  # a second pass, not a join: ~0.1 s at 100,000 instead of ~0.27
+                    keys = db.execute("SELECT id, bound FROM indexed_inputs")
+                except sqlite3.OperationalError:  # written before the keys (no such table)
+                    keys = None
+                put, get = super(_Indexed, indexed).__setitem__, indexed.get  # not a change to save
+                for i, bound in keys or ():
+                    entry = get(i)
+                    if isinstance(entry, int) and isinstance(bound, int):  # else: a foreign row, no key
+                        put(i, _with_bound(entry, bound))
+                return indexed
             finally:
                 db.close()
         except sqlite3.Error:
@@ -352,11 +386,17 @@ class Manifest:
                         for p, e in pending.items() if e is not None))
                     if cleared:
                         db.execute("DELETE FROM indexed")
+                        db.execute("DELETE FROM indexed_inputs")
                     now_indexed = {i: indexed.get(i) for i in changed}
                     db.executemany("DELETE FROM indexed WHERE id = ?",
                                    ((i,) for i, v in now_indexed.items() if v is None))
                     db.executemany("INSERT OR REPLACE INTO indexed VALUES (?, ?, ?)",
                                    ((i, *entry_hashes(v)) for i, v in now_indexed.items() if v is not None))
+                    db.executemany("DELETE FROM indexed_inputs WHERE id = ?",
+                                   ((i,) for i, v in now_indexed.items() if v is None or not entry_inputs(v)))
+                    db.executemany("INSERT OR REPLACE INTO indexed_inputs VALUES (?, ?)",
+                                   ((i, _bound(v)) for i, v in now_indexed.items()
+                                    if isinstance(v, int) and entry_inputs(v)))
             except BaseException:
                 # keep what was not written for the next save
                 self._pending = {**pending, **self._pending}
