@@ -143,6 +143,17 @@ def test_each_change_to_what_a_memory_is_indexed_with_is_caught(make_config: Cal
     # And nothing changed: nothing digested.
     start_after(lambda: None, 0, 0)
     assert digested == []
+    # An edit and a new turn while the app runs: the next turn is re-indexed at once, and the
+    # keys recorded let the next start skip them all.
+    with MemoryEngine(config) as eng:
+        eng.open_index()
+        eng.edit(d.id, text="d turn: Booked the evening ferry.")
+        assert _recorded(eng) == _full_pass(eng)
+        eng.add("y turn: Which deck?", conversation_id="trip", role="user",
+                created_at=START + timedelta(minutes=2, seconds=30))  # between b and d: d's context
+        assert _recorded(eng) == _full_pass(eng)
+    start_after(lambda: None, 0, 0)
+    assert digested == []
 
 
 def test_a_store_recorded_without_keys_is_keyed_on_its_first_start(make_config: Callable[..., Any],
@@ -195,7 +206,7 @@ def test_a_memory_an_older_version_re_indexed_is_not_skipped(make_config: Callab
 # INDEX_INPUTS_VERSION no longer say "these digests are still right": add the new values under a
 # new version, and bump INDEX_INPUTS_VERSION in index_sync.py (every memory is then digested once
 # more at the next start; only those whose digests differ are re-indexed).
-PINNED = {1: ("a22f4589a9c71cdd", "ba9a3ef892b2aac4")}
+PINNED = {1: ("a22f4589a9c71cdd", "8bb03f4d892514ef")}  # 1: not released before this session
 _FILES = {
     "entries/trip/turns/user/20260301T090000Z__t1.md":
         b"---\nid: t1\nrole: user\ncreated_at: 2026-03-01T10:00:00+01:00\n---\n\n" + b"Long question. " * 40,
