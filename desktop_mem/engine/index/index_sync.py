@@ -3,7 +3,9 @@
 memory_index.json records, per file, its stat signature, content hash and parsed memory (so a
 restart with unchanged files parses nothing), and per indexed id the hashes of the text and the
 metadata that went into the indexes (so a restart re-embeds only what changed, and a move into
-`deleted/` only rewrites metadata). Everything here can be deleted and rebuilt from the files.
+`deleted/` only rewrites metadata), with a key of the files they were computed from (so a restart
+computes those hashes only for memories whose files changed). Everything here can be deleted and
+rebuilt from the files.
 """
 
 from __future__ import annotations
