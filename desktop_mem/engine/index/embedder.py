@@ -20,6 +20,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from desktop_mem.engine.index.index_sync import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
@@ -106,6 +107,9 @@ class LocalModel:
     # (240 questions against every turn of their conversation), keeping most relevant turns:
     # MiniLM 0.35 keeps 80% / drops 73% of the others; e5 0.78 keeps 94% / drops 65%.
     match_similarity: float = 0.35
+    # The vectors' size, known without loading the model: the session loads on the first embed
+    # (a start with nothing to embed never loads it). None: read from the model when built.
+    dim: int | None = None
 
     def files(self) -> tuple[Path, Path]:
         """(model.onnx, tokenizer.json) of this model as installed."""
@@ -127,8 +131,8 @@ class LocalModel:
 # cost per query (both are 384-d; e5 has 12 thinner layers vs MiniLM's 6).
 LOCAL_MODELS: dict[str, LocalModel] = {
     "e5-small-v2": LocalModel("e5-small-v2", "e5-small-v2-int8-onnx", "mean", "query: ", "passage: ",
-                              match_similarity=0.78),
-    "all-MiniLM-L6-v2": LocalModel("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8-onnx", "mean"),
+                              match_similarity=0.78, dim=384),
+    "all-MiniLM-L6-v2": LocalModel("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8-onnx", "mean", dim=384),
 }
 DEFAULT_LOCAL_MODEL = "e5-small-v2"
 
@@ -181,17 +185,53 @@ class OnnxEmbedder:
         # built when such a job starts and dropped when it ends (`release_bulk_session`): a
         # second copy of the model held for the app's whole life cost ~55 MB of RSS (issue #25).
         self.threads, self.query_threads = threads, query_threads
-        self.session = self._load_session(self.model_path, query_threads, spinning=query_threads == 1)
+        # The shared session is built by the first embed (`session`), not here: a start whose
+        # files all match the index embeds nothing, and the window and `serve` then do not hold
+        # the model's ~48 MB until the first search or save (issue #25). A model whose size is not
+        # known beforehand (a folder of the user's) is built now, so a broken one is a clear error
+        # when the store opens.
+        self._session: ort.InferenceSession | None = None
+        self._session_lock = threading.Lock()
+        self._input_names: frozenset[str] = frozenset()
+        self._output_name, self._pooled = "", False
         self._bulk_session: ort.InferenceSession | None = None
         self._bulk_lock = threading.Lock()
-        self._input_names = {node.name for node in self.session.get_inputs()}
-        missing = {"input_ids", "attention_mask"} - self._input_names
-        if missing:
-            raise EmbeddingError(
-                f"{self.model_path} is not a BERT-style encoder: inputs {sorted(missing)} missing"
-            )
-        self._output_name, self._pooled = self._pick_output()
-        self.dim = self._probe_dim()
+        if self.spec.dim is None or self.spec.folder is not None:
+            self.dim = self._probe_dim(self.session)
+        else:
+            self.dim = self.spec.dim
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the shared session is built."""
+        return self._session is not None
+
+    @property
+    def session(self) -> ort.InferenceSession:
+        """The session searches and saves embed with, built on first use (~0.2 s of CPU)."""
+        session = self._session
+        if session is not None:
+            return session
+        with self._session_lock:
+            if self._session is None:
+                session = self._load_session(self.model_path, self.query_threads,
+                                             spinning=self.query_threads == 1)
+                names = frozenset(node.name for node in session.get_inputs())
+                missing = {"input_ids", "attention_mask"} - names
+                if missing:
+                    raise EmbeddingError(
+                        f"{self.model_path} is not a BERT-style encoder: inputs {sorted(missing)} missing"
+                    )
+                self._input_names = names
+                self._output_name, self._pooled = self._pick_output(session)
+                if self.spec.dim is not None and self.spec.folder is None:
+                    built = self._declared_dim(session)
+                    if built not in (None, self.spec.dim):
+                        raise EmbeddingError(f"{self.model_path} makes {built}-d vectors, not the "
+                                             f"{self.spec.dim} of {self.spec.key}")
+                self._session = session
+                release_free_heap()  # what building the graph freed: ~10-20 MB (reranker.py)
+            return self._session
 
     @staticmethod
     def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
@@ -209,13 +249,13 @@ class OnnxEmbedder:
         except RuntimeError as exc:
             raise EmbeddingError(f"cannot load ONNX model {path}: {exc}") from exc
 
-    def _pick_output(self) -> tuple[str, bool]:
+    def _pick_output(self, session: ort.InferenceSession) -> tuple[str, bool]:
         """The token states (rank 3), pooled here as the model was trained; else a pooled output.
 
         A rank-2 output is not necessarily the sentence embedding: e5's ONNX export also returns
         BERT's pooler (a tanh layer over [CLS]) that e5 was never trained to use.
         """
-        outputs = self.session.get_outputs()
+        outputs = session.get_outputs()
         for node in outputs:
             if len(node.shape) == 3:
                 return node.name, False
@@ -227,11 +267,15 @@ class OnnxEmbedder:
             f"{[(node.name, node.shape) for node in outputs]}"
         )
 
-    def _probe_dim(self) -> int:
-        for node in self.session.get_outputs():
+    def _declared_dim(self, session: ort.InferenceSession) -> int | None:
+        for node in session.get_outputs():
             if node.name == self._output_name and isinstance(node.shape[-1], int):
                 return int(node.shape[-1])
-        return int(self._embed_batch(["dimension probe"]).shape[1])
+        return None
+
+    def _probe_dim(self, session: ort.InferenceSession) -> int:
+        dim = self._declared_dim(session)
+        return dim if dim is not None else int(self._embed_batch(["dimension probe"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Embed stored texts in batches of similar length (less padding), in input order."""
@@ -290,6 +334,8 @@ class OnnxEmbedder:
         return result
 
     def _embed_batch(self, texts: list[str], session: ort.InferenceSession | None = None) -> FloatMatrix:
+        shared = self.session  # built first (a bulk job's too): the input and output names come with it
+        session = session or shared
         encodings = self.tokenizer.encode_batch([clip_for_model(t, self.max_length) for t in texts])
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -297,7 +343,7 @@ class OnnxEmbedder:
         if "token_type_ids" in self._input_names:
             feed["token_type_ids"] = np.zeros_like(input_ids)
         try:
-            (output,) = (session or self.session).run([self._output_name], feed)
+            (output,) = session.run([self._output_name], feed)
         except Exception as exc:
             raise EmbeddingError(f"ONNX embedding failed: {exc}") from exc
         if self._pooled:
