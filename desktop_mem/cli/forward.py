@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlencode
 
 import anyio
@@ -60,7 +60,7 @@ class _Holder:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
 
-    def __enter__(self) -> _Holder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
