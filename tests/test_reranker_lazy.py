@@ -5,6 +5,8 @@ the first chat turn after one still reranks its whole pool. Real shipped model, 
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import threading
 import time
@@ -15,10 +17,9 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.engine.index.index_sync import release_free_heap
-from desktop_mem.engine.index.onnx_session import cpu_session
-from desktop_mem.engine.index.reranker import MODEL_FILE, OnnxReranker
+from desktop_mem.engine.index.reranker import OnnxReranker
 from desktop_mem.engine.index.retrieval import SearchFilters
+from tests.mcp_clients import ROOT, cli_env
 from tests.test_onnx_memory import _long_memories, _rss_mb
 from tests.test_security import _wait_for
 
@@ -65,28 +66,44 @@ def test_a_release_frees_the_model_and_the_next_score_is_the_same() -> None:
     assert reranker.loads == 2
 
 
+# In a process of its own: RSS is the whole process's, and in a long test run other objects'
+# memory is freed meanwhile (an earlier test's shared model released by its idle watcher, garbage
+# collected sessions), which a trim would count as the load's.
+LOAD_ON_A_WORKER = """
+import json, threading
+from desktop_mem.engine.index.index_sync import release_free_heap
+from desktop_mem.engine.index.onnx_session import cpu_session
+from desktop_mem.engine.index.reranker import MODEL_FILE, OnnxReranker
+from tests.test_onnx_memory import _rss_mb
+
+folder = OnnxReranker().folder
+release_free_heap()
+sessions, kept = [], []
+
+def load():
+    before = _rss_mb()
+    sessions.append(cpu_session(folder / MODEL_FILE, 1, spinning=False))
+    untrimmed = _rss_mb()
+    release_free_heap()
+    kept.extend([untrimmed - before, _rss_mb() - before])
+
+worker = threading.Thread(target=load)
+worker.start()
+worker.join()
+print(json.dumps(kept))
+"""
+
+
 @on_linux
 def test_loading_on_a_worker_thread_leaves_no_freed_weight_copies_in_the_heap() -> None:
     """The chat turn loads the cross-encoder on a worker thread, at its busiest moment: building
     the session copied each weight out of the parsed model and left the parsed copies as holes
     in glibc's heap, 14 MB above what the session keeps (the window's peak in use was ~17 MB
     higher than with the model loaded at start); they now go back at once."""
-    folder = OnnxReranker().folder
-    release_free_heap()
-    sessions: list[Any] = []
-    kept: list[float] = []
-
-    def load() -> None:
-        before = _rss_mb()
-        sessions.append(cpu_session(folder / MODEL_FILE, 1, spinning=False))
-        untrimmed = _rss_mb()
-        release_free_heap()
-        kept.extend([untrimmed - before, _rss_mb() - before])
-
-    worker = threading.Thread(target=load)
-    worker.start()
-    worker.join()
-    untrimmed, trimmed = kept
+    done = subprocess.run([sys.executable, "-c", LOAD_ON_A_WORKER], cwd=ROOT, env=cli_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    untrimmed, trimmed = json.loads(done.stdout.strip().splitlines()[-1])
     assert untrimmed - trimmed < 5, f"{untrimmed - trimmed:.1f} MB of freed blocks were left by the load"
 
 
