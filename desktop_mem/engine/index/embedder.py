@@ -20,7 +20,6 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.index_sync import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
@@ -230,7 +229,6 @@ class OnnxEmbedder:
                         raise EmbeddingError(f"{self.model_path} makes {built}-d vectors, not the "
                                              f"{self.spec.dim} of {self.spec.key}")
                 self._session = session
-                release_free_heap()  # what building the graph freed: ~10-20 MB (reranker.py)
             return self._session
 
     @staticmethod

@@ -68,9 +68,14 @@ def cpu_session(path: Path, threads: int, *, spinning: bool = True) -> ort.Infer
     _large_blocks_mapped()
     try:
         with _weights_mapped_while_loading():
-            return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(str(path), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own exception types are not exported
         raise RuntimeError(str(exc)) from exc
+    # Reading and optimising the graph frees 10-20 MB of small blocks that glibc would keep
+    # (measured on the cross-encoder: +47-57 MB after a load, +37 trimmed); ~0.02-0.3 ms.
+    release_free_heap()
+    return session
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter

@@ -232,9 +232,6 @@ class OnnxReranker:
                 f"inputs {sorted(missing)} missing; {WHERE_TO_GET}"
             )
         names = [node.name for node in session.get_outputs()]
-        # Reading and optimising the graph frees 10-20 MB of small blocks that glibc would keep
-        # (measured: +47-57 MB after a load, +37 trimmed); ~0.02-0.3 ms.
-        release_free_heap()
         return _Loaded(session, input_names, "logits" if "logits" in names else names[0])
 
     def _idle_for(self) -> float | None:
