@@ -47,7 +47,7 @@ class Workspace(QWidget):
         self.editor = MemoryEditor(engine, runner, confirm, self)
         self.summary = SummaryPane(engine, runner, self)
         self.timeline = TimelinePane(engine, runner, self, confirm=confirm)
-        self._timeline_loaded = True  # start() sets it False: the timeline loads when first shown
+        self._timeline_loaded = False  # the timeline loads when first shown (start() or a tab switch)
         self._setup_ui()
         self._connect_signals()
 
@@ -193,7 +193,9 @@ class Workspace(QWidget):
         self.browser.on_store_changed(change)
         self.editor.on_store_changed(change)
         self.summary.on_store_changed(change)
-        self.timeline.on_store_changed(change)
+        if self._timeline_loaded:  # else it loads when first shown: listing the newest commits
+            # then is wasted work, and held memory (one import's 100,000 files: ~100 MB at 100k).
+            self.timeline.on_store_changed(change)
         if change.operation in (Operation.CONVERSATION, Operation.DELETE, Operation.ADD,
                                 Operation.EXTERNAL_EDIT, Operation.IMPORT, Operation.SYNC):
             self.conversations.reload()
