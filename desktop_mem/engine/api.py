@@ -263,6 +263,11 @@ class MemoryEngine:
         into memory now, so the first chat turn's search does not wait for them."""
         self._p.search_index.hold_chat_scope()
 
+    def prepare_chat_turn(self) -> bool:
+        """While the user writes a message: load what the turn's search runs (the query
+        embedder, the cross-encoder) if the index is open. False if it is not (nothing loads)."""
+        return self._p.search_index.prepare_read_path()
+
     def close_index(self) -> None:
         """Close the search index; the next search opens it again and catches up."""
         self._p.search_index.close()

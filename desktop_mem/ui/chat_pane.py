@@ -9,6 +9,7 @@ the write path's outcome arrives later through the EngineBridge.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner
 
+log = logging.getLogger(__name__)
+
 REPAINT_MS = 30
 TICK_MS = 250  # "Updating memory… N s" counts whole seconds (a 1 s timer firing early showed 0 s twice)
 EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
@@ -51,6 +54,10 @@ QUEUED_TEXT = "Sends when this reply finishes (Esc stops the reply)."
 # on the GUI thread (~3 ms), so a conversation of thousands of turns would freeze the window for
 # seconds; its latest turns are what the user reads first (issue #25: 129 turns held a start 0.4 s).
 HISTORY_PAGE = 40
+# While the user writes, the turn's search models are loaded (MemoryEngine.prepare_chat_turn), at
+# most this often: they load on first use (~0.2 s each, the first turn waited for both) and the
+# cross-encoder is let go after minutes idle (retrieval.rerank_idle_release_s, 300 s by default).
+PREPARE_EVERY_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,7 @@ class ChatPane(QWidget):
         self._messages.insertWidget(1, self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._earlier: list[StoredTurn] = []  # older turns of the shown conversation, not built yet
         self._keep_from_bottom: int | None = None  # earlier messages went in above: stay in place
+        self._prepared_at = -PREPARE_EVERY_S  # when typing last loaded the turn's models
 
         self.input = QPlainTextEdit(self)
         self.input.setObjectName("chatInput")
@@ -247,6 +255,7 @@ class ChatPane(QWidget):
         self.stop_button.clicked.connect(self.stop)
         self.send_shortcut.activated.connect(self.send)
         self.send_shortcut_enter.activated.connect(self.send)
+        self.input.textChanged.connect(self._on_input_text_changed)
         self.banner_close.clicked.connect(self.banner.hide)
         self.earlier_button.clicked.connect(self.show_earlier)
         self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
@@ -254,6 +263,16 @@ class ChatPane(QWidget):
         self._tick.timeout.connect(self._on_tick_timeout)
         self._used_received.connect(self._on_used_received, Qt.ConnectionType.QueuedConnection)
         self.scroll_area.verticalScrollBar().rangeChanged.connect(self._on_scroll_range_changed)
+
+    @Slot()
+    def _on_input_text_changed(self) -> None:
+        now = time.monotonic()
+        if now - self._prepared_at < PREPARE_EVERY_S or not self.input.toPlainText().strip():
+            return
+        self._prepared_at = now
+        # A failure here is the turn's to report (it loads the same models and says what is wrong).
+        self._runner.submit(self._engine.prepare_chat_turn, key="chat-prepare",
+                            on_error=lambda exc: log.debug("read path not prepared: %s", exc))
 
     # --------------------------------------------------------------- public
 

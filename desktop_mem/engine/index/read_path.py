@@ -87,6 +87,14 @@ class SearchIndex:
         """Read the global facts' vectors into memory (retrieval.Retriever.hold)."""
         self.retriever.hold()
 
+    def prepare_read_path(self) -> bool:
+        """Load the read path's models if the index is open (never opens it); False if closed."""
+        retriever = self._retriever
+        if retriever is None:
+            return False
+        retriever.prepare()
+        return True
+
     def _built(self) -> IndexSync:
         from desktop_mem.engine.index.index_factory import build_index
 

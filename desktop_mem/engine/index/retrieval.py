@@ -236,6 +236,15 @@ class Retriever:
                     break
         return kept
 
+    def prepare(self) -> None:
+        """Load the models a chat turn's read path runs (the local query embedder's session, the
+        cross-encoder), so the turn does not wait for them: both load on first use (~0.2 s each;
+        the cross-encoder is released again after `retrieval.rerank_idle_release_s` idle)."""
+        if getattr(self.embedder, "loaded", True) is False:
+            self.embedder.session  # type: ignore[attr-defined]  # noqa: B018 - OnnxEmbedder builds it
+        if self.reranker is not None and self.settings.rerank_pool > 0:
+            getattr(self.reranker, "prepare", lambda: None)()
+
     def hold(self, conversation_id: str = GLOBAL_CONVERSATION) -> None:
         """Read a conversation's vectors into memory now (the global facts: every chat turn's
         scope holds them), not at the first search that needs them (0.3-0.8 s at 100k)."""
