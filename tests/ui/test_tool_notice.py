@@ -15,6 +15,7 @@ from desktop_mem.engine.store.store_lock import read_holder
 from desktop_mem.ui.main_window import ENDPOINT_IDLE_MS, MainWindow
 from desktop_mem.ui.timeline_model import SOURCE_ROLE
 from desktop_mem.ui.tool_notice import notice_text
+from desktop_mem.ui.workspace import TIMELINE_TAB
 from tests.mcp_clients import CLAUDE, call, stdio_session
 
 pytestmark = pytest.mark.timeout(300)
@@ -66,6 +67,7 @@ def test_mcp_writes_through_the_open_app_show_a_notice_with_undo_and_a_timeline_
 
     ws = window.workspace
     assert ws is not None
+    window.show_tab(TIMELINE_TAB)  # the user opens the Timeline (a hidden one loads when first shown)
     timeline = ws.timeline
     qtbot.waitUntil(lambda: timeline.model.rowCount() >= 1
                     and timeline.model.index(0, 0).data(SOURCE_ROLE) == "Claude Desktop · MCP", timeout=20000)
