@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -108,13 +107,7 @@ def test_a_bulk_commit_the_app_made_is_shown_without_git_listing_its_files(
     bulk = next(c for c in page.commits if c.sha == sha)
     assert not listings.read(sha)
     assert bulk.events_from_paths and len(bulk.events) == BULK
-    # Its events are built in the background once the page is handed over: the pane lists them
-    # all when the commit is selected, on the GUI thread.
     assert isinstance(bulk.events, timeline.PathEvents)
-    deadline = time.monotonic() + 10
-    while not bulk.events.built and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert bulk.events.built
     assert bulk.type_counts() == {EventType.ADD: BULK}
     assert same_events(bulk, from_git(engine, sha))
     # The small commits still show their texts (read from their files).

@@ -218,22 +218,31 @@ class EventListModel(QAbstractListModel):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self._events: Sequence[TimelineEvent] = ()
-        self._matching: set[int] | None = None  # positions the filters keep; None: all of them
+        self._matching: frozenset[int] | None = None  # positions the filters keep; None: all
         self.titles: dict[str, str] = {}  # conversation id -> title, shown instead of the slug
 
     def set_commit(self, commit: CommitInfo | None, query: TimelineQuery) -> None:
-        """Show the events of `commit` (None clears)."""
+        """Show the events of `commit` (None clears), read here: for small commits (a bulk
+        commit's rows are read off the GUI thread, `TimelineQuery.rows`, and given to `show`)."""
+        if commit is None:
+            self.show((), None)
+        else:
+            self.show(*query.rows(commit))
+
+    def show(self, events: Sequence[TimelineEvent], kept: frozenset[int] | None) -> None:
+        """Show `events` (as `TimelineQuery.rows` gave them), dimming those not in `kept`."""
         self.beginResetModel()
-        # The commit's own sequence, not a copy: a bulk commit's events are built as rows are
-        # drawn (history.timeline.PathEvents), so selecting a 42k-file import builds the visible
-        # ones only; without an event filter none is dimmed and none is checked.
-        self._events = commit.events if commit else ()
-        self._matching = None
-        if commit is not None and query.filters_events():
-            # By position, not `e in kept`: that compared every event with every kept one (an
-            # import's 1,741 events froze the GUI thread for seconds).
-            self._matching = {i for i, e in enumerate(self._events) if query.event_matches(commit, e)}
+        # A bulk commit's events are built as rows are drawn (history.timeline.PathEvents, its
+        # own unpacked copy: they go with it when another commit is shown). By position, not
+        # `e in kept`: that compared every event with every kept one (an import's 1,741 events
+        # froze the GUI thread for seconds).
+        self._events = events
+        self._matching = kept
         self.endResetModel()
+
+    def first_kept(self) -> int:
+        """The first row the filters keep (0 when none, or without filters)."""
+        return min(self._matching, default=0) if self._matching is not None else 0
 
     def event_at(self, row: int) -> TimelineEvent | None:
         """The event in `row`, if any."""

@@ -9,7 +9,7 @@ on Yes runs it again with the check off (the overwritten version stays in git).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -322,12 +322,27 @@ class TimelinePane(QWidget):
 
     @Slot(QModelIndex, QModelIndex)
     def _on_commit_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        commit = self.model.commit_at(current.row())
-        self.events_model.set_commit(commit, self.model.query)
+        commit, query = self.model.commit_at(current.row()), self.model.query
+        if commit is not None and commit.events_from_paths:
+            # An import's 100,000 events are unpacked (and a filter read) on the read pool.
+            self.events_model.set_commit(None, query)
+            self._show_event(None, None)
+            self.status_label.setText(f"Reading the {len(commit.events):,} files of this commit…")
+            self._runner.submit(query.rows, commit, key=f"{self._key}-rows",
+                                on_result=partial(self._on_rows, commit, query))
+            return
+        self.events_model.set_commit(commit, query)
         if commit is None:
             self._show_event(None, None)
             return
-        self.select_event(self.model.query.first_match(commit))
+        self.select_event(self.events_model.first_kept())
+
+    def _on_rows(self, commit: CommitInfo, query: TimelineQuery,
+                 rows: tuple[Sequence[TimelineEvent], frozenset[int] | None]) -> None:
+        if self.current_commit() is not commit or self.model.query != query:
+            return  # another commit (or filter) was chosen meanwhile
+        self.events_model.show(*rows)
+        self.select_event(self.events_model.first_kept())
 
     @Slot(QModelIndex, QModelIndex)
     def _on_event_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import islice
 from typing import Any, overload
@@ -92,9 +92,8 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
     evicted = {i.strip() for i in commit.trailers.get("Evicted", "").split(",") if i.strip()}
     changes = _memory_changes(commit)
     limit = DETAIL_LIMIT if isinstance(detail_limit, _Unset) else detail_limit
-    from_paths = limit is not None and len(changes) > limit
-    if from_paths:
-        read_blob = _no_blob
+    if limit is not None and len(changes) > limit:
+        return _from_paths(commit, _pair_moves(changes), operation, evicted)
     changes = _pair_moves(changes)
     events: list[TimelineEvent] = []
     added_by_id: dict[str, tuple[int, _Side]] = {}
@@ -134,13 +133,22 @@ def classify(commit: RawCommit, read_blob: BlobReader, *, detail_limit: int | No
         event = _classify_change(change, *sides[index], commit.sha, operation, evicted)
         if event is not None:
             events.append(event)
-    if from_paths:
-        packed = PathEvents.pack(events)
-        if packed is not None:
-            touched = frozenset(e.conversation_id for e in events if e.conversation_id)
-            path_events = PathEvents(commit.sha, packed, len(events), built=events, conversations=touched)
-            return commit_info(commit, path_events, Counter(e.type for e in events))
-    return commit_info(commit, tuple(events), from_paths=from_paths)
+    return commit_info(commit, tuple(events), from_paths=False)
+
+
+def _from_paths(commit: RawCommit, changes: list[FileChange], operation: str, evicted: set[str]
+                ) -> CommitInfo:
+    """A bulk commit's events from its paths alone, packed one by one: none is kept (an import of
+    100,000 files built ~100 MB of events, issue #25). Without texts no tombstone names its
+    replacement, so there is no UPDATE to pair: each file is one event, as `classify` makes it."""
+    packer = _Packer()
+    for change in changes:
+        old = _side(change.old_path, None, _no_blob)
+        new = _side(change.new_path, None, _no_blob)
+        event = _classify_change(change, old, new, commit.sha, operation, evicted)
+        if event is not None:
+            packer.add(event)  # from paths: never a text or a validity to refuse
+    return commit_info(commit, packer.path_events(commit.sha), packer.counts)
 
 
 def commit_info(commit: RawCommit, events: Sequence[TimelineEvent],
@@ -184,74 +192,102 @@ def _new_event(values: dict[str, Any]) -> TimelineEvent:
 
 class PathEvents(Sequence[TimelineEvent]):
     """A bulk commit's events (from paths, no texts), kept packed: building 58,930 events took
-    most of a first page's 1.2 s (issue #25). The length is known at once; an event is built
-    when it is first read, the packed text is unpacked on the first read of any.
+    most of a first page's 1.2 s, and keeping an import's 100,000 built ~100 MB (issue #25). The
+    length is known at once. Nothing built is kept here: an event is built when it is read (an
+    index unpacks the text each time, iterating once), and `brief` reads the fields filters need
+    without building any. Whoever reads rows one by one (the pane) asks for an `unpacked` copy,
+    which keeps its unpacked text and the events read, and drops them with it.
 
     `packed` is zlib-compressed, NUL-separated fields, _FIELDS per event ("" for None); git
     paths hold no NUL. Unpacking checks the field count: damaged text is read from git again."""
 
-    __slots__ = ("_flat", "_items", "_lock", "_n", "_recover", "conversations", "packed", "sha")
+    __slots__ = ("_flat", "_items", "_lock", "_n", "_recover", "_recovered", "conversations", "packed",
+                 "sha")
 
     def __init__(self, sha: str, packed: bytes, count: int, *, conversations: frozenset[str],
-                 recover: Callable[[], Sequence[TimelineEvent]] | None = None,
-                 built: Sequence[TimelineEvent] | None = None) -> None:
+                 recover: Callable[[], Sequence[TimelineEvent]] | None = None) -> None:
         """`conversations`: those the events belong to (a filter rules the commit in or out
         without unpacking); `recover`: the events from git, for packed text that turns out
-        damaged (kept on disk); `built`: the events themselves when just classified."""
+        damaged (kept on disk)."""
         self.sha = sha
         self.packed = packed
         self.conversations = conversations
         self._n = count
         self._recover = recover
-        self._flat: list[str] | None = None if built is None else []
-        self._items: list[TimelineEvent | None] = [] if built is None else list(built)
+        self._recovered: tuple[TimelineEvent, ...] | None = None
+        self._flat: list[str] | None = None  # the unpacked fields (an `unpacked` copy only)
+        self._items: dict[int, TimelineEvent] = {}  # the events read, by position (a copy only)
         self._lock = threading.Lock()
 
     @staticmethod
-    def pack(events: Sequence[TimelineEvent]) -> bytes | None:
+    def pack(events: Iterable[TimelineEvent]) -> bytes | None:
         """The events packed, or None if one carries more than its paths (a text, a validity)."""
-        fields: list[str] = []
-        for e in events:
-            if (e.old_text is not None or e.new_text is not None or e.replaced_by or e.new_id
-                    or e.valid_from or e.valid_to or e.validity_changed):
+        packer = _Packer()
+        for event in events:
+            if not packer.add(event):
                 return None
-            old_path = "=" if e.old_path == e.path else e.old_path or ""  # "=": moved nowhere (an edit)
-            fields += [e.type.value, e.memory_id or "", e.conversation_id or "", e.path, old_path,
-                       e.role or "", "1" if e.hard_delete else ""]
-        return zlib.compress("\0".join(fields).encode("utf-8", "surrogatepass"), 1)
+        return packer.packed()
 
-    def unpack(self) -> None:
-        """Unpack now. Packed text that does not hold this many events is damaged: the events
-        come from `recover` (git) then, else ValueError."""
+    def _unpacked(self, *, keep: bool) -> list[str]:
+        """The fields of every event; kept for the next read if `keep`. Packed text that does not
+        hold this many events is damaged: the events come from `recover` (git) then, else
+        ValueError."""
+        flat = self._flat
+        if flat is not None:
+            return flat
         with self._lock:
             if self._flat is not None:
-                return
+                return self._flat
             try:
                 text = zlib.decompress(self.packed).decode("utf-8", "surrogatepass")
             except (zlib.error, UnicodeDecodeError):
                 text = "\0"  # not a multiple of _FIELDS: damaged
             flat = text.split("\0") if text else []
-            kinds = set(flat[0::_FIELDS])
-            if len(flat) != self._n * _FIELDS or not kinds <= _TYPES.keys() or not all(flat[3::_FIELDS]):
+            del text
+            if len(flat) != self._n * _FIELDS or not set(flat[0::_FIELDS]) <= _TYPES.keys() or not all(
+                    flat[3::_FIELDS]):
                 if self._recover is None:
                     raise ValueError(f"damaged path events of {self.sha[:10]}")
-                events = list(self._recover())
-                self._n, self._items, self._flat = len(events), list(events), []
-                return
-            self._items = [None] * self._n
-            self._flat = flat
+                events = self._recover()
+                if isinstance(events, PathEvents):  # packed again, from git: held packed
+                    self.packed, self._n, self._recover = events.packed, len(events), None
+                    flat = events._unpacked(keep=False)  # noqa: SLF001 - its own kind
+                else:
+                    self._n, self._recovered = len(events), tuple(events)
+                    flat, keep = [], True
+            if keep:
+                self._flat = flat
+            return flat
 
-    def _event(self, index: int) -> TimelineEvent:
-        if self._flat is None:
-            self.unpack()
-        item = self._items[index]
-        if item is None:
-            flat = self._flat
-            if not flat:  # every event was built meanwhile (by _build_all, which empties flat last)
-                built = self._items[index]
-                assert built is not None
-                return built
-            item = self._items[index] = self._build(*flat[index * _FIELDS:(index + 1) * _FIELDS])
+    def unpacked(self) -> PathEvents:
+        """These events in an object of their own, unpacked now (off the GUI thread: ~0.1 s for
+        100,000): the rows the pane reads are built in it and go with it, while this one (cached
+        with its commit) keeps only the packed text."""
+        rows = PathEvents(self.sha, self.packed, self._n, conversations=self.conversations,
+                          recover=self._recover)
+        rows._unpacked(keep=True)  # noqa: SLF001 - its own kind
+        return rows
+
+    def brief(self) -> Iterator[tuple[EventType, str | None, str | None]]:
+        """Each event's type, memory id and conversation, in order, without building the events
+        (what the filters read); nothing is kept that was not unpacked already."""
+        flat = self._unpacked(keep=False)
+        if self._recovered is not None:
+            yield from ((e.type, e.memory_id, e.conversation_id) for e in self._recovered)
+            return
+        for kind, memory_id, conversation in zip(flat[0::_FIELDS], flat[1::_FIELDS], flat[2::_FIELDS],
+                                                 strict=True):
+            yield _TYPES[kind], memory_id or None, conversation or None
+
+    def _event(self, index: int, flat: list[str]) -> TimelineEvent:
+        item = self._items.get(index)
+        if item is not None:
+            return item
+        if self._recovered is not None:
+            return self._recovered[index]
+        item = self._build(*flat[index * _FIELDS:(index + 1) * _FIELDS])
+        if self._flat is not None:  # an unpacked copy: its rows are read again and again
+            self._items[index] = item  # a race builds it twice: equal events, either kept
         return item
 
     def _build(self, kind: str, memory_id: str, conversation: str, path: str, old_path: str, role: str,
@@ -263,28 +299,6 @@ class PathEvents(Sequence[TimelineEvent]):
             "replaced_by": None, "new_id": None, "role": role or None, "hard_delete": bool(hard),
             "valid_from": None, "valid_to": None, "validity_changed": False})
 
-    def _build_all(self) -> None:
-        """Every event at once (iterating: the pane lists a bulk commit's events), in one loop."""
-        if self._flat is None:
-            self.unpack()
-        with self._lock:
-            flat, items, build = self._flat, self._items, self._build
-            assert flat is not None
-            for index, fields_ in enumerate(zip(*[iter(flat)] * _FIELDS, strict=True)):
-                if items[index] is None:
-                    items[index] = build(*fields_)
-            self._flat = []  # every event is built: the unpacked text is no longer needed
-
-    @property
-    def built(self) -> bool:
-        """True once every event is built (iterating then costs nothing)."""
-        return self._flat == []
-
-    def build(self) -> None:
-        """Build every event now (a background warm-up: the pane lists them all on selection)."""
-        if not self.built:
-            self._build_all()
-
     def __len__(self) -> int:
         return self._n
 
@@ -295,19 +309,21 @@ class PathEvents(Sequence[TimelineEvent]):
     def __getitem__(self, index: slice) -> tuple[TimelineEvent, ...]: ...
 
     def __getitem__(self, index: int | slice) -> TimelineEvent | tuple[TimelineEvent, ...]:
+        flat = self._unpacked(keep=False)
         if isinstance(index, slice):
-            return tuple(self._event(i) for i in range(*index.indices(self._n)))
+            return tuple(self._event(i, flat) for i in range(*index.indices(self._n)))
         if index < 0:
             index += self._n
         if not 0 <= index < self._n:
             raise IndexError("path event index out of range")
-        return self._event(index)
+        return self._event(index, flat)
 
     def __iter__(self) -> Iterator[TimelineEvent]:
-        self.build()
-        for item in self._items:
-            assert item is not None
-            yield item
+        """Every event in turn, none kept (a lineage or a history listing reads a few, or all
+        once)."""
+        flat = self._unpacked(keep=False)
+        for index in range(self._n):
+            yield self._event(index, flat)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PathEvents) and other.packed == self.packed and other.sha == self.sha:
@@ -319,6 +335,55 @@ class PathEvents(Sequence[TimelineEvent]):
 
     def __repr__(self) -> str:
         return f"PathEvents({self.sha[:10]}, {self._n} events)"
+
+
+class _Packer:
+    """Packs events one at a time (PathEvents' format), compressing as it goes: a bulk commit is
+    classified without holding its events or their whole text at once."""
+
+    _CHUNK = 2000  # events joined and compressed at a time
+
+    def __init__(self) -> None:
+        self._zip = zlib.compressobj(1)
+        self._parts: list[bytes] = []
+        self._fields: list[str] = []
+        self._pending = 0
+        self.count = 0
+        self.counts: Counter[EventType] = Counter()
+        self.conversations: set[str] = set()
+
+    def add(self, e: TimelineEvent) -> bool:
+        """Take one event; False if it carries more than its paths (a text, a validity)."""
+        if (e.old_text is not None or e.new_text is not None or e.replaced_by or e.new_id
+                or e.valid_from or e.valid_to or e.validity_changed):
+            return False
+        old_path = "=" if e.old_path == e.path else e.old_path or ""  # "=": moved nowhere (an edit)
+        self._fields += [e.type.value, e.memory_id or "", e.conversation_id or "", e.path, old_path,
+                         e.role or "", "1" if e.hard_delete else ""]
+        self.count += 1
+        self.counts[e.type] += 1
+        if e.conversation_id:
+            self.conversations.add(e.conversation_id)
+        self._pending += 1
+        if self._pending >= self._CHUNK:
+            self._flush()
+        return True
+
+    def _flush(self) -> None:
+        if self._fields:
+            lead = "\0" if self.count > self._pending else ""  # after an earlier chunk
+            text = lead + "\0".join(self._fields)
+            self._parts.append(self._zip.compress(text.encode("utf-8", "surrogatepass")))
+            self._fields, self._pending = [], 0
+
+    def packed(self) -> bytes:
+        """The packed text of every event taken."""
+        self._flush()
+        return b"".join([*self._parts, self._zip.flush()])
+
+    def path_events(self, sha: str) -> PathEvents:
+        """The events taken, as a commit's PathEvents."""
+        return PathEvents(sha, self.packed(), self.count, conversations=frozenset(self.conversations))
 
 
 def _classify_change(

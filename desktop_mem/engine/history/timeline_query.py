@@ -11,12 +11,11 @@ commit once, in the first session that shows it, or never for the app's own bulk
 from __future__ import annotations
 
 import difflib
-import logging
 import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ from desktop_mem.engine.history.timeline import classify, commit_source
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.engine.store import front_matter, layout
 
-log = logging.getLogger(__name__)
 DiffOp = Literal["equal", "insert", "delete"]
 DELETES_AND_REPLACEMENTS = frozenset({EventType.DELETE, EventType.EVICT, EventType.UPDATE})
 _MAX_BATCH = 400
@@ -71,15 +69,20 @@ class TimelineQuery:
 
     def event_matches(self, commit: CommitInfo, event: TimelineEvent) -> bool:
         """True when one event passes the event-level filters (conversation, type, text)."""
-        if self.conversation is not None and event.conversation_id != self.conversation:
+        return self._kept(commit, event.type, event.conversation_id,
+                          (event.old_text, event.new_text, event.memory_id, event.new_id))
+
+    def _kept(self, commit: CommitInfo, kind: EventType, conversation: str | None,
+              texts: Iterable[str | None]) -> bool:
+        if self.conversation is not None and conversation != self.conversation:
             return False
-        if self.event_types and event.type not in self.event_types:
+        if self.event_types and kind not in self.event_types:
             return False
-        if self.only_deletes_and_replacements and event.type not in DELETES_AND_REPLACEMENTS:
+        if self.only_deletes_and_replacements and kind not in DELETES_AND_REPLACEMENTS:
             return False
         needle = (self.text or "").strip().casefold()
         if needle:
-            hay = [commit.subject, event.old_text, event.new_text, event.memory_id, event.new_id]
+            hay = (commit.subject, *texts)
             if not any(needle in h.casefold() for h in hay if h):
                 return False
         return True
@@ -89,16 +92,43 @@ class TimelineQuery:
         return bool(self.conversation or self.event_types or (self.text or "").strip()
                     or self.only_deletes_and_replacements)
 
-    def first_match(self, commit: CommitInfo) -> int:
-        """The position of the commit's first event the filters keep (0 when none or no filter):
-        a bulk commit's events are built only up to it."""
+    def kept_positions(self, commit: CommitInfo, events: Sequence[TimelineEvent] | None = None
+                       ) -> Iterator[int]:
+        """The positions of the commit's events (or of `events`, the same unpacked) the filters
+        keep, in order (every one without an event filter). A bulk commit's are read from its
+        packed fields: no event is built (an import's 100,000 were built, and kept, to dim the
+        others on the GUI thread)."""
+        events = commit.events if events is None else events
         if not self.filters_events():
-            return 0
-        return next((i for i, e in enumerate(commit.events) if self.event_matches(commit, e)), 0)
+            yield from range(len(events))
+        elif isinstance(events, timeline.PathEvents):
+            for i, (kind, memory_id, conversation) in enumerate(events.brief()):
+                # Its events carry no texts: the memory id is all a text filter can find.
+                if self._kept(commit, kind, conversation, (memory_id,)):
+                    yield i
+        else:
+            yield from (i for i, e in enumerate(events) if self.event_matches(commit, e))
+
+    def rows(self, commit: CommitInfo) -> tuple[Sequence[TimelineEvent], frozenset[int] | None]:
+        """The commit's events as the pane lists them, and the positions the filters keep (None:
+        all). A bulk commit's come unpacked in an object of their own (PathEvents.unpacked), read
+        off the GUI thread: the rows drawn are built in it and go when another commit is shown."""
+        events = commit.events
+        if isinstance(events, timeline.PathEvents):
+            events = events.unpacked()
+        kept = frozenset(self.kept_positions(commit, events)) if self.filters_events() else None
+        return events, kept
+
+    def first_match(self, commit: CommitInfo) -> int:
+        """The position of the commit's first event the filters keep (0 when none or no filter)."""
+        return next(self.kept_positions(commit), 0)
 
     def matching_events(self, commit: CommitInfo) -> tuple[TimelineEvent, ...]:
         """The events of a commit the filters keep (the pane can dim the others)."""
-        return tuple(e for e in commit.events if self.event_matches(commit, e))
+        events = commit.events
+        if isinstance(events, timeline.PathEvents):
+            events = events.unpacked()  # unpacked once: a held one unpacks on every index
+        return tuple(events[i] for i in self.kept_positions(commit, events))
 
     def matches(self, commit: CommitInfo) -> bool:
         """True when the commit belongs on the filtered timeline."""
@@ -117,9 +147,8 @@ class TimelineQuery:
                 return False
             if not (self.event_types or self.only_deletes_and_replacements or (self.text or "").strip()):
                 return True
-        # The first match will do: a bulk commit's events are built one by one up to it.
-        events = commit.events
-        return any(self.event_matches(commit, events[i]) for i in range(len(events)))
+        # The first match will do (a bulk commit's fields are read, no event is built).
+        return next(self.kept_positions(commit), None) is not None
 
     def meta_could_match(self, raw: RawCommit) -> bool:
         """A pre-check on a commit's date and source alone (read without its files)."""
@@ -281,33 +310,18 @@ def timeline_page(
             if len(found) == page_size:
                 more = i + 1 < len(raws) or len(raws) == batch
                 next_cursor = TimelineCursor(offset + i + 1, head) if more else None
-                return _warmed(TimelinePage(tuple(found), next_cursor, scanned))
+                return TimelinePage(tuple(found), next_cursor, scanned)
         if len(raws) < batch:
-            return _warmed(TimelinePage(tuple(found), None, scanned))
+            return TimelinePage(tuple(found), None, scanned)
         offset += len(raws)
         batch = min(batch * 2, _MAX_BATCH)
 
 
 # One background thread, for what a page need not wait for (issue #25): keeping what git listed
-# (commit_summaries, a SQLite write) and building the events of the page's bulk commits (the
-# pane lists them all when one is selected, on the GUI thread: 41,879 events took ~0.13 s quiet,
-# ~0.45 s at load 3.5). Tasks run in order; nothing in them is needed for a page to be right.
+# (commit_summaries, a SQLite write). Tasks run in order; nothing in them is needed for a page to
+# be right. (A bulk commit's events are no longer built ahead: the pane builds the rows it draws
+# and reads a filter from the packed fields, and an import's 100,000 built events held ~100 MB.)
 _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline-background")
-
-
-def _warmed(page: TimelinePage) -> TimelinePage:
-    for commit in page.commits:
-        events = commit.events
-        if isinstance(events, timeline.PathEvents) and not events.built:
-            _BACKGROUND.submit(_build_quietly, events)
-    return page
-
-
-def _build_quietly(events: timeline.PathEvents) -> None:
-    try:
-        events.build()
-    except Exception:  # noqa: BLE001 - damaged past recovery: whoever reads the events is told
-        log.debug("could not build the events of %s ahead", events.sha[:10], exc_info=True)
 
 
 def _resolved(engine: HistorySource, cache: CommitCache, raws: Sequence[RawCommit]

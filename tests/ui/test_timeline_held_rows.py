@@ -1,0 +1,106 @@
+"""Selecting a bulk commit in the Timeline (issue #25: 100,000 memories on a laptop).
+
+The pane held every event of an import once a page had shown it (a background warm-up built
+them for the GUI thread's sake), and with a filter set, selecting the commit built and checked
+every event on the GUI thread. Now the commit's rows are unpacked, and a filter read, on the read
+pool; the rows drawn are built and are dropped when another commit is selected.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import zlib
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop_mem.engine.history import timeline
+from desktop_mem.engine.models import Operation, TimelineEvent
+from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.timeline_pane import TimelinePane
+
+FILES = 40
+
+
+def alive(sha: str) -> int:
+    """How many TimelineEvent objects of commit `sha` exist in this process."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, TimelineEvent) and o.commit == sha)
+
+
+@pytest.fixture
+def threaded(qtbot: Any) -> Any:
+    """The window's own TaskRunner: reads run on its read pool, off the GUI thread."""
+    runner = TaskRunner()
+    yield runner
+    runner.wait_for_done()
+    runner.deleteLater()
+
+
+def test_selecting_a_bulk_commit_with_a_filter_reads_it_off_the_gui_thread_and_dims_the_rest(
+    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
+    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+        for i in range(FILES):
+            tx.add(f"Imported fact {i}", conversation_id=("c2", "c1")[i % 2])
+    engine.add("User has a dog.")
+    pane = TimelinePane(engine, threaded, page_size=10)
+    qtbot.addWidget(pane)
+    pane.reload()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == 2 and not threaded.busy, timeout=20000)
+    bulk = pane.model.commit_at(1)
+    assert bulk is not None and bulk.events_from_paths
+    sha = bulk.sha
+    assert alive(sha) == 0  # the page built none of its events
+
+    unzipped_on: list[bool] = []
+    real_decompress = zlib.decompress
+
+    def decompress(data: Any, *args: Any) -> bytes:
+        if data == bulk.events.packed:
+            unzipped_on.append(threading.current_thread() is threading.main_thread())
+        return real_decompress(data, *args)
+
+    monkeypatch.setattr(zlib, "decompress", decompress)
+    pane.conversation_combo.setCurrentIndex(pane.conversation_combo.findData("c2"))
+    qtbot.waitUntil(lambda: pane.model.rowCount() == 1 and not threaded.busy, timeout=20000)
+    pane.select_commit(0)
+    qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+
+    assert unzipped_on and not any(unzipped_on)  # read on the read pool only
+    model = pane.events_model
+    dimmed = [model.data(model.index(r, 0), Qt.ItemDataRole.ForegroundRole) is not None for r in range(FILES)]
+    conversations = [model.event_at(r).conversation_id for r in range(FILES)]  # type: ignore[union-attr]
+    assert dimmed == [c != "c2" for c in conversations] and sum(dimmed) == FILES // 2
+    assert model.event_at(pane.event_view.currentIndex().row()).conversation_id == "c2"  # type: ignore[union-attr]
+    assert "changed 40 memory files" in pane.status_label.text()
+
+
+def test_the_rows_of_a_bulk_commit_go_when_another_commit_is_selected(
+    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
+    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+        for i in range(FILES):
+            tx.add(f"Imported fact {i}", conversation_id="c1")
+    engine.add("User has a dog.")
+    pane = TimelinePane(engine, threaded, page_size=10)
+    qtbot.addWidget(pane)
+    pane.show()
+    pane.reload()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == 2 and not threaded.busy, timeout=20000)
+    sha = pane.model.commit_at(1).sha  # type: ignore[union-attr]
+
+    pane.select_commit(1)
+    qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+    model = pane.events_model
+    shown = [model.data(model.index(r, 0), Qt.ItemDataRole.DisplayRole) for r in range(FILES)]
+    assert all(s.startswith("ADD") for s in shown)
+    assert alive(sha) >= FILES  # the rows read (and the selected one, shown)
+
+    pane.select_commit(0)  # the small commit
+    qtbot.waitUntil(lambda: pane.events_model.rowCount() == 1 and not threaded.busy, timeout=20000)
+    assert alive(sha) == 0
