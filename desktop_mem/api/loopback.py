@@ -35,15 +35,16 @@ import secrets
 import socket
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.config import Config, save_config
+from desktop_mem.engine.runtime_folders import make_runtime_folder, remove_runtime_folder
 
 UNIX_PREFIX = "unix:"
 SOCKET_NAME = "mcp.sock"
 KEY_NAME = "run.key"
+PRIVATE_PREFIX = "desktop-mem-"  # the folder holding the socket or key note
 FORCE_TCP_ENV = "DESKTOP_MEM_ENDPOINT_TCP"  # "1": the TCP fallback even where Unix sockets exist
 HELLO = b"DMEM-HELLO/1 "
 PROOF = b"DMEM-PROOF/1 "
@@ -93,13 +94,14 @@ def has_unix_sockets() -> bool:
 
 
 def _private_folder() -> str:
-    """A fresh folder only this user can enter (0700; in XDG_RUNTIME_DIR where there is one)."""
+    """A fresh folder only this user can enter (0700; in XDG_RUNTIME_DIR where there is one),
+    marked as this process's: the next one made removes it if this process is killed."""
     base = os.environ.get("XDG_RUNTIME_DIR") or None
     if base is None or not os.path.isdir(base):
         base = None
-    folder = tempfile.mkdtemp(prefix="desktop-mem-", dir=base)  # mkdtemp: 0700, owned by us
+    folder = make_runtime_folder(PRIVATE_PREFIX, base)  # mkdtemp: 0700, owned by us
     os.chmod(folder, 0o700)
-    return folder
+    return str(folder)
 
 
 def run_key_note() -> tuple[bytes, str]:
@@ -305,8 +307,7 @@ def remove_private(path: str | None) -> None:
         return
     with contextlib.suppress(OSError):
         Path(path).unlink()
-    with contextlib.suppress(OSError):
-        Path(path).parent.rmdir()
+    remove_runtime_folder(Path(path).parent)
 
 
 def is_private_connection(scope: Any) -> bool:
@@ -319,7 +320,7 @@ def is_private_connection(scope: Any) -> bool:
     if not isinstance(server, (tuple, list)) or not server or not isinstance(server[0], str):
         return False
     path = Path(server[0])
-    return path.name == SOCKET_NAME and path.parent.name.startswith("desktop-mem-")
+    return path.name == SOCKET_NAME and path.parent.name.startswith(PRIVATE_PREFIX)
 
 
 def private_server_class() -> type[Any]:

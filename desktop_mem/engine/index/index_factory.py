@@ -6,7 +6,6 @@ import atexit
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -17,8 +16,11 @@ from desktop_mem.engine.index.keyword_index import KeywordIndex
 from desktop_mem.engine.index.reranker import OnnxReranker, Reranker
 from desktop_mem.engine.index.retrieval import MemoryLookup, RetrievalSettings, Retriever
 from desktop_mem.engine.index.vector_index import VectorIndex
+from desktop_mem.engine.runtime_folders import make_runtime_folder
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.manifest import MANIFEST_NAME, Manifest
+
+SCRATCH_PREFIX = "desktop-mem-index-"  # a read-only store's index copy, in the temp dir
 
 _SHARED_EMBEDDERS: dict[tuple[str, int, int, int], Embedder] = {}
 _SHARED_RERANKERS: dict[tuple[str, int, int], Reranker] = {}
@@ -93,8 +95,9 @@ def build_index(
 
 def scratch_index(root: Path) -> tuple[Path, Manifest, bool]:
     """A temporary folder holding a copy of the store's indexes and manifest (whatever of them
-    exists), removed at exit; the index there may be written (synced) like a writer's."""
-    scratch = Path(tempfile.mkdtemp(prefix="desktop-mem-index-"))
+    exists), removed at exit; the index there may be written (synced) like a writer's. A killed
+    process cannot remove its copy (hundreds of MB at 100k memories): the next one does."""
+    scratch = make_runtime_folder(SCRATCH_PREFIX)
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     with contextlib.suppress(OSError):
         shutil.copytree(root / "chroma", scratch / "chroma")
