@@ -24,6 +24,7 @@ from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
     cpu_session,
+    mid_blocks_mapped,
     release_after_runs,
     shipped_model_folder,
 )
@@ -280,7 +281,8 @@ class OnnxEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
         prefix = self.spec.passage_prefix
-        vectors = self._embed_all([prefix + t for t in texts] if prefix else list(texts))
+        with mid_blocks_mapped():  # a batch of a new shape is a first run (onnx_session)
+            vectors = self._embed_all([prefix + t for t in texts] if prefix else list(texts))
         release_after_runs(texts)
         return vectors
 

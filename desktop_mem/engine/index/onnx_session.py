@@ -67,7 +67,7 @@ def cpu_session(path: Path, threads: int, *, spinning: bool = True) -> ort.Infer
     options.enable_cpu_mem_arena = False
     _large_blocks_mapped()
     try:
-        with _weights_mapped_while_loading():
+        with mid_blocks_mapped():
             session = ort.InferenceSession(str(path), sess_options=options,
                                            providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - onnxruntime's own exception types are not exported
@@ -80,7 +80,7 @@ def cpu_session(path: Path, threads: int, *, spinning: bool = True) -> ort.Infer
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 _MAPPED_FROM = 1 << 20
-_MAPPED_FROM_WHILE_LOADING = 64 << 10
+_MAPPED_FROM_WHILE_MAPPING = 64 << 10
 
 
 @functools.cache
@@ -100,30 +100,37 @@ def _mmap_threshold(size: int) -> None:
         ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(_M_MMAP_THRESHOLD, size)
 
 
-_loading = 0  # sessions being built now (guarded by _loading_lock)
-_loading_lock = threading.Lock()
+_mapping = 0  # sessions being built and runs going on now (guarded by _mapping_lock)
+_mapping_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _weights_mapped_while_loading() -> Iterator[None]:
-    """Blocks of 64 KB and more get pages of their own while sessions are built (process-wide).
+def mid_blocks_mapped() -> Iterator[None]:
+    """Blocks of 64 KB and more get pages of their own while sessions are built or run
+    (process-wide, counted: back to 1 MB once the last build or run ends; glibc only).
 
     Building a session copies each weight (most are 150-600 KB) out of the parsed model and
     frees the parsed copy: in glibc's heap those copies left holes that stayed in the RSS until
     a trim, above everything else the process held at that moment. The cross-encoder loads on
     first use, mid chat turn: the window's peak in use was ~17 MB above an eager load's.
+
+    A run over a shape the session has not run before allocates each tensor on its own (later
+    runs of that shape take one planned block), and its 64 KB - 1 MB tensors (a 512-token
+    pair's states are 768 KB) left holes in the heap of whichever thread ran it: one pair of 512
+    word pieces peaked 50-80 MB above the start, 27 MB with them mapped; a 300-token one 18-38
+    MB, 10. No run's CPU changed (docs/benchmarks.md, #25 sixth pass).
     """
-    global _loading
-    with _loading_lock:
-        if _loading == 0:
-            _mmap_threshold(_MAPPED_FROM_WHILE_LOADING)
-        _loading += 1
+    global _mapping
+    with _mapping_lock:
+        if _mapping == 0:
+            _mmap_threshold(_MAPPED_FROM_WHILE_MAPPING)
+        _mapping += 1
     try:
         yield
     finally:
-        with _loading_lock:
-            _loading -= 1
-            if _loading == 0:
+        with _mapping_lock:
+            _mapping -= 1
+            if _mapping == 0:
                 _mmap_threshold(_MAPPED_FROM)
 
 

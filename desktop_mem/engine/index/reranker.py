@@ -28,6 +28,7 @@ from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
     cpu_session,
+    mid_blocks_mapped,
     release_after_runs,
     shipped_model_folder,
 )
@@ -93,6 +94,10 @@ class _Loaded:
     session: ort.InferenceSession
     input_names: frozenset[str]
     output_name: str
+
+# A run over more word pieces than this (the pairs of a run, padded) waits for any other such run
+# of the same reranker: a 512-piece pair's buffers are ~27 MB, a 256-piece one's ~8.
+HEAVY_RUN_TOKENS = 256
 
 
 class OnnxReranker:
@@ -163,6 +168,7 @@ class OnnxReranker:
         self._last_used = time.monotonic()
         self._watching = False
         self._wake = threading.Event()  # ends the watcher's wait early: a release, or this object freed
+        self._heavy_run = threading.Lock()  # held by a run over more than HEAVY_RUN_TOKENS word pieces
         weakref.finalize(self, self._wake.set)
         if own:
             self.prepare()
@@ -278,7 +284,8 @@ class OnnxReranker:
             model = self._load_locked()
             self._running += 1
         try:
-            scores = self._scores(model, query, texts)
+            with mid_blocks_mapped():  # each new pair length is a first run (onnx_session)
+                scores = self._scores(model, query, texts)
         finally:
             with self._lock:
                 self._running -= 1
@@ -290,19 +297,31 @@ class OnnxReranker:
         scores = np.zeros(len(texts), dtype=np.float64)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        feeds = [self._feed(model, query, [texts[i] for i in chunk]) for chunk in chunks]
+        # Long runs one at a time: a pair of 512 word pieces peaks ~27 MB above the start, two
+        # side by side twice that. They run one after another on one thread while the other
+        # threads score the short pairs (and then join in), so a pool with one long memory takes
+        # no longer; one where long ones outweigh the rest waits for them (docs/benchmarks.md).
+        heavy = [k for k, feed in enumerate(feeds) if feed["input_ids"].size > HEAVY_RUN_TOKENS]
+        light = [k for k, feed in enumerate(feeds) if feed["input_ids"].size <= HEAVY_RUN_TOKENS]
+        logits: list[npt.NDArray[np.float32]] = [np.zeros(0, dtype=np.float32)] * len(chunks)
 
-        def run(chunk: list[int]) -> npt.NDArray[np.float32]:
-            return self._logits(model, query, [texts[i] for i in chunk])
+        def run(ks: list[int]) -> None:
+            for k in ks:
+                logits[k] = self._logits(model, feeds[k], len(chunks[k]), k in heavy_set)
 
+        heavy_set = frozenset(heavy)
         if self._executor is None or len(chunks) < 2:
-            logits = [run(chunk) for chunk in chunks]
+            run(heavy + light)
         else:
-            logits = list(self._executor.map(run, chunks))
+            lanes = ([heavy] if heavy else []) + [[k] for k in light]
+            for future in [self._executor.submit(run, lane) for lane in lanes]:
+                future.result()
         for chunk, values in zip(chunks, logits, strict=True):
             scores[chunk] = sigmoid(values)
         return [float(value) for value in scores]
 
-    def _logits(self, model: _Loaded, query: str, texts: list[str]) -> npt.NDArray[np.float32]:
+    def _feed(self, model: _Loaded, query: str, texts: list[str]) -> dict[str, npt.NDArray[np.int64]]:
         clip = self.max_length
         encodings = self.tokenizer.encode_batch([(clip_for_model(query, clip), clip_for_model(text, clip))
                                                  for text in texts])
@@ -313,11 +332,19 @@ class OnnxReranker:
         }
         if "token_type_ids" in model.input_names:
             feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        return feed
+
+    def _logits(self, model: _Loaded, feed: dict[str, npt.NDArray[np.int64]], count: int,
+                heavy: bool) -> npt.NDArray[np.float32]:
         try:
-            (output,) = model.session.run([model.output_name], feed)
+            if heavy:  # one at a time across score() calls too (two searches at once)
+                with self._heavy_run:
+                    (output,) = model.session.run([model.output_name], feed)
+            else:
+                (output,) = model.session.run([model.output_name], feed)
         except Exception as exc:
             raise RerankerError(f"reranker model {self.folder / MODEL_FILE} failed: {exc}") from exc
-        logits = np.asarray(output, dtype=np.float32).reshape(len(texts), -1)
+        logits = np.asarray(output, dtype=np.float32).reshape(count, -1)
         if logits.shape[1] != 1:
             raise RerankerError(
                 f"reranker model {self.folder / MODEL_FILE} gives {logits.shape[1]} logits per pair; "
