@@ -247,9 +247,11 @@ def test_memory_rest_api(served: Served) -> None:
     assert [m["id"] for m in found["data"]] == [pref["id"]]
     assert httpx.get(api, params={"conversation": "work"}).json()["total"] == 5
     assert httpx.get(f"{api}/{pref['id']}").json()["content"] == "User prefers dark mode"
+    assert httpx.get(f"{served.url}/healthz").json()["memories"] == 6
 
     gone = httpx.delete(f"{api}/{pref['id']}").json()
     assert gone["deleted"] and "/deleted/" in gone["path"] and (served.engine.root / gone["path"]).exists()
+    assert httpx.get(f"{served.url}/healthz").json()["memories"] == 5  # the count follows the store
     assert httpx.get(api, params={"search": "dark"}).json()["total"] == 0
     assert httpx.get(api, params={"search": "dark", "deleted": "true"}).json()["total"] == 1
     again = httpx.delete(f"{api}/{pref['id']}")
