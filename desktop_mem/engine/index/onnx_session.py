@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import functools
+import hashlib
 import importlib.metadata
 import threading
 from collections.abc import Iterator, Sequence
@@ -169,10 +170,7 @@ def batch_tokenizer(path: Path, max_length: int, strategy: str = "longest_first"
     Files exported for a fixed sequence length (the shipped MiniLM one pads everything to 128)
     are several times slower on short memories. Raises RuntimeError if the file is unreadable.
     """
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on a bad file
-        raise RuntimeError(str(exc)) from exc
+    tokenizer = _tokenizer_from(path)
     padding = tokenizer.padding or {}
     tokenizer.no_padding()
     tokenizer.enable_padding(
@@ -182,3 +180,48 @@ def batch_tokenizer(path: Path, max_length: int, strategy: str = "longest_first"
     )
     tokenizer.enable_truncation(max_length=max_length, strategy=strategy)
     return tokenizer
+
+
+# Each tokenizer.json read, parsed (by its bytes' digest) and never changed: the tokenizers made
+# from it share its model (the vocabulary, ~8.4 MB parsed) and pipeline, each with a padding and
+# truncation of its own. The shipped embedder's and cross-encoder's files are byte-identical, so
+# the second costs nothing (issue #25). A model is only read while encoding.
+_parsed: dict[bytes, Tokenizer] = {}
+_parsed_lock = threading.Lock()
+
+
+def _tokenizer_from(path: Path) -> Tokenizer:
+    """A new tokenizer of the file at `path` (its vocabulary shared with any other of the same
+    bytes). RuntimeError if it is unreadable or not a tokenizer."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RuntimeError(str(exc)) from exc
+    key = hashlib.sha256(data).digest()
+    with _parsed_lock:
+        parsed = _parsed.get(key)
+        if parsed is None:
+            try:
+                parsed = _parsed[key] = Tokenizer.from_str(data.decode("utf-8"))
+            except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception on a bad file
+                raise RuntimeError(str(exc)) from exc
+        return sharing_model(parsed)
+
+
+def sharing_model(tokenizer: Tokenizer) -> Tokenizer:
+    """A tokenizer that encodes exactly as `tokenizer` did when made, sharing its model and the
+    parts of its pipeline, with a padding and truncation of its own (as `tokenizer`'s then)."""
+    twin = Tokenizer(tokenizer.model)
+    twin.normalizer = tokenizer.normalizer
+    twin.pre_tokenizer = tokenizer.pre_tokenizer
+    twin.post_processor = tokenizer.post_processor
+    twin.decoder = tokenizer.decoder
+    twin.add_special_tokens([token for _id, token in sorted(tokenizer.get_added_tokens_decoder().items())
+                             if token.special])
+    twin.add_tokens([token for _id, token in sorted(tokenizer.get_added_tokens_decoder().items())
+                     if not token.special])
+    if tokenizer.padding:
+        twin.enable_padding(**tokenizer.padding)
+    if tokenizer.truncation:
+        twin.enable_truncation(**tokenizer.truncation)
+    return twin
