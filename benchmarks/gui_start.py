@@ -177,14 +177,14 @@ def stalls(store: Path) -> dict[str, float]:
     from desktop_mem.engine.config import load_config
     from desktop_mem.ui.app import application
     from desktop_mem.ui.main_window import MainWindow
-    from tests.scripted_llm import ScriptedLLM
 
     # The measurement chats: on a copy, so the built store keeps exactly its N memories for reuse.
     copy = Path(tempfile.mkdtemp(prefix="desktop-mem-gui-stalls-")) / "store"
     shutil.copytree(store, copy, symlinks=True)
     store = copy
-    server = ScriptedLLM().start()
-    server.default_reply = " ".join(f"word{i}" for i in range(1500))
+    from benchmarks.llm_process import ScriptedLLMProcess
+
+    server = ScriptedLLMProcess(" ".join(f"word{i}" for i in range(1500)))
     config = load_config(flags={"store.path": str(store), "watcher.enabled": False,
                                 "llm.base_url": server.base_url, "llm.model": "test-model",
                                 "llm.api_key": "test",
