@@ -40,6 +40,19 @@ def _read_only(store: Path, *args: str,
                           env=env or cli_env(), cwd=ROOT, timeout=300)
 
 
+def bees_store(tmp_path: Path) -> Path:
+    """A store at tmp_path/store with one memory about bees and no lock, as a copied backup may
+    be; skips the test where no read-only mount can be made."""
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("no read-only bind mounts here (needs unshare -m)")
+    store = tmp_path / "store"
+    subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "add",
+                    "The user keeps bees in the garden"], check=True, capture_output=True, env=cli_env(),
+                   cwd=ROOT)
+    (store / ".desktop_mem.lock").unlink(missing_ok=True)
+    return store
+
+
 def test_a_read_only_store_can_be_listed_and_checked_and_refuses_writes_in_one_line(
     tmp_path: Path,
 ) -> None:
@@ -66,13 +79,8 @@ def test_search_works_on_a_read_only_store_indexed_or_never_indexed(tmp_path: Pa
     """A backup mounted read-only may never have been searched (no index), or hold an index that
     chroma and SQLite cannot open read-only: search still answers (from a scratch copy of the
     index, brought in step with the files), never a traceback, and leaves nothing behind."""
-    if not _can_mount_read_only(tmp_path):
-        pytest.skip("no read-only bind mounts here (needs unshare -m)")
-    store = tmp_path / "store"
+    store = bees_store(tmp_path)
     cmd = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store)]
-    subprocess.run([*cmd, "add", "The user keeps bees in the garden"], check=True, capture_output=True,
-                   env=cli_env(), cwd=ROOT)
-    (store / ".desktop_mem.lock").unlink(missing_ok=True)
     assert not (store / "chroma").exists()  # an add alone builds no index: never indexed
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -115,24 +123,21 @@ anyio.run(main)
 def test_an_mcp_search_works_on_a_read_only_store_and_an_add_says_why_not(tmp_path: Path) -> None:
     """`desktop-mem mcp` runs a search where the writer is; on a read-only store there is none,
     and the search failed with "cannot be written". It is a read: it answers."""
-    if not _can_mount_read_only(tmp_path):
-        pytest.skip("no read-only bind mounts here (needs unshare -m)")
-    store = tmp_path / "store"
-    subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "add",
-                    "The user keeps bees in the garden"], check=True, capture_output=True, env=cli_env(),
-                   cwd=ROOT)
-    (store / ".desktop_mem.lock").unlink(missing_ok=True)
+    store = bees_store(tmp_path)
     script = tmp_path / "mcp_search.py"
     script.write_text(MCP_SEARCH)
+    scratch = tmp_path / "scratch"  # the children's temp dir: the search's index copy goes there
+    scratch.mkdir()
     s = shlex.quote(str(store))
     run = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {s} bees"
     mount = f"mount --bind {s} {s} && mount -o remount,bind,ro {s}"
     done = subprocess.run(["unshare", "-m", "sh", "-c", f"{mount} && {run}"], capture_output=True, text=True,
-                          env=cli_env(), cwd=ROOT, timeout=300)
+                          env=cli_env(TMPDIR=str(scratch)), cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["found"][0] is False and "keeps bees in the garden" in answer["found"][1], answer
     assert answer["added"][0] is True and "cannot be written" in answer["added"][1], answer
+    assert list(scratch.glob("desktop-mem-*")) == []  # gone when the client ended the session
 
 
 def test_a_broken_index_is_one_line_saying_what_to_do_never_a_traceback(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -114,19 +115,18 @@ class ChangeFeed:
                 self._subscribed.pop(key, None)
 
 
-async def watch_store(root: Path, snapshot: Any, feed: ChangeFeed) -> None:
+async def watch_store(root: Path, snapshot: Any, feed: ChangeFeed, stop: anyio.Event) -> None:
     """Publish every change of the store's memory files, whoever made it (a `desktop-mem mcp`
-    process: the app, `serve`, other MCP clients, a text editor, this session itself).
-    `snapshot()` -> {path: id} of the files as they are now (blocking; run in a thread).
-    A failing watch stops notifying; it never takes the session down with it."""
+    process: the app, `serve`, other MCP clients, a text editor, this session itself), until
+    `stop` is set. `snapshot()` -> {path: id} of the files as they are now (blocking; run in a
+    thread). A failing watch stops notifying; it never takes the session down with it."""
     try:
-        await _watch(root, snapshot, feed)
+        await _watch(root, snapshot, feed, stop)
     except Exception:  # e.g. no inotify watches left: tools and resources still work
         log.warning("change notifications stopped: the store cannot be watched", exc_info=True)
 
 
-async def _watch(root: Path, snapshot: Any, feed: ChangeFeed) -> None:
-    import anyio
+async def _watch(root: Path, snapshot: Any, feed: ChangeFeed, stop: anyio.Event) -> None:
     from watchfiles import awatch
 
     while not root.is_dir():  # a store that does not exist yet: its first write makes it
@@ -137,7 +137,10 @@ async def _watch(root: Path, snapshot: Any, feed: ChangeFeed) -> None:
         rel = Path(path).relative_to(root).as_posix() if Path(path).is_relative_to(root) else ""
         return layout.is_memory_file(rel)
 
-    async for batch in awatch(root, watch_filter=memory_files, debounce=150, step=50):
+    # The watch waits in a thread that a cancel cannot interrupt: cancelled alone, it ended only
+    # at its 5 s timeout, and a session whose client closed stdin outlived the client's 2 s grace
+    # (then its SIGTERM). `stop` is seen within a step.
+    async for batch in awatch(root, watch_filter=memory_files, debounce=150, step=50, stop_event=stop):
         after: dict[str, str] = await anyio.to_thread.run_sync(snapshot)
         rels = {Path(p).relative_to(root).as_posix() for _kind, p in batch}
         ids = {i for r in rels if (i := before.get(r) or after.get(r))}

@@ -7,7 +7,8 @@ Tools are named and shaped like OpenMemory's (`add_memories`, `search_memory`, `
 - in a `desktop-mem mcp` process an MCP client spawned (`StdioBackend`): one warm engine for the
   session; writes and searches run where the writer is: in the process holding the lock,
   forwarded to its loopback endpoint, or, when nobody holds it, here under the lock for the one
-  call (so the app can still open the store between calls). See mcp_backends.py.
+  call (so the app can still open the store between calls). See mcp_backends.py; the process
+  itself, its stdin and how it stops: mcp_stdio.py.
 
 Protocol revisions (mcp SDK 2.3.0, both transports): 2024-11-05, 2025-03-26, 2025-06-18 and
 2025-11-25 through the `initialize` handshake, and 2026-07-28 (stateless, `server/discover`; a
@@ -21,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-import anyio
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
@@ -38,12 +38,11 @@ from pydantic import BaseModel, Field
 from desktop_mem import __version__
 from desktop_mem.api import mcp_tools
 from desktop_mem.api.mcp_backends import Backend, EngineBackend, StdioBackend
-from desktop_mem.api.mcp_changes import LIST_URI, ChangeFeed, watch_store
+from desktop_mem.api.mcp_changes import LIST_URI, ChangeFeed
 from desktop_mem.engine.api import MemoryEngine, clean_client_name
-from desktop_mem.engine.config import Config
 from desktop_mem.engine.schema import MemoryJSON, MemoryPageJSON, SearchJSON
 
-__all__ = ["Backend", "EngineBackend", "StdioBackend", "build_server", "mcp_http_app", "run_stdio"]
+__all__ = ["Backend", "EngineBackend", "StdioBackend", "build_server", "mcp_http_app"]
 
 INSTRUCTIONS = (
     "desktop-mem is the user's long-term memory, shared by all their AI tools and reviewed by them "
@@ -314,25 +313,6 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
 
     _serve_change_notifications(server, feed)
     return server
-
-
-def run_stdio(config: Config) -> None:
-    """Serve MCP over stdin/stdout until the client closes it (`desktop-mem mcp`): one warm
-    engine for the session, and a watch on the store's files for change notifications."""
-    backend = StdioBackend(config)
-    feed = ChangeFeed()
-    server = build_server(backend, feed)
-
-    async def serve() -> None:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch_store, backend.root, backend.snapshot, feed)
-            await server.run_stdio_async()
-            tasks.cancel_scope.cancel()
-
-    try:
-        anyio.run(serve)
-    finally:
-        backend.close()
 
 
 def mcp_http_app(engine: MemoryEngine) -> tuple[list[Any], Callable[[], Any]]:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -37,6 +36,7 @@ from desktop_mem.api.loopback import (
     verified_listener,
 )
 from desktop_mem.api.security import Guard, check_bind
+from desktop_mem.api.stop_signals import stop_signals_exit
 from desktop_mem.engine.api import (
     STRATEGY_NAMES,
     ChatReply,
@@ -498,62 +498,42 @@ def serve(
     port = port or int(config["server.port"])
     token = None if no_token else (token or server_token(config))
     check_bind(host, token)
-    engine = MemoryEngine.open(config)
-    endpoint: str | None = None
-    key_note: str | None = None
-    try:
-        engine.open_index()
-        engine.hold_chat_scope()  # the first chat's search does not wait for the global facts
-        if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
-            engine.start_watcher()
-        # `desktop-mem mcp` and CLI writes forward over a private socket, never the public port;
-        # without Unix sockets, over a second 127.0.0.1 port behind the run secret's handshake
-        note: dict[str, str] = {}
-        http: Any = "auto"
-        if has_unix_sockets():
-            private, endpoint = private_socket()
-        else:
-            private, key, key_note, endpoint = verified_listener()
-            note["endpoint_key"] = key_note
-            http = handshake_protocol(key, private.getsockname()[1])
-        settings = uvicorn.Config(create_app(engine, token), host=host, port=port, workers=1,
-                                  log_level="info", lifespan="on", http=http)
-        print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
-              f"{' (bearer token required)' if token else ' (no token: any local user can connect)'}",
-              flush=True)
-        if token:  # the user's own terminal: what to give an OpenAI client as its api_key
-            print(f"desktop-mem: bearer token (api_key for OpenAI clients; server.token in "
-                  f"{config.file or 'the settings'}): {token}", flush=True)
-        sockets = [settings.bind_socket(), private]
-        server = private_server_class()(settings)  # leaves the lock note before the port closes
-        server.engine, server.private_endpoint, server.key_note = engine, endpoint, key_note
-        engine.lock.publish(endpoint=endpoint, **note)
-        with _sigterm_exits():
+    # SIGTERM (systemd, `kill`, docker stop) and SIGHUP: uvicorn stops gracefully, then raises the
+    # signal again, which becomes SystemExit here: the finally below finishes the queued write
+    # paths and releases the store lock (the default action killed the process before it)
+    with stop_signals_exit():
+        engine = MemoryEngine.open(config)
+        endpoint: str | None = None
+        key_note: str | None = None
+        try:
+            engine.open_index()
+            engine.hold_chat_scope()  # the first chat's search does not wait for the global facts
+            if config["watcher.enabled"] and hasattr(engine, "start_watcher"):
+                engine.start_watcher()
+            # `desktop-mem mcp` and CLI writes forward over a private socket, never the public port;
+            # without Unix sockets, over a second 127.0.0.1 port behind the run secret's handshake
+            note: dict[str, str] = {}
+            http: Any = "auto"
+            if has_unix_sockets():
+                private, endpoint = private_socket()
+            else:
+                private, key, key_note, endpoint = verified_listener()
+                note["endpoint_key"] = key_note
+                http = handshake_protocol(key, private.getsockname()[1])
+            settings = uvicorn.Config(create_app(engine, token), host=host, port=port, workers=1,
+                                      log_level="info", lifespan="on", http=http)
+            print(f"desktop-mem: serving {engine.root} on http://{host}:{port}/v1 (MCP: /mcp)"
+                  f"{' (bearer token required)' if token else ' (no token: any local user can connect)'}",
+                  flush=True)
+            if token:  # the user's own terminal: what to give an OpenAI client as its api_key
+                print(f"desktop-mem: bearer token (api_key for OpenAI clients; server.token in "
+                      f"{config.file or 'the settings'}): {token}", flush=True)
+            sockets = [settings.bind_socket(), private]
+            server = private_server_class()(settings)  # leaves the lock note before the port closes
+            server.engine, server.private_endpoint, server.key_note = engine, endpoint, key_note
+            engine.lock.publish(endpoint=endpoint, **note)
             server.run(sockets=sockets)
-    finally:
-        remove_private_socket(endpoint)
-        remove_private(key_note)
-        engine.close()  # finishes the queued write paths, releases the store lock
-
-
-@contextlib.contextmanager
-def _sigterm_exits() -> Iterator[None]:
-    """SIGTERM (systemd, `kill`, docker stop) ends `serve` like Ctrl-C does.
-
-    uvicorn stops gracefully on SIGTERM and then raises the signal again. With the default action,
-    that kills the process before `engine.close()`: the facts of the last turns were never
-    extracted, and the store lock stayed behind. Here the signal becomes SystemExit, so the
-    `finally` runs.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _exit(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, _exit)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        finally:
+            remove_private_socket(endpoint)
+            remove_private(key_note)
+            engine.close()  # finishes the queued write paths, releases the store lock

@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TextIO
 
+from desktop_mem.api.stop_signals import stop_signals_exit
 from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, WriteOutcome, validate_conversation_id
 from desktop_mem.engine.config import Config
@@ -52,6 +53,9 @@ class TerminalChat:
         except KeyboardInterrupt:
             cancel.set()
             reply = future.result()
+        except SystemExit:  # SIGTERM / SIGHUP (run_chat): stop the reply, then leave
+            cancel.set()
+            raise
         self.out.write("\n")
         if reply.cancelled:
             self._dim("reply stopped; the partial text was kept")
@@ -124,6 +128,13 @@ def run_chat(config: Config, conversation: str, strategy: str | None, message: s
     validate_conversation_id(conversation)
     if message is not None and not message.strip():
         raise ValidationError("--message is empty; give the text to send")
+    # SIGTERM / SIGHUP (a closed terminal, `kill`): SystemExit, so a reply under way stops and the
+    # finally of _chat lets the write path finish and releases the store lock, as on Ctrl-D
+    with stop_signals_exit():
+        return _chat(config, conversation, strategy, message)
+
+
+def _chat(config: Config, conversation: str, strategy: str | None, message: str | None) -> int:
     engine = MemoryEngine.open(config)
     chat: TerminalChat | None = None
     try:

@@ -532,7 +532,7 @@ def cmd_mcp(args: argparse.Namespace, config: Config) -> int:
 
         return run(args.client, config.store_path, config_file=args.config, target=args.client_config,
                    dry_run=args.dry_run)
-    from desktop_mem.api.mcp_server import run_stdio
+    from desktop_mem.api.mcp_stdio import run_stdio
 
     run_stdio(config)
     return 0
