@@ -32,11 +32,15 @@ def application(argv: Sequence[str] | None = None) -> QApplication:
 
 
 def run_app(config: Config, argv: Sequence[str] | None = None) -> int:
-    """Show the window at once and open the store behind it; returns the exit code."""
+    """Show the window at once and open the store behind it; returns the exit code: 0 once the
+    window is closed, STOPPED_STATUS (143) once SIGTERM or SIGHUP closed it."""
     from desktop_mem.ui.main_window import MainWindow
+    from desktop_mem.ui.stop_signal_wakeup import STOPPED_STATUS, close_on_stop_signals
 
     app = application(argv)
     window = MainWindow(config)
     window.show()
-    window.open_store()
-    return app.exec()
+    with close_on_stop_signals(window.close_without_asking) as stopped:  # before the lock is taken
+        window.open_store()
+        status = app.exec()
+    return STOPPED_STATUS if stopped else status

@@ -180,6 +180,7 @@ class MainWindow(QMainWindow):
         self.welcome: WelcomePage | None = None
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
+        self._closing_unasked = False  # a stop signal (SIGTERM, SIGHUP) closes without a question
         self._setup_ui()
         self._setup_menus()
         self._restore_state()
@@ -305,15 +306,29 @@ class MainWindow(QMainWindow):
         self._close_engine()
         self.runner.wait_for_done()
 
+    def close_without_asking(self) -> None:
+        """Close as the close button does, but never ask about unsaved edits: nobody may be there
+        to answer (SIGTERM at a logout or shutdown). The edits are lost, as on a crash."""
+        self._closing_unasked = True
+        self.close()  # inside a close that is asking already, a no-op: that close reads the flag
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        if self.workspace is not None and self.workspace.editor.is_dirty() and not self._confirm(
-                self, "Quit?", "The memory in the editor has unsaved changes. Quit anyway?"):
+        if not self._may_close():
             event.ignore()
             return
         self.shutdown()
         event.accept()
 
     # -------------------------------------------------------------- private
+
+    def _may_close(self) -> bool:
+        """False when the user keeps the editor's unsaved edits. A stop signal never asks, and one
+        that came while the question was open answers it."""
+        if self._closing_unasked or self.workspace is None or not self.workspace.editor.is_dirty():
+            return True
+        quit_anyway = self._confirm(self, "Quit?",
+                                    "The memory in the editor has unsaved changes. Quit anyway?")
+        return quit_anyway or self._closing_unasked
 
     def _on_store_opened(self, opened: OpenedStore) -> None:
         from desktop_mem.ui.workspace import Workspace
