@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,26 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
     return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
 
 
+class StoreOpening:
+    """One open of the store on the writer; the engine it opened is kept here too.
+
+    The window gets that engine through a delivery queued to the GUI thread, which a window closed
+    (or reopened) meanwhile gets after its close, or never once the event loop ended: its close has
+    the writer close the engine from here instead, right after the open (`close_opened`).
+    """
+
+    def __init__(self, config: Config, read_only: bool) -> None:
+        self.config = config
+        self.read_only = read_only
+        self.engine: MemoryEngine | None = None  # written and read on the writer only
+
+    def open(self) -> OpenedStore:
+        """Run on the writer: `open_store`, keeping its engine."""
+        opened = open_store(self.config, self.read_only)
+        self.engine = opened.engine
+        return opened
+
+
 def import_index_modules() -> None:
     """Run in the read pool: import chromadb, onnxruntime and the index modules (seconds of
     imports) before the index opens on the writer, so saves made meanwhile do not wait for them.
@@ -157,6 +178,12 @@ def close_engine(engine: MemoryEngine) -> None:
     engine.close()
 
 
+def close_opened(opening: StoreOpening) -> None:
+    """Run on the writer after `opening`'s open: close the engine it opened, if it did."""
+    if opening.engine is not None:
+        close_engine(opening.engine)
+
+
 class MainWindow(QMainWindow):
     """desktop-mem's window."""
 
@@ -178,6 +205,7 @@ class MainWindow(QMainWindow):
         self.tool_notice: ToolNotice | None = None
         self.held_back_notice: HeldBackNotice | None = None
         self.welcome: WelcomePage | None = None
+        self._opening: StoreOpening | None = None  # the open under way, until it is delivered
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
         self._closing_unasked = False  # a stop signal (SIGTERM, SIGHUP) closes without a question
@@ -264,8 +292,9 @@ class MainWindow(QMainWindow):
         """Open the configured store on the writer thread; the window stays responsive."""
         self.loading_label.setText(f"Loading store…\n{self.config.store_path}")
         self.stack.setCurrentWidget(self.loading_label)
-        self.runner.submit_write(open_store, self.config, read_only, quiet=True,
-                                 on_result=self._on_store_opened, on_error=self._on_store_failed)
+        self._opening = opening = StoreOpening(self.config, read_only)
+        self.runner.submit_write(opening.open, quiet=True, on_result=partial(self._on_store_opened, opening),
+                                 on_error=partial(self._on_store_failed, opening))
         # The panes' modules load while the store opens: the opening thread spends part of its
         # time outside the interpreter (SQLite, git, waiting for the file scan), and this thread
         # is idle until it is done (~0.2 s of imports off the path to the listed store at 100k).
@@ -330,9 +359,12 @@ class MainWindow(QMainWindow):
                                     "The memory in the editor has unsaved changes. Quit anyway?")
         return quit_anyway or self._closing_unasked
 
-    def _on_store_opened(self, opened: OpenedStore) -> None:
+    def _on_store_opened(self, opening: StoreOpening, opened: OpenedStore) -> None:
         from desktop_mem.ui.workspace import Workspace
 
+        if opening is not self._opening:
+            return  # the window closed or reopened before this came: close_opened closes the engine
+        self._opening = None
         engine = opened.engine
         self.engine = engine
         self.bridge = EngineBridge(engine, self)
@@ -399,7 +431,10 @@ class MainWindow(QMainWindow):
         self.operations.run("Indexing the store", open_index_and_watch, engine,
                             on_result=self._on_index_opened, on_error=self._on_index_failed)
 
-    def _on_store_failed(self, error: BaseException) -> None:
+    def _on_store_failed(self, opening: StoreOpening, error: BaseException) -> None:
+        if opening is not self._opening:
+            return  # the window closed meanwhile: nobody to ask, nothing to show
+        self._opening = None
         if isinstance(error, StoreLockedError) and self._confirm(
                 self, "Store in use",
                 f"{error}\n\nOpen it read-only? You can read and search, but not chat or edit."):
@@ -493,6 +528,9 @@ class MainWindow(QMainWindow):
             self.welcome.set_busy(f"Could not create the demo store: {error}")
 
     def _close_engine(self) -> None:
+        opening, self._opening = self._opening, None
+        if opening is not None:  # its engine, if it opens, is closed right after on the writer
+            self.runner.submit_write(close_opened, opening, quiet=True)
         engine = self.engine
         if engine is None:
             return
