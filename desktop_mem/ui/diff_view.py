@@ -33,6 +33,7 @@ from desktop_mem.engine.api import (
     FrontMatterError,
     MemoryEngine,
     event_bytes,
+    event_texts,
     front_matter_changes,
     word_diff,
 )
@@ -72,7 +73,9 @@ def load_event_details(engine: MemoryEngine, event: TimelineEvent) -> EventDetai
     if event.type == EventType.SUMMARY and event.conversation_id:
         current = engine.summary(event.conversation_id)
         summary_hash = current.content_hash if current else None
-    return EventDetails(event, event.old_text or "", event.new_text or "", fields, error, summary_hash)
+    # A bulk commit's events carry no texts (they are classified from paths): the files read above do.
+    old_text, new_text = event_texts(event, old_raw, new_raw)
+    return EventDetails(event, old_text, new_text, fields, error, summary_hash)
 
 
 def inline_html(ops: list[tuple[DiffOp, str]]) -> str:

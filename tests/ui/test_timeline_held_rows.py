@@ -9,6 +9,7 @@ pool; the rows drawn are built and are dropped when another commit is selected.
 from __future__ import annotations
 
 import gc
+import subprocess
 import threading
 import zlib
 from typing import Any
@@ -104,3 +105,45 @@ def test_the_rows_of_a_bulk_commit_go_when_another_commit_is_selected(
     pane.select_commit(0)  # the small commit
     qtbot.waitUntil(lambda: pane.events_model.rowCount() == 1 and not threaded.busy, timeout=20000)
     assert alive(sha) == 0
+
+
+def test_the_diff_of_a_bulk_commits_event_shows_the_memory_texts_read_from_its_files(
+    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk commit's events carry no texts (classified from paths): the diff view reads them
+    from the files it reads for the front matter (it showed an empty diff)."""
+    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
+    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+        added = [tx.add(f"Imported fact number {i}", conversation_id="c1") for i in range(FILES)]
+    for memory in added:  # a bulk hand edit, committed with plain git (a sync remote's)
+        path = engine.root / memory.path
+        path.write_text(path.read_text(encoding="utf-8").replace("Imported fact", "Changed fact"),
+                        encoding="utf-8")
+    run = {"cwd": engine.root, "check": True, "capture_output": True}
+    subprocess.run(["git", "commit", "-qam", "Reword the facts"], **run)  # type: ignore[call-overload]
+    pane = TimelinePane(engine, threaded, page_size=10)
+    qtbot.addWidget(pane)
+    pane.reload()
+    qtbot.waitUntil(lambda: pane.model.rowCount() >= 2 and not threaded.busy, timeout=20000)
+    view = pane.diff_view
+
+    def shown(row: int, event_row: int) -> Any:
+        pane.select_commit(row)
+        qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+        pane.select_event(event_row)
+        event = pane.events_model.event_at(event_row)
+        qtbot.waitUntil(lambda: view.details is not None and view.details.event == event
+                        and not threaded.busy, timeout=20000)
+        assert pane.model.commit_at(row).events_from_paths  # type: ignore[union-attr]
+        return event
+
+    edit = shown(0, 3)
+    number = engine.get(edit.memory_id).text.rsplit(" ", 1)[1]
+    assert view.old_view.toPlainText() == f"Imported fact number {number}"
+    assert view.new_view.toPlainText() == f"Changed fact number {number}"
+    assert ">Imported</span>" in view.html["inline"] and ">Changed</span>" in view.html["inline"]
+
+    add = shown(1, 5)
+    index = [m.id for m in added].index(add.memory_id)
+    assert view.inline_view.toPlainText() == f"Imported fact number {index}"
+    assert view.old_view.toPlainText() == ""

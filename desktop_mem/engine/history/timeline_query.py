@@ -498,3 +498,20 @@ def event_bytes(engine: HistorySource, event: TimelineEvent) -> tuple[bytes | No
     old = file_bytes_at(engine, event.old_path, f"{event.commit}^") if event.old_path else None
     new = None if event.hard_delete else file_bytes_at(engine, event.path, event.commit)
     return old, new
+
+
+def event_texts(event: TimelineEvent, old_bytes: bytes | None, new_bytes: bytes | None) -> tuple[str, str]:
+    """The memory's text before and after an event, for the diff view: the event's own, or for an
+    event of a bulk commit (classified from its paths, without texts) the bodies of the two files
+    `event_bytes` read. A side that is missing, or whose front matter cannot be read, is ""."""
+    return (_text_of(event.old_text, old_bytes if event.old_path else None),
+            _text_of(event.new_text, new_bytes))
+
+
+def _text_of(text: str | None, raw: bytes | None) -> str:
+    if text is not None or raw is None:
+        return text or ""
+    try:
+        return front_matter.parse(front_matter.decode(raw)).body
+    except front_matter.FrontMatterError:
+        return ""  # the raw git diff shows it (the view says so)
