@@ -146,8 +146,7 @@ class TimelinePane(QWidget):
         self.event_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.event_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.event_view.setUniformItemSizes(True)
-        row = self.event_view.fontMetrics().height() + 6
-        self.event_view.setMinimumHeight(row * EVENT_ROWS + 2 * self.event_view.frameWidth())
+        self._fit_event_rows(self.event_view.fontMetrics().height() + 6)  # until rows give their height
         self.restore_button = QPushButton("Restore", self)
         self.revert_button = QPushButton("Revert replacement", self)
         self.summary_button = QPushButton("Restore this summary version", self)
@@ -335,6 +334,7 @@ class TimelinePane(QWidget):
         if commit is None:
             self._show_event(None, None)
             return
+        self._fit_event_rows(self.event_view.sizeHintForRow(0))
         self.select_event(self.events_model.first_kept())
 
     def _on_rows(self, commit: CommitInfo, query: TimelineQuery,
@@ -342,7 +342,15 @@ class TimelinePane(QWidget):
         if self.current_commit() is not commit or self.model.query != query:
             return  # another commit (or filter) was chosen meanwhile
         self.events_model.show(*rows)
+        self._fit_event_rows(self.event_view.sizeHintForRow(0))
         self.select_event(self.events_model.first_kept())
+
+    def _fit_event_rows(self, row: int) -> None:
+        """Keep room for EVENT_ROWS rows of `row` pixels (a row's real height is known once rows
+        are shown: its swatch and padding made it ~36 px against the font's ~22, so a bulk
+        commit's list, squeezed by the note above the diff, showed two rows at 768 px)."""
+        if row > 0:
+            self.event_view.setMinimumHeight(row * EVENT_ROWS + 2 * self.event_view.frameWidth())
 
     @Slot(QModelIndex, QModelIndex)
     def _on_event_view_current_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:

@@ -20,7 +20,7 @@ from PySide6.QtCore import Qt
 from desktop_mem.engine.history import timeline
 from desktop_mem.engine.models import Operation, TimelineEvent
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.timeline_pane import TimelinePane
+from desktop_mem.ui.timeline_pane import EVENT_ROWS, TimelinePane
 
 FILES = 40
 
@@ -147,3 +147,28 @@ def test_the_diff_of_a_bulk_commits_event_shows_the_memory_texts_read_from_its_f
     index = [m.id for m in added].index(add.memory_id)
     assert view.inline_view.toPlainText() == f"Imported fact number {index}"
     assert view.old_view.toPlainText() == ""
+
+
+def test_a_bulk_commits_event_list_keeps_room_for_its_rows_beside_the_note(
+    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note a bulk commit shows above the diff squeezed its event list to two rows at 768 px
+    (the minimum was counted in the font's height, a row is taller)."""
+    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
+    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+        for i in range(FILES):
+            tx.add(f"Imported fact {i}", conversation_id="c1")
+    pane = TimelinePane(engine, threaded, page_size=10)
+    qtbot.addWidget(pane)
+    pane.resize(1140, 500)  # offscreen rows are 26 px; under a real X server 36: two rows showed at 768 px
+    pane.show()
+    pane.reload()
+    qtbot.waitUntil(lambda: pane.model.rowCount() >= 1 and not threaded.busy, timeout=20000)
+
+    pane.select_commit(0)
+    qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+    qtbot.wait(50)
+
+    assert "changed 40 memory files" in pane.status_label.text()
+    row = pane.event_view.sizeHintForRow(0)
+    assert pane.event_view.viewport().height() >= EVENT_ROWS * row, (pane.event_view.viewport().height(), row)
