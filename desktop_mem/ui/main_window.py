@@ -116,7 +116,11 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
     from desktop_mem.engine.api import MemoryEngine
 
     engine = MemoryEngine.open(config, read_only=read_only)
-    return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
+    try:
+        return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
+    except BaseException:
+        engine.close()  # no window gets this engine: its lock must not outlive the failure
+        raise
 
 
 class StoreOpening:

@@ -258,3 +258,31 @@ def test_sigterm_while_the_store_opens_exits_143_and_frees_the_store(tmp_path: P
     assert read_holder(store) == {}, output
     with MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False})) as engine:
         assert not engine.read_only
+
+
+@pytest.mark.parametrize("failing", ["last_commit_line", "held_back_files"])
+def test_an_open_that_fails_after_taking_the_lock_releases_it(
+        make_config: Any, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    """The writer's open takes the lock, then reads the last commit and the held-back files: a
+    failure there reached the window as a failed open, and no one closed the engine it had opened
+    (the lock note stayed until the process ended)."""
+    from desktop_mem.engine.api import MemoryEngine, read_holder
+    from desktop_mem.ui import main_window
+
+    config = make_config()
+    MemoryEngine.open(config).close()  # the store exists
+
+    def broken(*_args: Any) -> Any:
+        raise RuntimeError("git is gone")
+
+    if failing == "last_commit_line":
+        monkeypatch.setattr(main_window, "last_commit_line", broken)
+    else:
+        monkeypatch.setattr(MemoryEngine, "held_back_files", broken)
+    with pytest.raises(RuntimeError, match="git is gone"):
+        main_window.open_store(config, False)
+
+    assert not read_holder(config.store_path)
+    again = MemoryEngine.open(config)  # writable: nothing holds the store
+    assert not again.read_only
+    again.close()
