@@ -12,13 +12,14 @@ import gc
 import subprocess
 import threading
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 
 from desktop_mem.engine.history import timeline
-from desktop_mem.engine.models import Operation, TimelineEvent
+from desktop_mem.engine.models import Memory, Operation, TimelineEvent
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline_pane import EVENT_ROWS, TimelinePane
 
@@ -40,18 +41,44 @@ def threaded(qtbot: Any) -> Any:
     runner.deleteLater()
 
 
+@pytest.fixture(autouse=True)
+def bulk_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit of FILES memory files is a bulk one (the rules are those of 201 files)."""
+    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
+
+
+def import_facts(engine: Any, text: str = "Imported fact {i}",
+                 conversation: Callable[[int], str] = lambda _i: "c1") -> list[Memory]:
+    """One import of FILES facts: a bulk commit."""
+    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+        return [tx.add(text.format(i=i), conversation_id=conversation(i)) for i in range(FILES)]
+
+
+def listed_pane(qtbot: Any, engine: Any, threaded: Any, commits: int, *,
+                size: tuple[int, int] | None = None) -> TimelinePane:
+    """A Timeline pane (shown when `size` is given) once its first page lists `commits` commits."""
+    pane = TimelinePane(engine, threaded, page_size=10)
+    qtbot.addWidget(pane)
+    if size is not None:
+        pane.resize(*size)
+        pane.show()
+    pane.reload()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == commits and not threaded.busy, timeout=20000)
+    return pane
+
+
+def select_rows(qtbot: Any, pane: TimelinePane, threaded: Any, row: int, rows: int) -> None:
+    """Select commit `row` and wait until its `rows` events are listed."""
+    pane.select_commit(row)
+    qtbot.waitUntil(lambda: pane.events_model.rowCount() == rows and not threaded.busy, timeout=20000)
+
+
 def test_selecting_a_bulk_commit_with_a_filter_reads_it_off_the_gui_thread_and_dims_the_rest(
     qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
-        for i in range(FILES):
-            tx.add(f"Imported fact {i}", conversation_id=("c2", "c1")[i % 2])
+    import_facts(engine, conversation=lambda i: ("c2", "c1")[i % 2])
     engine.add("User has a dog.")
-    pane = TimelinePane(engine, threaded, page_size=10)
-    qtbot.addWidget(pane)
-    pane.reload()
-    qtbot.waitUntil(lambda: pane.model.rowCount() == 2 and not threaded.busy, timeout=20000)
+    pane = listed_pane(qtbot, engine, threaded, 2)
     bulk = pane.model.commit_at(1)
     assert bulk is not None and bulk.events_from_paths
     sha = bulk.sha
@@ -68,8 +95,7 @@ def test_selecting_a_bulk_commit_with_a_filter_reads_it_off_the_gui_thread_and_d
     monkeypatch.setattr(zlib, "decompress", decompress)
     pane.conversation_combo.setCurrentIndex(pane.conversation_combo.findData("c2"))
     qtbot.waitUntil(lambda: pane.model.rowCount() == 1 and not threaded.busy, timeout=20000)
-    pane.select_commit(0)
-    qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+    select_rows(qtbot, pane, threaded, 0, FILES)
 
     assert unzipped_on and not any(unzipped_on)  # read on the read pool only
     model = pane.events_model
@@ -81,55 +107,40 @@ def test_selecting_a_bulk_commit_with_a_filter_reads_it_off_the_gui_thread_and_d
 
 
 def test_the_rows_of_a_bulk_commit_go_when_another_commit_is_selected(
-    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any, engine: Any, threaded: Any
 ) -> None:
-    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
-        for i in range(FILES):
-            tx.add(f"Imported fact {i}", conversation_id="c1")
+    import_facts(engine)
     engine.add("User has a dog.")
-    pane = TimelinePane(engine, threaded, page_size=10)
-    qtbot.addWidget(pane)
-    pane.show()
-    pane.reload()
-    qtbot.waitUntil(lambda: pane.model.rowCount() == 2 and not threaded.busy, timeout=20000)
+    pane = listed_pane(qtbot, engine, threaded, 2, size=(1000, 700))
     sha = pane.model.commit_at(1).sha  # type: ignore[union-attr]
 
-    pane.select_commit(1)
-    qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+    select_rows(qtbot, pane, threaded, 1, FILES)
     model = pane.events_model
     shown = [model.data(model.index(r, 0), Qt.ItemDataRole.DisplayRole) for r in range(FILES)]
     assert all(s.startswith("ADD") for s in shown)
     assert alive(sha) >= FILES  # the rows read (and the selected one, shown)
 
-    pane.select_commit(0)  # the small commit
-    qtbot.waitUntil(lambda: pane.events_model.rowCount() == 1 and not threaded.busy, timeout=20000)
+    select_rows(qtbot, pane, threaded, 0, 1)  # the small commit
     assert alive(sha) == 0
 
 
 def test_the_diff_of_a_bulk_commits_event_shows_the_memory_texts_read_from_its_files(
-    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any, engine: Any, threaded: Any
 ) -> None:
     """A bulk commit's events carry no texts (classified from paths): the diff view reads them
     from the files it reads for the front matter (it showed an empty diff)."""
-    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
-        added = [tx.add(f"Imported fact number {i}", conversation_id="c1") for i in range(FILES)]
+    added = import_facts(engine, "Imported fact number {i}")
     for memory in added:  # a bulk hand edit, committed with plain git (a sync remote's)
         path = engine.root / memory.path
         path.write_text(path.read_text(encoding="utf-8").replace("Imported fact", "Changed fact"),
                         encoding="utf-8")
     run = {"cwd": engine.root, "check": True, "capture_output": True}
     subprocess.run(["git", "commit", "-qam", "Reword the facts"], **run)  # type: ignore[call-overload]
-    pane = TimelinePane(engine, threaded, page_size=10)
-    qtbot.addWidget(pane)
-    pane.reload()
-    qtbot.waitUntil(lambda: pane.model.rowCount() >= 2 and not threaded.busy, timeout=20000)
+    pane = listed_pane(qtbot, engine, threaded, 2)
     view = pane.diff_view
 
     def shown(row: int, event_row: int) -> Any:
-        pane.select_commit(row)
-        qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+        select_rows(qtbot, pane, threaded, row, FILES)
         pane.select_event(event_row)
         event = pane.events_model.event_at(event_row)
         qtbot.waitUntil(lambda: view.details is not None and view.details.event == event
@@ -150,23 +161,15 @@ def test_the_diff_of_a_bulk_commits_event_shows_the_memory_texts_read_from_its_f
 
 
 def test_a_bulk_commits_event_list_keeps_room_for_its_rows_beside_the_note(
-    qtbot: Any, engine: Any, threaded: Any, monkeypatch: pytest.MonkeyPatch
+    qtbot: Any, engine: Any, threaded: Any
 ) -> None:
     """The note a bulk commit shows above the diff squeezed its event list to two rows at 768 px
     (the minimum was counted in the font's height, a row is taller)."""
-    monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
-        for i in range(FILES):
-            tx.add(f"Imported fact {i}", conversation_id="c1")
-    pane = TimelinePane(engine, threaded, page_size=10)
-    qtbot.addWidget(pane)
-    pane.resize(1140, 500)  # offscreen rows are 26 px; under a real X server 36: two rows showed at 768 px
-    pane.show()
-    pane.reload()
-    qtbot.waitUntil(lambda: pane.model.rowCount() >= 1 and not threaded.busy, timeout=20000)
+    import_facts(engine)
+    # offscreen rows are 26 px; under a real X server 36: two rows showed at 768 px
+    pane = listed_pane(qtbot, engine, threaded, 1, size=(1140, 500))
 
-    pane.select_commit(0)
-    qtbot.waitUntil(lambda: pane.events_model.rowCount() == FILES and not threaded.busy, timeout=20000)
+    select_rows(qtbot, pane, threaded, 0, FILES)
     qtbot.wait(50)
 
     assert "changed 40 memory files" in pane.status_label.text()

@@ -216,10 +216,9 @@ def sharing_model(tokenizer: Tokenizer) -> Tokenizer:
     twin.pre_tokenizer = tokenizer.pre_tokenizer
     twin.post_processor = tokenizer.post_processor
     twin.decoder = tokenizer.decoder
-    twin.add_special_tokens([token for _id, token in sorted(tokenizer.get_added_tokens_decoder().items())
-                             if token.special])
-    twin.add_tokens([token for _id, token in sorted(tokenizer.get_added_tokens_decoder().items())
-                     if not token.special])
+    added = [token for _id, token in sorted(tokenizer.get_added_tokens_decoder().items())]
+    twin.add_special_tokens([token for token in added if token.special])
+    twin.add_tokens([token for token in added if not token.special])
     if tokenizer.padding:
         twin.enable_padding(**tokenizer.padding)
     if tokenizer.truncation:
