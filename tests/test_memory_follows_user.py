@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from desktop_mem.engine.chat.context import FORGET_NOTE
-from desktop_mem.engine.chat.forgetting import FORGOTTEN
+from desktop_mem.engine.chat.forgetting import FORGOTTEN, RESTORED_REPLY
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
+from desktop_mem.engine.store.markdown_store import DELETED_BY_TURN, forget_undone
 from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 from tests.scripted_llm import Fault
 
@@ -21,6 +22,11 @@ def _sent(scripted_llm: Any) -> str:
     """Everything the last chat request put in front of the model."""
     body = [r.body for r in scripted_llm.chat_requests if is_chat(r.body)][-1]
     return "\n".join(str(m.get("content", "")) for m in body["messages"])
+
+
+def _messages(scripted_llm: Any) -> list[dict[str, Any]]:
+    """The messages of the last chat request."""
+    return list([r.body for r in scripted_llm.chat_requests if is_chat(r.body)][-1]["messages"])
 
 
 def _system(scripted_llm: Any) -> str:
@@ -94,10 +100,65 @@ def test_the_reply_to_forget_is_told_that_the_app_forgets(
     scripted_llm.default_reply = "Okay."
     _tell(chat_engine, "home", "I live in Lisbon.")
     assert FORGET_NOTE not in _system(scripted_llm)
-    _tell(chat_engine, "home", "Please forget where I live.")
+    ask = _tell(chat_engine, "home", "Please forget where I live.")
     assert FORGET_NOTE in _system(scripted_llm)
+    # ...and after the message itself, in the copy sent: the 1.5B model refused less and repeated
+    # the fact less with the note next to the request
+    note = f"Please forget where I live.\n\n({FORGET_NOTE})"
+    assert _messages(scripted_llm)[-1] == {"role": "user", "content": note}
+    assert chat_engine.get(ask.turn_id).text == "Please forget where I live."
     _tell(chat_engine, "home", "What's the weather like in spring?")
-    assert FORGET_NOTE not in _system(scripted_llm)
+    assert FORGET_NOTE not in _sent(scripted_llm)
+
+
+def test_a_restore_after_forget_tells_the_model_the_fact_is_remembered_again(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The 1.5B model answered "I've forgotten that" after the user restored the fact from the
+    Timeline: the "forget ..." message and its reply stayed in the transcript it read."""
+    scripted_llm.script(FACTS, '{"user": ["The user has a cat named Miso"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "The user has a cat named Miso.")
+    scripted_llm.script(is_chat, "Miso is a lovely name!", times=1)
+    scripted_llm.script(is_chat, "Done, I have forgotten your cat.", times=1)
+    scripted_llm.default_reply = "Okay."
+    _tell(chat_engine, "pets", "I have a cat named Miso.")
+    ask = _tell(chat_engine, "pets", "Please forget about my cat.")
+    [tomb] = [m for m in chat_engine.list_memories(role="memory", only_deleted=True) if "Miso" in m.text]
+    assert tomb.extra[DELETED_BY_TURN] == ask.turn_id
+    restored = chat_engine.restore(tomb.id)  # what the Timeline's Restore calls
+    assert forget_undone(restored) == ask.turn_id
+
+    _tell(chat_engine, "pets", "What is my cat's name?")
+    sent = _sent(scripted_llm)
+    assert "The user has a cat named Miso" in sent and "remembered again" in sent
+    assert "I have forgotten your cat" not in sent and "Please forget about my cat" not in sent
+    assert RESTORED_REPLY in sent
+    stored = [m.text for m in chat_engine.list_memories(conversation_id="pets") if m.role != "memory"]
+    assert "Done, I have forgotten your cat." in stored  # the transcript is the user's record
+
+    # Deleted again by hand, it is forgotten again, and the restore's note goes with it.
+    tomb = chat_engine.delete(restored.id)
+    assert DELETED_BY_TURN not in tomb.extra
+    chat_engine.chat("pets", "What is my cat's name?")
+    sent = _sent(scripted_llm)
+    assert "Miso" not in sent and "remembered again" not in sent
+    # ...and restored again, no chat message asked for that delete: nothing to say.
+    assert forget_undone(chat_engine.restore(tomb.id)) is None
+
+
+def test_a_fact_deleted_by_hand_and_restored_leaves_a_forget_message_as_it_was(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.default_reply = "Okay, done."
+    _tell(chat_engine, "pets", "Please forget my old phone number.")
+    fact = chat_engine.add("The user has a cat named Miso", conversation_id=GLOBAL_CONVERSATION)
+    chat_engine.restore(chat_engine.delete(fact.id).id)  # seconds after that message, by hand
+    chat_engine.chat("pets", "What is my cat's name?")
+    sent = _sent(scripted_llm)
+    assert "The user has a cat named Miso" in sent and "Please forget my old phone number" in sent
+    assert "remembered again" not in sent
 
 
 def test_a_fact_deleted_by_hand_is_masked_in_the_next_reply(

@@ -458,14 +458,24 @@ FORGET_NOTE: Final = (
     "memory when you have replied: say briefly that it is forgotten, and do not repeat it.")
 
 
-def _base_for_turn(base_prompt: str, sent: Sequence[Message]) -> str:
-    """The base prompt, plus FORGET_NOTE when the new message asks to forget: a small model
-    otherwise answers "I cannot forget" while the memory is being deleted."""
-    last = next((m for m in reversed(sent) if m.get("role") == "user"), None)
-    text = last.get("content") if last is not None else None
-    if isinstance(text, str) and forget_request(text) is not None:
-        return f"{base_prompt.rstrip()}\n\n{FORGET_NOTE}"
-    return base_prompt
+def _forget_asked(sent: Sequence[Message]) -> int | None:
+    """Where the new message is in `sent` when it asks to forget, else None."""
+    at = next((i for i in range(len(sent) - 1, -1, -1) if sent[i].get("role") == "user"), None)
+    text = sent[at].get("content") if at is not None else None
+    return at if isinstance(text, str) and forget_request(text) is not None else None
+
+
+def _told_to_forget(system: str, sent: list[Message]) -> str:
+    """FORGET_NOTE at the end of the system prompt and after the new message (in the copy sent,
+    never the stored turn) when that message asks to forget: a small model otherwise answers "I
+    cannot forget" while the memory is being deleted, or repeats what was asked to be forgotten.
+    Measured with the local 1.5B model, three requests x 6: with the note after the base prompt
+    only, 3 of 18 replies refused and 3 repeated the fact; with it in both places, 0 and 1."""
+    at = _forget_asked(sent)
+    if at is None:
+        return system
+    sent[at] = {**sent[at], "content": f"{sent[at]['content']}\n\n({FORGET_NOTE})"}
+    return f"{system.rstrip()}\n\n{FORGET_NOTE}"
 
 
 def _sendable(message: Message) -> Message:
@@ -502,13 +512,13 @@ def context_from(
     recalled = injected_memories(sent_ids) if callable(injected_memories) else injected_memories
     system: Message = {
         "role": "system",
-        "content": build_system_prompt(
-            _base_for_turn(base_prompt, body),
+        "content": _told_to_forget(build_system_prompt(
+            base_prompt,
             injected_memories=recalled,
             summary=outcome.summary,
             cross_session=cross_session,
             data_preamble=data_preamble,
-        ),
+        ), body),
     }
     return ContextResult(
         messages=[system, *body],

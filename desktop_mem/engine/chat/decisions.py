@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop_mem.engine.chat.currency import FROM_TURNS
 from desktop_mem.engine.models import Decision, Memory, NotFoundError, ValidationError
 from desktop_mem.engine.store.transaction import Transaction
 
@@ -44,8 +45,11 @@ def apply_decisions(
     tx: Transaction, get: Callable[[str], Memory], conv: str, decisions: Sequence[Planned],
     extra: Mapping[str, Any] | None = None,
 ) -> Applied:
-    """Write the decisions in `tx`. A target gone meanwhile (the user deleted it) is skipped."""
+    """Write the decisions in `tx`. A target gone meanwhile (the user deleted it) is skipped. A
+    delete records the turn that asked for it (`extra`'s from_turns: a chat turn's decisions)."""
     applied = Applied()
+    turns = (extra or {}).get(FROM_TURNS)
+    asked_by = str(turns[0]) if isinstance(turns, list) and turns else None
     for d in decisions:
         try:
             if d.event == Decision.ADD and (same := tx.same_fact(d.text, conv)) is not None:
@@ -57,7 +61,7 @@ def apply_decisions(
                 applied.updated.append(tx.replace(get(d.target_id), d.text, source=d.source,
                                                   kind=d.kind, extra=extra))
             elif d.event == Decision.DELETE and d.target_id:
-                applied.deleted.append(tx.soft_delete(get(d.target_id)))
+                applied.deleted.append(tx.soft_delete(get(d.target_id), by_turn=asked_by))
             elif d.target_id:
                 applied.unchanged.append(d.target_id)
         except (NotFoundError, ValidationError) as exc:

@@ -6,6 +6,11 @@ conversation that still states it, and the user message it was learned from is m
 no sentence of it can be matched; a replaced fact ("I moved to Ghent") is masked in the message
 it came from and the reply to that message, with what is true now. Sentences that state nothing
 gone stay, so the rest of a message is still read.
+
+Undoing a forget is immediate too: when the user restores a fact a "forget ..." message deleted,
+that message and the reply to it ("Done, I've forgotten where you live") are sent as a note that
+the fact is remembered again. Left as they were, a small model repeated its "forgotten" reply
+with the restored fact in front of it.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.currency import Superseded
 from desktop_mem.engine.chat.extraction import stale_matcher
 from desktop_mem.engine.models import TURN_ROLES, Memory, Role
+from desktop_mem.engine.store.markdown_store import forget_undone
 
 FORGOTTEN = "[forgotten at the user's request]"
+RESTORED_REPLY = "[a reply that said this was forgotten; the user has restored it since]"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 _CLAUSE = re.compile(r"([,;:]\s*|\s+(?:and|but|so|because|while|although|though)\s+)", re.IGNORECASE)
 
@@ -70,6 +77,27 @@ def mask_transcript(
             text, hit = " ".join(dict.fromkeys(g.label for g in carried)), True
         if hit:
             masked[turn.id] = text
+    return masked
+
+
+def restored_asks(
+    turns: Sequence[Memory], live_facts: Iterable[Memory], replies_to: Mapping[str, str]
+) -> dict[str, str]:
+    """Text to send instead of each "forget ..." message whose delete the user undid (a restore
+    of the fact, e.g. from the Timeline), and instead of the replies to it (by turn id). A fact
+    deleted by a chat message records its turn (store.markdown_store.forget_undone)."""
+    asked: dict[str, list[str]] = {}
+    for fact in live_facts:
+        by_turn = forget_undone(fact)
+        if by_turn is not None:
+            asked.setdefault(by_turn, []).append(" ".join(fact.text.split()))
+    if not asked:
+        return {}
+    asks = {t.id for t in turns if t.id in asked and t.role == Role.USER
+            and fact_guards.forget_request(t.text) is not None}
+    masked = {ask: f"[here the user asked to forget: {'; '.join(dict.fromkeys(asked[ask]))}. The user "
+                   "has restored it since: it is remembered again]" for ask in asks}
+    masked.update({reply: RESTORED_REPLY for reply, ask in replies_to.items() if ask in asks})
     return masked
 
 

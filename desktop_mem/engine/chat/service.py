@@ -202,7 +202,9 @@ class ChatService:
                 summary = replace(summary, text=shown_summary.text) if shown_summary.text else None
         gone = superseded_by_turn(snap, [conversation_id, GLOBAL_CONVERSATION])
         prompt_turns = [snap.for_prompt(m) for m in own]
-        masked = forgetting.mask_transcript(prompt_turns, gone, _replies_to(own), live) if gone else {}
+        replies_to = _replies_to(own)
+        masked = forgetting.mask_transcript(prompt_turns, gone, replies_to, live) if gone else {}
+        masked.update(forgetting.restored_asks(prompt_turns, live, replies_to))
         k = int((retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
         # Turns the transcript will show are not injected again: ask for that many more (within
         # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.

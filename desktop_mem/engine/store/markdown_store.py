@@ -151,6 +151,26 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+# Front matter of a fact a chat message deleted ("forget my cat": that message's turn id), and of
+# a deleted fact brought back (when). Together they tell a chat that its "forget ..." was undone.
+DELETED_BY_TURN = "deleted_by_turn"
+RESTORED_AT = "restored_at"
+
+
+def forget_undone(memory: Memory) -> str | None:
+    """The id of the user turn whose message deleted this fact, when the fact was restored since
+    (live, with `restored_at`); None otherwise or when a hand edit made the stamps unreadable
+    (they only inform the chat's context, chat/forgetting.py)."""
+    by_turn = memory.extra.get(DELETED_BY_TURN)
+    if memory.deleted or RESTORED_AT not in memory.extra or not isinstance(by_turn, str) or not by_turn:
+        return None
+    try:
+        restored = parse_when(memory.extra.get(RESTORED_AT), RESTORED_AT)
+    except ValidationError:
+        return None
+    return by_turn if restored is not None else None
+
+
 def parse_when(value: Any, key: str) -> datetime | None:
     """Read a timestamp from front matter (YAML datetime or ISO text); naive means UTC."""
     if value is None or value == "":
@@ -393,11 +413,13 @@ class MarkdownStore:
 
     def soft_delete(
         self, memory: Memory, *, replaced_by: str | None = None, target: str | None = None,
-        ended: str | None = None,
+        ended: str | None = None, by_turn: str | None = None,
     ) -> Memory:
         """Move the file under `deleted/` (same relative place, or `target`) and stamp it.
 
-        A fact gets `valid_to`: `ended` (when its replacement says it began), else now."""
+        A fact gets `valid_to`: `ended` (when its replacement says it began), else now, and
+        `deleted_by_turn`: `by_turn`, the chat message that asked for the delete (an earlier
+        one's stamp goes: this delete was not asked for by it)."""
         if memory.deleted:
             raise ValidationError(f"memory {memory.id} is already deleted")
         moved = self._move(memory, target or self.moved_path(memory))
@@ -405,6 +427,8 @@ class MarkdownStore:
         stamps: dict[str, Any] = {"deleted_at": now, "replaced_by": replaced_by}
         if memory.role == Role.MEMORY and not memory.valid_to:  # replaced or forgotten: true until now
             stamps[validity.VALID_TO] = validity.for_file(_ended(memory, ended) or validity.stamp(now))
+        if memory.role == Role.MEMORY:
+            stamps[DELETED_BY_TURN] = by_turn  # None: no such key written, an old one removed
         if memory.role == Role.SUMMARY:
             # The live summary's id is fixed (summary-<conversation>); a deleted version gets its
             # own, or it could not be named for restore once a newer summary holds that id.
@@ -418,7 +442,12 @@ class MarkdownStore:
         live = layout.counterpart(memory.path, memory.conversation_id)
         target = target or self._unique(live)
         moved = self._move(memory, target)
-        updates: dict[str, Any] = {"deleted_at": None, "replaced_by": None, "updated_at": utc_now()}
+        now = utc_now()
+        updates: dict[str, Any] = {"deleted_at": None, "replaced_by": None, "updated_at": now}
+        if memory.role == Role.MEMORY:
+            # A chat that asked to forget it is told it is remembered again (forget_undone), where
+            # a small model repeated its "it's forgotten" reply with the fact in front of it.
+            updates[RESTORED_AT] = now
         if memory.role == Role.MEMORY and memory.valid_to and memory.deleted_at is not None \
                 and validity.start(memory.valid_to) >= memory.deleted_at:
             updates[validity.VALID_TO] = None  # true again (a valid_to the user gave stays)

@@ -245,15 +245,18 @@ class Transaction:
         return self._wrote(self._store.rewrite(memory, updates, text, expected_hash=expected_hash))
 
     def soft_delete(
-        self, memory: Memory, *, replaced_by: str | None = None, ended: str | None = None
+        self, memory: Memory, *, replaced_by: str | None = None, ended: str | None = None,
+        by_turn: str | None = None,
     ) -> Memory:
         """Move under deleted/ with deleted_at (and replaced_by for an UPDATE); returns the tombstone.
-        `ended`: when it stopped being true, if the user said so (else now)."""
+        `ended`: when it stopped being true, if the user said so (else now); `by_turn`: the chat
+        message that asked for it."""
         self._writer.check_not_held(memory)
         self._undo.save(self._store, memory.path)
         target = self._store.moved_path(memory)
         self._undo.created(target)  # before the move: a stamp that fails after it is undone too
-        tomb = self._store.soft_delete(memory, replaced_by=replaced_by, target=target, ended=ended)
+        tomb = self._store.soft_delete(memory, replaced_by=replaced_by, target=target, ended=ended,
+                                      by_turn=by_turn)
         self._left(memory)
         return self._wrote(tomb)
 
