@@ -33,9 +33,9 @@ def application(argv: Sequence[str] | None = None) -> QApplication:
 
 def run_app(config: Config, argv: Sequence[str] | None = None) -> int:
     """Show the window at once and open the store behind it; returns the exit code: 0 once the
-    window is closed, STOPPED_STATUS (143) once SIGTERM or SIGHUP closed it."""
+    window is closed, 143 once SIGTERM or SIGHUP closed it, 130 once Ctrl+C (SIGINT) did."""
     from desktop_mem.ui.main_window import MainWindow
-    from desktop_mem.ui.stop_signal_wakeup import STOPPED_STATUS, close_on_stop_signals
+    from desktop_mem.ui.stop_signal_wakeup import close_on_stop_signals, exit_status
 
     app = application(argv)
     window = MainWindow(config)
@@ -43,4 +43,4 @@ def run_app(config: Config, argv: Sequence[str] | None = None) -> int:
     with close_on_stop_signals(window.close_without_asking) as stopped:  # before the lock is taken
         window.open_store()
         status = app.exec()
-    return STOPPED_STATUS if stopped else status
+    return exit_status(stopped) if stopped else status

@@ -1,9 +1,10 @@
-"""SIGTERM and SIGHUP close the window as its close button does (`kill`, a logout, a system
-shutdown, the terminal it was started from closed).
+"""SIGTERM, SIGHUP and SIGINT close the window as its close button does (`kill`, a logout, a
+system shutdown, the terminal it was started from closed, Ctrl+C in that terminal).
 
 Their default action ended the process on the spot: the store lock's note and the endpoint's
-socket folder stayed, and a chat turn's write path queued after the reply was lost. The handlers
-are api/stop_signals.py's, as in `serve`, `mcp` and `chat`. Python runs a handler only when the
+socket folder stayed, and a chat turn's write path queued after the reply was lost. Ctrl+C
+raised KeyboardInterrupt inside a Qt slot: a traceback was printed and the window stayed open.
+The handlers are api/stop_signals.py's, as in `serve`, `mcp` and `chat`. Python runs a handler only when the
 interpreter next gets control, which Qt's event loop (C++) may not give it for minutes: the C
 level handler writes to a socket (`signal.set_wakeup_fd`) whose other end a QSocketNotifier
 watches, so the loop wakes, Python runs the handler on the GUI thread, and the handler queues the
@@ -19,11 +20,8 @@ from collections.abc import Callable, Iterator
 
 from PySide6.QtCore import QCoreApplication, QObject, QSocketNotifier, QTimer, Slot
 
-from desktop_mem.api.stop_signals import stop_signals_exit
+from desktop_mem.api.stop_signals import STOP_SIGNALS, stop_signals_exit
 
-# As `serve`, `mcp` and `chat` exit on SIGTERM or SIGHUP: a wrapper can tell "stopped from outside"
-# from "closed by the user" (0); the shell's convention for SIGTERM.
-STOPPED_STATUS = 128 + signal.SIGTERM
 
 
 class SignalWakeup(QObject):
@@ -57,25 +55,41 @@ class SignalWakeup(QObject):
 
 @contextlib.contextmanager
 def close_on_stop_signals(close: Callable[[], None]) -> Iterator[list[int]]:
-    """While inside (around the event loop), the first SIGTERM or SIGHUP calls `close` from the
-    event loop, then ends every loop running (a dialog's too) with STOPPED_STATUS; the list
-    yielded then holds SIGTERM's number (SIGHUP is handled as SIGTERM). Later stop signals are
-    ignored (stop_signals_exit), so they cannot cut the close short."""
+    """While inside (around the event loop), the first SIGTERM, SIGHUP or SIGINT calls `close`
+    from the event loop, then ends every loop running (a dialog's too) with 128 + the signal's
+    number (exit_status); the list yielded then holds that number (SIGHUP is handled as SIGTERM).
+    Later stop signals are ignored (stop_signals_exit), so they cannot cut the close short."""
     received: list[int] = []
 
     def quit_now() -> None:
         close()
         # every event loop of the GUI thread ends, so an open dialog cannot keep the app running
-        QCoreApplication.exit(STOPPED_STATUS)
+        QCoreApplication.exit(exit_status(received))
 
     def stop(signum: int) -> None:
         # the handler may run in the middle of any Python code of the GUI thread: queue the close
+        if received:
+            return  # a SIGINT after a SIGTERM (or the reverse): the close is on its way
         received.append(signum)
         QTimer.singleShot(0, quit_now)
 
+    def interrupt(_signum: int, _frame: object) -> None:
+        for each in (*STOP_SIGNALS, signal.SIGINT):  # already on the way out
+            signal.signal(each, signal.SIG_IGN)
+        stop(signal.SIGINT)
+
     wakeup = SignalWakeup()
+    previous = signal.signal(signal.SIGINT, interrupt)
     try:
         with stop_signals_exit(stop):
             yield received
     finally:
+        signal.signal(signal.SIGINT, previous)
         wakeup.close()
+
+
+def exit_status(received: list[int]) -> int:
+    """The window's exit status after these stop signals: 128 + the first one's number, as a
+    shell reports a process it ended (143 for SIGTERM and SIGHUP, as `serve`, `mcp` and `chat`
+    exit; 130 for Ctrl+C), so a wrapper can tell "stopped from outside" from "closed" (0)."""
+    return 128 + received[0] if received else 0

@@ -99,11 +99,13 @@ def window(tmp_path: Path, scripted_llm: ScriptedLLM, folders: dict[str, Path]) 
         started.end()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
 def test_a_stop_signal_wakes_an_idle_event_loop_and_closes_once(qapp: Any, signum: signal.Signals) -> None:
     """Two stop signals while the event loop waits, with no Python code of its own to run: the
-    close runs at once, on the GUI thread, once, and the loop ends with 143 (without the wakeup
-    the handler waited for the 5 s safety net to end the loop, and the close never ran)."""
+    close runs at once, on the GUI thread, once, and the loop ends with 143 (130 for Ctrl+C;
+    without the wakeup the handler waited for the 5 s safety net to end the loop, and the close
+    never ran; Ctrl+C raised KeyboardInterrupt in a slot and the loop went on)."""
     from PySide6.QtCore import QTimer
 
     from desktop_mem.ui.stop_signal_wakeup import close_on_stop_signals
@@ -131,8 +133,10 @@ def test_a_stop_signal_wakes_an_idle_event_loop_and_closes_once(qapp: Any, signu
             sender.cancel()
             sender.join()
             safety_net.stop()
-    assert status == STOPPED
-    assert received == [signal.SIGTERM]  # SIGHUP is handled as SIGTERM, as in serve, mcp and chat
+    expected = signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM
+    assert status == 128 + expected
+    assert received == [expected]  # SIGHUP is handled as SIGTERM, as in serve, mcp and chat
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back after
     assert [thread for _, thread in closes] == [threading.main_thread()]
     assert closes[0][0] - started < 2
 
@@ -191,18 +195,21 @@ def _assert_released(store: Path) -> None:
         assert not engine.read_only
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
+                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
 def test_a_stop_signal_closes_the_window_and_frees_the_store(
     window: WindowProcess, folders: dict[str, Path], signum: signal.Signals,
 ) -> None:
-    """`kill` (or a closed terminal, a logout) while the window is open and idle: it closes as its
-    close button does, within seconds, status 143; the store is free for the next process and the
-    endpoint's 0700 socket folder is gone (it stayed behind, with the lock's note)."""
+    """`kill` (or a closed terminal, a logout, Ctrl+C in it) while the window is open and idle: it
+    closes as its close button does, within seconds, status 143 (130 for Ctrl+C); the store is
+    free for the next process and the endpoint's 0700 socket folder is gone (it stayed behind,
+    with the lock's note; Ctrl+C printed a KeyboardInterrupt and left the window open)."""
     endpoint = window.wait_serving()
     socket_folder = Path(endpoint[len(UNIX_PREFIX):]).parent
     assert socket_folder.parent == folders["run"] and socket_folder.is_dir()
     window.proc.send_signal(signum)
-    assert window.proc.wait(30) == STOPPED, window.output()
+    assert window.proc.wait(30) == (130 if signum == signal.SIGINT else STOPPED), window.output()
+    assert "KeyboardInterrupt" not in window.output()
     assert not socket_folder.exists()
     assert [p.name for f in (folders["run"], folders["temp"]) for p in f.glob("desktop-mem-*")] == []
     _assert_released(window.store)
