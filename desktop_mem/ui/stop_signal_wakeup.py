@@ -23,7 +23,6 @@ from PySide6.QtCore import QCoreApplication, QObject, QSocketNotifier, QTimer, S
 from desktop_mem.api.stop_signals import STOP_SIGNALS, stop_signals_exit
 
 
-
 class SignalWakeup(QObject):
     """While open, a signal with a Python handler wakes the Qt event loop, so the handler runs at
     once on the GUI thread (the main thread: signals are only set there)."""
