@@ -11,6 +11,7 @@ import pytest
 
 from desktop_mem.engine.chat.context import (
     MESSAGE_ID,
+    USER_FACTS_HEADING,
     ContextResult,
     SessionState,
     StrategySettings,
@@ -325,6 +326,25 @@ def test_injected_memories_stay_inside_the_marked_data_block() -> None:
     assert '"We planned a trip."' in block
     for line in prompt.splitlines():
         assert not line.lower().startswith(("system:", "###", "  system:", "  ###"))
+
+
+def test_the_users_facts_have_their_own_heading_not_a_conversations() -> None:
+    """The user's facts (read in every conversation) went in as "[global]" under "Recent summaries
+    of other conversations", and the window counted them as another conversation."""
+    prompt = build_system_prompt(
+        "Base.", injected_memories=[], summary=None, data_preamble="x",
+        cross_session=[("global", "- The user is a nurse\n- The user lives in Ghent"),
+                       ("work-chat", "Discussed the Q3 report.")],
+    )
+    block = data_block(prompt)
+    at = block.index(USER_FACTS_HEADING)
+    assert block[at + 1 : at + 3] == ['- "The user is a nurse"', '- "The user lives in Ghent"']
+    others = block.index("Recent summaries of other conversations:")
+    assert block[others + 1] == '- [work-chat] "Discussed the Q3 report."'
+    assert "[global]" not in prompt
+    only_facts = build_system_prompt("Base.", injected_memories=[], summary=None, data_preamble="x",
+                                     cross_session=[("global", "- The user is a nurse")])
+    assert "other conversations" not in only_facts and USER_FACTS_HEADING in only_facts
 
 
 def test_system_prompt_without_data_is_the_base_prompt() -> None:

@@ -9,15 +9,18 @@ a user can check later what an old answer used. Clicking a memory opens it in th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown, TurnMemory, learned_in, scope_of
+from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.memory_model import first_line
 
 SCOPE_NAMES = {"user": "yours", "conversation": "this chat", "other": "another chat"}
+USER_FACTS = "your facts"
 
 
 def describe_scores(scores: ScoreBreakdown) -> str:
@@ -59,8 +62,7 @@ def headline(used: MemoryUsed) -> str:
         parts.append("summary")
     count = len(used.memories)
     parts.append(f"{count} {'memory' if count == 1 else 'memories'}")
-    if used.cross_session:
-        parts.append(f"{len(used.cross_session)} other conversation(s)")
+    parts += _beside(c for c, _text in used.cross_session)
     tokens = f" · context {used.tokens_before}→{used.tokens_after} tokens" if used.tokens_freed else ""
     return f"Memory used: {' + '.join(parts)} · strategy {used.strategy}{tokens}"
 
@@ -72,10 +74,19 @@ def record_headline(record: TurnMemory) -> str:
         parts.append("summary (out of date, not used)" if record.summary_stale else "summary")
     count = len(record.used)
     parts.append(f"{count} {'memory' if count == 1 else 'memories'}")
-    if record.other_conversations:
-        parts.append(f"{len(record.other_conversations)} other conversation(s)")
+    parts += _beside(record.other_conversations)
     strategy = f" · strategy {record.strategy}" if record.strategy else ""
     return f"Memory used: {' + '.join(parts)}{strategy}"
+
+
+def _beside(conversations: Iterable[str]) -> list[str]:
+    """What the system prompt held besides the summary and the memories: the user's facts (the
+    "global" scope, read in every conversation: not another conversation) and other
+    conversations' summaries."""
+    names = list(conversations)
+    others = sum(c != GLOBAL_CONVERSATION for c in names)
+    return ([USER_FACTS] if GLOBAL_CONVERSATION in names else []) + (
+        [f"{others} other {'conversation' if others == 1 else 'conversations'}"] if others else [])
 
 
 def describe_record_update(record: TurnMemory) -> str:
@@ -151,9 +162,15 @@ class MemoryUsedPanel(QWidget):
                 "conversation already, so not repeated here (the MMR ranks skip "
                 f"{'it' if count == 1 else 'them'}).")
         for conversation, text in used.cross_session:
-            title = self._titles.get(conversation, conversation)
-            other = QLabel(f"From “{title}”: {first_line(text, 140)}", self.body)
+            if conversation == GLOBAL_CONVERSATION:
+                facts = [line.removeprefix("- ") for line in text.splitlines() if line.strip()]
+                shown = "; ".join(first_line(f, 60) for f in facts[:3]) + ("; …" if len(facts) > 3 else "")
+                label = f"Your facts, read in every conversation ({len(facts)}): {shown}"
+            else:
+                label = f"From “{self._titles.get(conversation, conversation)}”: {first_line(text, 140)}"
+            other = QLabel(label, self.body)
             other.setObjectName("mutedLabel")
+            other.setWordWrap(True)
             other.setToolTip(text)
             self._body.addWidget(other)
         if used.summary is None and not used.memories and not used.cross_session:
@@ -168,9 +185,12 @@ class MemoryUsedPanel(QWidget):
             score = f"final score {item.score:.2f}" if item.score is not None else "no score recorded"
             origin = where_from(item.scope, item.conversation_id, item.from_conversation, self._titles)
             self._add_row(UsedRow(item.id, item.text, origin, score), item.text)
-        if record.other_conversations:
+        others = [c for c in record.other_conversations if c != GLOBAL_CONVERSATION]
+        if GLOBAL_CONVERSATION in record.other_conversations:
+            self._add_note("Your facts, read in every conversation, were in the prompt too.")
+        if others:
             self._add_note("Summaries of other conversations: "
-                           + ", ".join(f"“{self._titles.get(c, c)}”" for c in record.other_conversations))
+                           + ", ".join(f"“{self._titles.get(c, c)}”" for c in others))
         if not record.summary_id and not record.used and not record.other_conversations:
             self._body.addWidget(QLabel("No stored memory matched this message.", self.body))
         self._add_note("As recorded with this reply; a memory changed since opens as it is now.")

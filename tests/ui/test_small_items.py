@@ -219,7 +219,7 @@ def test_an_older_reply_shows_the_memory_record_kept_with_its_turn(
                         "memories": [{"id": fact.id, "scope": "user", "conversation_id": "global",
                                       "role": "memory", "text": fact.text, "score": 0.71,
                                       "from_conversation": home}],
-                        "other_conversations": [home]},
+                        "other_conversations": ["global", home]},
         "memory_updated": {"version": 1, "added": [{"id": "x", "scope": "user",
                                                     "text": "The user has a daughter"}],
                            "updated": [], "deleted": [], "summary_changed": True}})
@@ -230,7 +230,10 @@ def test_an_older_reply_shows_the_memory_record_kept_with_its_turn(
     settle(runner)
     shown = pane.messages()[-1]
     panel = shown.used_panel
-    assert panel is not None and panel.toggle.text().startswith("Memory used: 1 memory + 1 other")
+    # the user's facts are named as such, not counted as another conversation
+    assert panel is not None
+    assert panel.toggle.text() == ("Memory used: 1 memory + your facts + 1 other conversation · "
+                                   "strategy trimming")
     assert [b.text() for b in panel.memory_buttons] == ["The user works as a nurse"]
     assert panel.origin_labels[0].text().startswith("yours (learned in “Home”)")
     assert shown.outcome_label.text() == ("Memory updated: added “The user has a daughter” · "
