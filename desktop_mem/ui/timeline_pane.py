@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QDate, QEvent, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -61,6 +61,30 @@ _SEARCH_DELAY_MS = 300
 SOURCE_FILTERS = (("All sources", None), ("AI tools (MCP)", "mcp"), ("desktop-mem", "app"),
                   ("Outside (git)", "git"))
 
+
+
+class _WrappingColumn(QWidget):
+    """A column whose minimum height follows its width: its row of actions (a FlowLayout) wraps
+    to a second row on a narrow pane, and the splitter above it, which knows no height-for-width,
+    gave it one row's room, so the buttons covered the event list's last row (seen under Xvfb at
+    the default 1200x720 on a 1366x768 screen)."""
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit(event.size().width())
+
+    def event(self, event: QEvent) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:  # a child's minimum changed (the event rows)
+            self._fit(self.width())
+        return handled
+
+    def _fit(self, width: int) -> None:
+        layout = self.layout()
+        if layout is not None and layout.hasHeightForWidth():
+            need = layout.minimumHeightForWidth(width)
+            if need > 0 and need != self.minimumHeight():
+                self.setMinimumHeight(need)  # the splitter gives it that much on its next layout
 
 class TimelinePane(QWidget):
     """Commits (filtered, paged) | the selected commit's events, their diff, lineage and actions."""
@@ -162,7 +186,7 @@ class TimelinePane(QWidget):
         self.detail_tabs = QTabWidget(self)
         self.detail_tabs.addTab(self.diff_view, "Diff")
         self.detail_tabs.addTab(self.lineage_view, "Lineage")
-        top_right = QWidget(self)
+        top_right = _WrappingColumn(self)
         top_layout = QVBoxLayout(top_right)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.event_view, 1)

@@ -10,18 +10,21 @@ selection, measured on the real window over the demo store.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from desktop_mem.engine.models import EventType
+from desktop_mem.resources import resource_path
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.timeline_pane import EVENT_ROWS
 from desktop_mem.ui.workspace import MEMORIES_TAB, TIMELINE_TAB
 from tests.ui.conftest import open_demo
 
 SIZES = ((1280, 720), (1366, 768))
+DEFAULT_ON_1366 = (1200, 720)  # the window's first size on a 1366x768 screen
 LONG_CONVERSATION = "a-really-long-conversation-name-about-the-garden-next-spring"
 
 
@@ -76,9 +79,20 @@ def test_memories_keep_their_proportions_whatever_is_selected(
     assert browser > editor, "the list keeps the larger share"
 
 
-@pytest.mark.parametrize(("width", "height"), SIZES)
+@pytest.fixture
+def app_style(qapp: Any) -> Iterator[None]:
+    """The app's style sheet (its padded buttons and rows), as `desktop-mem` runs with it."""
+    before = qapp.styleSheet()
+    qapp.setStyleSheet(resource_path("style.qss").read_text(encoding="utf-8"))
+    try:
+        yield
+    finally:
+        qapp.setStyleSheet(before)
+
+
+@pytest.mark.parametrize(("width", "height"), [*SIZES, DEFAULT_ON_1366])
 def test_timeline_event_list_lineage_and_messages_are_readable(
-        qtbot: Any, opened_window: MainWindow, width: int, height: int) -> None:
+        qtbot: Any, app_style: None, opened_window: MainWindow, width: int, height: int) -> None:
     window = opened_window
     ws = open_demo(qtbot, window)
     window.show_tab(TIMELINE_TAB)
@@ -93,6 +107,14 @@ def test_timeline_event_list_lineage_and_messages_are_readable(
     row_height = pane.event_view.sizeHintForRow(0)
     assert pane.event_view.viewport().height() >= EVENT_ROWS * row_height, (
         width, pane.event_view.viewport().height(), row_height)
+    # The actions below the list wrap to two rows on a narrow pane: they covered the list's last
+    # row (seen under Xvfb at 1366x768) while the splitter gave the column one row's room for them.
+    list_bottom = pane.event_view.mapTo(pane, QPoint(0, pane.event_view.height())).y()
+    for button in (pane.restore_button, pane.revert_button, pane.summary_button, pane.open_button):
+        top = button.mapTo(pane, QPoint(0, 0)).y()
+        assert top >= list_bottom, (width, button.text(), top, list_bottom)
+        details_top = pane.detail_tabs.mapTo(pane, QPoint(0, 0)).y()
+        assert button.mapTo(pane, QPoint(0, button.height())).y() <= details_top
 
     qtbot.waitUntil(lambda: pane.lineage_view.lineage is not None, timeout=10000)
     pane.detail_tabs.setCurrentWidget(pane.lineage_view)
