@@ -203,6 +203,27 @@ def test_a_stale_summary_is_not_injected_and_is_rewritten_by_the_next_turn(
     assert not again.used.summary_stale  # rewritten against the facts: fresh again
 
 
+def test_a_summary_left_empty_by_forget_is_made_of_the_facts_still_true(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: after "Please forget where I live" it rewrote the summary as
+    nothing, and the summary said "Nothing about the user is remembered" while the job and the
+    cat learned in that conversation were still true (they are the user's: filed under global)."""
+    scripted_llm.script(FACTS, json.dumps({"user": ["The user is a pharmacist", "The user lives in Lisbon",
+                                                    "The user has a cat named Pixel"], "task": []}), times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(SUMMARY, "A pharmacist in Lisbon with a cat named Pixel.", times=1)
+    scripted_llm.script(SUMMARY, "")  # the model has nothing left to say
+    scripted_llm.default_reply = "Okay."
+    _tell(chat_engine, "intro", "I'm a pharmacist, I live in Lisbon and I have a cat named Pixel.")
+    _tell(chat_engine, "intro", "Please forget where I live.")
+    summary = chat_engine.summary("intro")
+    assert summary is not None
+    lines = summary.text.splitlines()
+    assert "- The user is a pharmacist" in lines and "- The user has a cat named Pixel" in lines
+    assert "Lisbon" not in summary.text
+
+
 def test_the_summary_keeps_the_users_core_facts(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
     scripted_llm.script(FACTS, '{"user": ["The user\'s name is Mara", "The user works as a nurse"], '
                                '"task": []}', times=1)

@@ -277,7 +277,7 @@ def _summary_update(
             note = f"Summary not updated ({result.error}); the previous summary was kept."
         return None, covered, note
     if not text.strip():
-        text = _facts_summary(snap, conv, new_facts, superseded)
+        text = _facts_summary(live, conv, new_facts, superseded)
     text, _found = ports.writer.redact(text)
     return text, len(turns), note
 
@@ -286,12 +286,15 @@ NOTHING_TO_SUMMARISE = "Nothing about the user is remembered from this conversat
 
 
 def _facts_summary(
-    snap: ConversationSnapshot, conv: str, new_facts: list[str], superseded: list[tuple[str, str | None]]
+    live: Sequence[Memory], conv: str, new_facts: list[str], superseded: list[tuple[str, str | None]]
 ) -> str:
-    """A summary made of the conversation's live facts: for when all the old summary said is gone."""
+    """A summary made of the facts learned in the conversation that are true now (its own and the
+    user's, which are filed under "global"): for when all the old summary said is gone. Before, it
+    read the conversation's own facts only, so after "Please forget where I live" the 1.5B model's
+    empty summary became "Nothing about the user is remembered" beside a live job and cat."""
     gone = {old for old, _new in superseded}
-    live = [m.text for m in snap.list_memories(conversation_id=conv, role="memory")]
-    facts = [t for t in dict.fromkeys([*live, *new_facts]) if t not in gone]
+    kept = [m.text for m in summary_state.own_facts(live, conv)]
+    facts = [t for t in dict.fromkeys([*kept, *new_facts]) if t not in gone]
     return "\n".join(f"- {t}" for t in facts) or NOTHING_TO_SUMMARISE
 
 
