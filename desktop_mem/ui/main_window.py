@@ -2,29 +2,22 @@
 
 The window appears at once with "Loading store…"; the engine is built on the writer thread (lock,
 git, catalog) and the index opens after the panes are shown, so the list is usable while the
-embedder loads. A second instance on the same store gets a dialog offering read-only.
+embedder loads. A second instance on the same store gets a dialog offering read-only. The work
+it sends to threads to open, index and close the store is in store_session.py; the File menu's
+Sync, Import and Rebuild index in store_actions.py.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QLabel,
-    QMainWindow,
-    QMessageBox,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
@@ -33,17 +26,23 @@ from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.held_back_notice import HeldBackNotice
 from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_connect, show_shortcuts
-from desktop_mem.ui.long_operations import (
-    LongOperations,
-    describe_import,
-    import_file,
-    rebuild_index,
-    sync_store,
-)
+from desktop_mem.ui.long_operations import LongOperations
 from desktop_mem.ui.notice_bar import NoticeBar
 from desktop_mem.ui.progress import Cancelled, ProgressReporter
 from desktop_mem.ui.review_pane import ReviewBadge
-from desktop_mem.ui.status_bar import StatusBar, last_commit_line
+from desktop_mem.ui.status_bar import StatusBar
+from desktop_mem.ui.store_actions import StoreActions
+from desktop_mem.ui.store_session import (
+    KeptView,
+    OpenedStore,
+    StoreOpening,
+    close_engine,
+    close_opened,
+    import_index_modules,
+    import_panes,
+    open_index_and_watch,
+    start_endpoint_when_idle,
+)
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.tool_notice import ToolNotice
 from desktop_mem.ui.welcome_page import WelcomePage
@@ -51,16 +50,10 @@ from desktop_mem.ui.welcome_page import WelcomePage
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
-    from desktop_mem.engine.api import MemoryEngine, SyncResult
-    from desktop_mem.engine.models import SecretHeldBack
+    from desktop_mem.engine.api import MemoryEngine
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
-# The loopback endpoint starts once nobody typed for this long and no reply streams. Its server
-# (FastAPI, uvicorn, the routes) loads only when a first caller connects (api/app_endpoint.py);
-# loading it holds the GIL up to ~90 ms at a time, which froze search-as-you-type for 150-200 ms
-# when it loaded with the index (benchmarks/gui_start.py, py-spy).
-ENDPOINT_IDLE_MS = 1500
 DEFAULT_SIZE = QSize(1200, 780)
 # Room for a desktop's title bar and borders, which are not known before the window is shown.
 FRAME_ALLOWANCE = QSize(16, 48)
@@ -73,119 +66,6 @@ def initial_size(available: QRect) -> QSize:
     (title bar to status bar) fits the screen's free area, which leaves desktop panels out
     (1366×768 with a panel: 780 px high would push the status bar off the bottom edge)."""
     return DEFAULT_SIZE.boundedTo(available.size() - FRAME_ALLOWANCE)
-
-
-@dataclass(frozen=True)
-class OpenedStore:
-    """The result of opening a store in a worker."""
-
-    engine: MemoryEngine
-    empty: bool
-    last_commit: str
-    held_back: tuple[SecretHeldBack, ...] = ()  # hand edits with a likely secret, found at start
-
-
-@dataclass(frozen=True)
-class KeptView:
-    """What the user was looking at when Settings reopened the store."""
-
-    conversation: str | None
-    tab: int
-    typed: str
-    failure: tuple[str, str] | None = None  # (conversation, why its last reply failed)
-
-    @classmethod
-    def of(cls, workspace: Workspace) -> KeptView:
-        """Remember the workspace's conversation, tab, unsent message and failed reply."""
-        return cls(workspace.conversations.current, workspace.tabs.currentIndex(),
-                   workspace.chat.input.toPlainText(), workspace.chat.failure_note())
-
-    def restore(self, workspace: Workspace) -> None:
-        """Show them again in the new workspace (the transcript reloads from the store; the
-        unanswered message gets its interrupted reply and Retry back from there)."""
-        if self.failure is not None:
-            workspace.chat.keep_failure_note(*self.failure)
-        if self.conversation is not None:
-            workspace.conversations.select(self.conversation)
-        workspace.tabs.setCurrentIndex(self.tab)
-        workspace.chat.input.setPlainText(self.typed)
-
-
-def open_store(config: Config, read_only: bool) -> OpenedStore:
-    """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
-    from desktop_mem.engine.api import MemoryEngine
-
-    engine = MemoryEngine.open(config, read_only=read_only)
-    try:
-        return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
-    except BaseException:
-        engine.close()  # no window gets this engine: its lock must not outlive the failure
-        raise
-
-
-class StoreOpening:
-    """One open of the store on the writer; the engine it opened is kept here too.
-
-    The window gets that engine through a delivery queued to the GUI thread, which a window closed
-    (or reopened) meanwhile gets after its close, or never once the event loop ended: its close has
-    the writer close the engine from here instead, right after the open (`close_opened`).
-    """
-
-    def __init__(self, config: Config, read_only: bool) -> None:
-        self.config = config
-        self.read_only = read_only
-        self.engine: MemoryEngine | None = None  # written and read on the writer only
-
-    def open(self) -> OpenedStore:
-        """Run on the writer: `open_store`, keeping its engine."""
-        opened = open_store(self.config, self.read_only)
-        self.engine = opened.engine
-        return opened
-
-
-def import_index_modules() -> None:
-    """Run in the read pool: import chromadb, onnxruntime and the index modules (seconds of
-    imports) before the index opens on the writer, so saves made meanwhile do not wait for them.
-    Imports only: no engine state is touched."""
-    from desktop_mem.engine import api
-
-    api.import_index_modules()
-
-
-def _import_panes() -> None:
-    """Import the workspace's modules (run on the GUI thread while the store opens)."""
-    import desktop_mem.ui.workspace  # noqa: F401
-
-
-def open_index_and_watch(engine: MemoryEngine, progress: Callable[[int, int], None] | None = None) -> str:
-    """Run on the writer after the panes show: sync the index, then watch for outside edits."""
-    engine.open_index(progress)
-    engine.hold_chat_scope()  # the first chat turn's or search's global facts, read now
-    return "on" if engine.start_watcher() else "off"
-
-
-def start_endpoint(engine: MemoryEngine) -> None:
-    """Run on the writer: serve the app's loopback endpoint, which AI tools' `desktop-mem mcp`
-    processes write through (its server loads in its own thread)."""
-    from desktop_mem.api.app_endpoint import start_app_endpoint
-
-    start_app_endpoint(engine)
-
-
-def close_engine(engine: MemoryEngine) -> None:
-    """Run on the writer: stop watching, let write paths finish, release the lock."""
-    from desktop_mem.api.app_endpoint import stop_app_endpoint
-
-    stop_app_endpoint(engine)
-    engine.stop_watcher()
-    engine.wait_idle(30)
-    engine.close()
-
-
-def close_opened(opening: StoreOpening) -> None:
-    """Run on the writer after `opening`'s open: close the engine it opened, if it did."""
-    if opening.engine is not None:
-        close_engine(opening.engine)
 
 
 class MainWindow(QMainWindow):
@@ -240,6 +120,11 @@ class MainWindow(QMainWindow):
         self.status = StatusBar(self.runner, self)
         self.setStatusBar(self.status)
         self.operations = LongOperations(self.runner, self.status.progress, self)
+        # Sync, Import and Rebuild index; their outcomes are the window's signals too.
+        self.store_actions = StoreActions(self.operations, self.status, lambda: self.engine,
+                                          self._on_index_failed, self)
+        self.store_actions.sync_finished.connect(self.sync_finished)
+        self.store_actions.operation_finished.connect(self.operation_finished)
 
     def _setup_menus(self) -> None:
         bar = self.menuBar()
@@ -250,10 +135,10 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self.settings_action = self._action(file_menu, "&Settings…", "Ctrl+,", self.open_settings)
         self._action(file_menu, "Open store &folder", None, self._on_open_folder_triggered)
-        self.sync_action = self._action(file_menu, "S&ync with remote", "Ctrl+Shift+Y",
-                                        self._on_sync_triggered)
-        self.import_action = self._action(file_menu, "&Import memories…", None, self._on_import_triggered)
-        self.reindex_action = self._action(file_menu, "&Rebuild index", None, self._on_reindex_triggered)
+        actions = self.store_actions
+        self.sync_action = self._action(file_menu, "S&ync with remote", "Ctrl+Shift+Y", actions.sync)
+        self.import_action = self._action(file_menu, "&Import memories…", None, actions.choose_import)
+        self.reindex_action = self._action(file_menu, "&Rebuild index", None, actions.reindex)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         edit_menu = bar.addMenu("&Edit")
@@ -302,7 +187,7 @@ class MainWindow(QMainWindow):
         # The panes' modules load while the store opens: the opening thread spends part of its
         # time outside the interpreter (SQLite, git, waiting for the file scan), and this thread
         # is idle until it is done (~0.2 s of imports off the path to the listed store at 100k).
-        QTimer.singleShot(0, _import_panes)
+        QTimer.singleShot(0, import_panes)
 
     def post_notice(self, text: str, action_text: str | None = None,
                     action: Callable[[], None] | None = None) -> None:
@@ -314,6 +199,10 @@ class MainWindow(QMainWindow):
         if self.workspace is not None:
             self.stack.setCurrentWidget(self.workspace)
             self.workspace.tabs.setCurrentIndex(tab)
+
+    def import_file(self, path: Path) -> ProgressReporter | None:
+        """Import a file on the writer, with progress and Cancel (returns the operation's reporter)."""
+        return self.store_actions.import_file(path)
 
     @Slot()
     def open_settings(self, group: str | None = None, prefill: Mapping[str, str] | None = None) -> None:
@@ -453,35 +342,8 @@ class MainWindow(QMainWindow):
                                 "the store is read-only")
         if self.workspace is not None:
             self.workspace.browser.refresh()
-            self._start_endpoint_when_idle(self.workspace)
+            start_endpoint_when_idle(self.workspace, self.runner, lambda: self.engine)
         self.index_ready.emit()
-
-    def _start_endpoint_when_idle(self, workspace: Workspace) -> None:
-        """Start the loopback endpoint once the user pauses (see ENDPOINT_IDLE_MS)."""
-        engine = self.engine
-        timer = QTimer(workspace)
-        timer.setSingleShot(True)
-        timer.setInterval(ENDPOINT_IDLE_MS)
-        typing = (workspace.browser.search_edit.textChanged, workspace.chat.input.textChanged)
-
-        def restart(*_: object) -> None:
-            timer.start()
-
-        for typed in typing:
-            typed.connect(restart)
-
-        def start() -> None:
-            if engine is None or engine is not self.engine:
-                return  # closed or reopened meanwhile: the new engine has its own timer
-            if workspace.chat.busy:
-                timer.start()
-                return
-            for typed in typing:
-                typed.disconnect(restart)
-            self.runner.submit_write(start_endpoint, engine, quiet=True)
-
-        timer.timeout.connect(start)
-        timer.start()
 
     def _on_index_failed(self, error: BaseException) -> None:
         if isinstance(error, Cancelled):
@@ -599,77 +461,6 @@ class MainWindow(QMainWindow):
     def _on_stop_triggered(self) -> None:
         if self.workspace is not None:
             self.workspace.chat.stop()
-
-    @Slot()
-    def _on_sync_triggered(self) -> None:
-        """Pull, merge (conflicts kept side by side), push: on the writer; the answer is non-modal."""
-        if self.engine is None or self.engine.read_only:
-            return
-        self.operations.run("Syncing with the remote", sync_store, self.engine, cancellable=False,
-                            on_result=self._on_synced, on_error=self._on_sync_failed)
-
-    @Slot()
-    def _on_import_triggered(self) -> None:
-        """Import a ChatGPT or Claude data export, a mem0 / OpenMemory export, a JSON list, a
-        desktop-mem export or Markdown (all or nothing)."""
-        if self.engine is None or self.engine.read_only:
-            return
-        path, _filter = QFileDialog.getOpenFileName(
-            self, "Import memories", "",
-            "Exports and memories (*.zip *.json *.md *.markdown *.txt);;All files (*)")
-        if path:
-            self.import_file(Path(path))
-
-    def import_file(self, path: Path) -> ProgressReporter | None:
-        """Import a file on the writer, with progress and Cancel (returns the operation's reporter)."""
-        if self.engine is None:
-            return None
-        return self.operations.run(f"Importing {path.name}", import_file, self.engine, path,
-                            on_result=lambda r: self._tell(describe_import(r)),
-                            on_error=lambda e: self._tell(f"Nothing was imported: {e}"))
-
-    @Slot()
-    def _on_reindex_triggered(self) -> None:
-        """Drop the derived indexes and rebuild them from the files (progress and Cancel)."""
-        if self.engine is None or self.engine.read_only:
-            return
-        self.status.set_index_state("Rebuilding index…")
-        self.operations.run("Rebuilding the index", rebuild_index, self.engine,
-                            on_result=self._on_reindexed, on_error=self._on_reindex_failed)
-
-    def _on_reindexed(self, count: int) -> None:
-        self.status.set_index_state("Index ready")
-        self._tell(f"Index rebuilt: {count:,} memories embedded.")
-
-    def _on_reindex_failed(self, error: BaseException) -> None:
-        self._on_index_failed(error)
-        self._tell("Index rebuild cancelled: it continues at the next start." if isinstance(error, Cancelled)
-                   else f"Index rebuild failed: {error}")
-
-    def _tell(self, text: str) -> None:
-        self.last_message = text
-        self.statusBar().showMessage(text, 15000)
-        self.operation_finished.emit(text)
-
-    def _on_synced(self, result: SyncResult) -> None:
-        lines = [f"Synced with {result.remote} ({result.branch}): {result.incoming_commits} commit(s) in, "
-                 f"{result.outgoing_commits} out{'' if result.pushed else ', not pushed'}."]
-        for conflict in result.conflicts:
-            lines.append(f"Changed on both machines: {conflict.path} — yours kept; theirs saved as "
-                         f"{conflict.their_copy_path or 'a separate memory'} ({conflict.note}).")
-        self._show_sync_message("\n".join(lines), bool(result.conflicts))
-
-    def _on_sync_failed(self, error: BaseException) -> None:
-        self._show_sync_message(f"Sync failed: {error}", True)
-
-    def _show_sync_message(self, text: str, warn: bool) -> None:
-        self.last_sync_message = text
-        self.statusBar().showMessage(text.splitlines()[0], 15000)
-        self.sync_finished.emit(text)
-        if warn:
-            box = QMessageBox(QMessageBox.Icon.Warning, "Sync", text, QMessageBox.StandardButton.Ok, self)
-            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-            box.open()  # non-modal: the window stays usable
 
     def shortcuts_text(self) -> str:
         """Every shortcut of the window (Help > Keyboard shortcuts)."""

@@ -30,8 +30,9 @@ from PySide6.QtCore import QSettings
 from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.store.store_lock import read_holder
-from desktop_mem.ui import main_window
-from desktop_mem.ui.main_window import MainWindow, OpenedStore
+from desktop_mem.ui import main_window, store_session
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.store_session import OpenedStore
 from desktop_mem.ui.task_runner import TaskRunner
 from tests.mcp_clients import ROOT, cli_env
 
@@ -62,7 +63,7 @@ def held_open(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[OpenedStor
     """The writer's store open, finished only once `release` is set (the real open ran before)."""
     opened: list[OpenedStore] = []
     release = threading.Event()
-    real_open = main_window.open_store
+    real_open = store_session.open_store
 
     def open_store(config: Any, read_only: bool) -> OpenedStore:
         store = real_open(config, read_only)
@@ -70,7 +71,7 @@ def held_open(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[OpenedStor
         release.wait(HOLD_TIMEOUT)
         return store
 
-    monkeypatch.setattr(main_window, "open_store", open_store)
+    monkeypatch.setattr(store_session, "open_store", open_store)
     yield opened, release
     release.set()
     for store in opened:  # a failed test's engine
@@ -81,13 +82,14 @@ def held_open(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[OpenedStor
 def closes(monkeypatch: pytest.MonkeyPatch) -> list[MemoryEngine]:
     """Every engine the window closes, once per close."""
     closed: list[MemoryEngine] = []
-    real_close = main_window.close_engine
+    real_close = store_session.close_engine
 
     def close_engine(engine: MemoryEngine) -> None:
         closed.append(engine)
         real_close(engine)
 
-    monkeypatch.setattr(main_window, "close_engine", close_engine)
+    for module in (store_session, main_window):  # after an open (close_opened), and the window's own
+        monkeypatch.setattr(module, "close_engine", close_engine)
     return closed
 
 
@@ -155,13 +157,13 @@ def test_an_open_that_fails_while_the_window_closes_asks_nothing(
     win = _window(qtbot, config, tmp_path, questions)
     runner = win.runner
     assert isinstance(runner, ShutdownWatchingRunner)
-    real_open = main_window.open_store
+    real_open = store_session.open_store
 
     def open_store(config: Any, read_only: bool) -> OpenedStore:
         runner.shutting_down.wait(HOLD_TIMEOUT)
         return real_open(config, read_only)
 
-    monkeypatch.setattr(main_window, "open_store", open_store)
+    monkeypatch.setattr(store_session, "open_store", open_store)
     with MemoryEngine.open(config):  # another app holds the store
         win.open_store()
         win.close()
@@ -201,10 +203,10 @@ def test_settings_saved_while_the_store_opens_reopen_it_writable(
 # shutdown waits for it, as in the tests above.
 HELD_WINDOW = f"HOLD_TIMEOUT = {HOLD_TIMEOUT}\n" + textwrap.dedent("""
     import sys, threading
-    from desktop_mem.ui import main_window, task_runner
+    from desktop_mem.ui import store_session, task_runner
 
     shutting_down = threading.Event()
-    real_open, real_wait = main_window.open_store, task_runner.TaskRunner.wait_for_done
+    real_open, real_wait = store_session.open_store, task_runner.TaskRunner.wait_for_done
 
     def open_store(config, read_only):
         opened = real_open(config, read_only)
@@ -215,7 +217,7 @@ HELD_WINDOW = f"HOLD_TIMEOUT = {HOLD_TIMEOUT}\n" + textwrap.dedent("""
         shutting_down.set()
         return real_wait(self, msecs)
 
-    main_window.open_store = open_store
+    store_session.open_store = open_store
     task_runner.TaskRunner.wait_for_done = wait_for_done
     from desktop_mem.cli.main import main
     sys.exit(main(sys.argv[1:]))
@@ -267,7 +269,7 @@ def test_an_open_that_fails_after_taking_the_lock_releases_it(
     failure there reached the window as a failed open, and no one closed the engine it had opened
     (the lock note stayed until the process ended)."""
     from desktop_mem.engine.api import MemoryEngine, read_holder
-    from desktop_mem.ui import main_window
+    from desktop_mem.ui import store_session
 
     config = make_config()
     MemoryEngine.open(config).close()  # the store exists
@@ -276,11 +278,11 @@ def test_an_open_that_fails_after_taking_the_lock_releases_it(
         raise RuntimeError("git is gone")
 
     if failing == "last_commit_line":
-        monkeypatch.setattr(main_window, "last_commit_line", broken)
+        monkeypatch.setattr(store_session, "last_commit_line", broken)
     else:
         monkeypatch.setattr(MemoryEngine, "held_back_files", broken)
     with pytest.raises(RuntimeError, match="git is gone"):
-        main_window.open_store(config, False)
+        store_session.open_store(config, False)
 
     assert not read_holder(config.store_path)
     again = MemoryEngine.open(config)  # writable: nothing holds the store

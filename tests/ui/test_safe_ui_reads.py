@@ -24,8 +24,8 @@ from tests.test_hand_edit_secrets import KEY, _hand_edit
 
 NOT_READS: dict[str, str] = {
     "long_operations.import_file": "write", "long_operations.rebuild_index": "write",
-    "long_operations.sync_store": "write", "main_window.close_engine": "lifecycle",
-    "main_window.open_index_and_watch": "lifecycle", "main_window.start_endpoint": "lifecycle",
+    "long_operations.sync_store": "write", "store_session.close_engine": "lifecycle",
+    "store_session.open_index_and_watch": "lifecycle", "store_session.start_endpoint": "lifecycle",
     "problem_editor.save_raw": "write", "tool_notice.undo_changes": "write",
     "problem_editor.load_raw": "the problem editor: the raw file, asked for by name",
 }

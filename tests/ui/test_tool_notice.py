@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from desktop_mem.engine.store.store_lock import read_holder
-from desktop_mem.ui.main_window import ENDPOINT_IDLE_MS, MainWindow
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.store_session import ENDPOINT_IDLE_MS
 from desktop_mem.ui.timeline_model import SOURCE_ROLE
 from desktop_mem.ui.tool_notice import notice_text
 from desktop_mem.ui.workspace import TIMELINE_TAB
