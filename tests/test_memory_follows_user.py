@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from desktop_mem.engine.chat.context import FORGET_NOTE
+from desktop_mem.engine.chat.context import FORGET_NOTE, NOTHING_TO_FORGET_NOTE
 from desktop_mem.engine.chat.forgetting import FORGOTTEN, RESTORED_REPLY
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
@@ -96,6 +96,7 @@ def test_the_reply_to_forget_is_told_that_the_app_forgets(
 ) -> None:
     """A small model answered "I cannot forget your location" while the app deleted it: the
     turn that asks to forget tells the model the app does it; other turns do not say so."""
+    scripted_llm.script(FACTS, '{"user": ["The user lives in Lisbon"], "task": []}', times=1)
     scripted_llm.script(FACTS, '{"user": [], "task": []}')
     scripted_llm.default_reply = "Okay."
     _tell(chat_engine, "home", "I live in Lisbon.")
@@ -109,6 +110,37 @@ def test_the_reply_to_forget_is_told_that_the_app_forgets(
     assert chat_engine.get(ask.turn_id).text == "Please forget where I live."
     _tell(chat_engine, "home", "What's the weather like in spring?")
     assert FORGET_NOTE not in _sent(scripted_llm)
+    assert not [m for m in chat_engine.list_memories(role="memory") if "Lisbon" in m.text]
+
+
+def test_the_reply_to_forget_is_told_when_nothing_matches(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen through `serve` with the 1.5B model: "Please forget where I live" when no stored fact
+    said where ("The user grows tomatoes on their balcony") got "I forgot where you live" while
+    the app deleted nothing. The reply is now told nothing matches; the fact stays."""
+    def teaching(words: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda body: FACTS in json.dumps(body) and words in json.dumps(body["messages"][-1])
+
+    tomatoes, rex = "The user grows tomatoes on their balcony", "The user has a dog named Rex"
+    scripted_llm.script(teaching("tomatoes"), json.dumps({"user": [tomatoes], "task": []}))
+    scripted_llm.script(teaching("named Rex"), json.dumps({"user": [rex], "task": []}))
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.default_reply = "Okay."
+    _tell(chat_engine, "garden", "I grow tomatoes on my balcony.")
+    _tell(chat_engine, "garden", "Please forget where I live.")
+    assert NOTHING_TO_FORGET_NOTE in _system(scripted_llm) and FORGET_NOTE not in _sent(scripted_llm)
+    assert _messages(scripted_llm)[-1]["content"].endswith(f"({NOTHING_TO_FORGET_NOTE})")
+    assert [m.text for m in chat_engine.list_memories(role="memory")] == [tomatoes]
+    # a bare "forget that" after a message that taught nothing: nothing to forget either
+    _tell(chat_engine, "garden", "What's the weather like?")
+    _tell(chat_engine, "garden", "Forget that.")
+    assert NOTHING_TO_FORGET_NOTE in _system(scripted_llm)
+    # ...and after one that did, the app deletes it and says so
+    _tell(chat_engine, "garden", "I have a dog named Rex.")
+    _tell(chat_engine, "garden", "Forget that.")
+    assert FORGET_NOTE in _system(scripted_llm)
+    assert not [m for m in chat_engine.list_memories(role="memory") if "Rex" in m.text]
 
 
 def test_a_restore_after_forget_tells_the_model_the_fact_is_remembered_again(

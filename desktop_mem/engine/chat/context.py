@@ -466,6 +466,10 @@ def open_memory(
 FORGET_NOTE: Final = (
     "The user's last message asks you to forget something. This app deletes it from the user's "
     "memory when you have replied: say briefly that it is forgotten, and do not repeat it.")
+NOTHING_TO_FORGET_NOTE: Final = (
+    "The user's last message asks you to forget something, but nothing stored in the user's memory "
+    "matches it, so this app deletes nothing: say briefly that nothing about it is stored, and do "
+    "not repeat it.")
 
 
 def _forget_asked(sent: Sequence[Message]) -> int | None:
@@ -475,17 +479,20 @@ def _forget_asked(sent: Sequence[Message]) -> int | None:
     return at if isinstance(text, str) and forget_request(text) is not None else None
 
 
-def _told_to_forget(system: str, sent: list[Message]) -> str:
+def _told_to_forget(system: str, sent: list[Message], nothing_to_forget: bool) -> str:
     """FORGET_NOTE at the end of the system prompt and after the new message (in the copy sent,
     never the stored turn) when that message asks to forget: a small model otherwise answers "I
     cannot forget" while the memory is being deleted, or repeats what was asked to be forgotten.
     Measured with the local 1.5B model, three requests x 6: with the note after the base prompt
-    only, 3 of 18 replies refused and 3 repeated the fact; with it in both places, 0 and 1."""
+    only, 3 of 18 replies refused and 3 repeated the fact; with it in both places, 0 and 1.
+    NOTHING_TO_FORGET_NOTE instead when no stored fact matches (the write path deletes nothing):
+    the model had said "I forgot where you live" about a store that kept the fact."""
     at = _forget_asked(sent)
     if at is None:
         return system
-    sent[at] = {**sent[at], "content": f"{sent[at]['content']}\n\n({FORGET_NOTE})"}
-    return f"{system.rstrip()}\n\n{FORGET_NOTE}"
+    note = NOTHING_TO_FORGET_NOTE if nothing_to_forget else FORGET_NOTE
+    sent[at] = {**sent[at], "content": f"{sent[at]['content']}\n\n({note})"}
+    return f"{system.rstrip()}\n\n{note}"
 
 
 def _sendable(message: Message) -> Message:
@@ -504,8 +511,11 @@ def context_from(
     injected_memories: Recalled = (),
     cross_session: Sequence[tuple[str, str]] = (),
     data_preamble: str = DEFAULT_DATA_PREAMBLE,
+    nothing_to_forget: bool = False,
 ) -> ContextResult:
-    """One system message (base + data block) followed by ``memory.read()``.
+    """One system message (base + data block) followed by ``memory.read()``. When the new message
+    asks to forget, the model is told whether the app deletes something (``nothing_to_forget``:
+    no stored fact matches it).
 
     ``tokens_before`` counts every stored message, ``tokens_after`` what is sent; both include
     the same system prompt.
@@ -528,7 +538,7 @@ def context_from(
             summary=outcome.summary,
             cross_session=cross_session,
             data_preamble=data_preamble,
-        ), body),
+        ), body, nothing_to_forget),
     }
     return ContextResult(
         messages=[system, *body],

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards
-from desktop_mem.engine.chat.currency import Superseded
+from desktop_mem.engine.chat.currency import Superseded, from_turns
 from desktop_mem.engine.chat.extraction import stale_matcher
 from desktop_mem.engine.models import TURN_ROLES, Memory, Role
 from desktop_mem.engine.store.markdown_store import forget_undone
@@ -78,6 +78,24 @@ def mask_transcript(
         if hit:
             masked[turn.id] = text
     return masked
+
+
+def forget_targets(live_facts: Sequence[Memory], request: str, previous_user: str | None) -> list[Memory]:
+    """The live facts a "forget ..." message names (``request``: fact_guards.forget_request's
+    answer). A bare "forget that" ("") names the facts learned from the previous user message
+    (``previous_user``, its turn id); otherwise the facts that best match the words named. The write
+    path deletes exactly these, and the reply is told beforehand whether there are any."""
+    if not request:
+        return [m for m in live_facts if previous_user and previous_user in from_turns(m)]
+    wanted = fact_guards.stems(request)
+    scored: list[tuple[float, Memory]] = []
+    for m in live_facts:
+        words = fact_guards.stems(m.text)
+        shared = len(wanted & words) + (0.5 if fact_guards.same_topic(request, m.text) else 0.0)
+        if wanted and shared / len(wanted) >= 0.5:
+            scored.append((shared, m))
+    best = max((score for score, _m in scored), default=0.0)
+    return [m for score, m in scored if score == best]
 
 
 def restored_asks(

@@ -13,10 +13,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from desktop_mem.engine.chat import fact_guards, scopes, summary_state
+from desktop_mem.engine.chat import fact_guards, forgetting, scopes, summary_state
 from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
 from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
-from desktop_mem.engine.chat.currency import from_turns
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.extraction import (
     ChatModel,
@@ -197,27 +196,11 @@ def _neighbourhood(
 def _forget_targets(
     snap: ConversationSnapshot, conv: str, request: str, turn: TurnRecord
 ) -> tuple[Decision, ...]:
-    """DELETE decisions for "forget ...": a bare "forget that" means the facts of the previous
-    user message; otherwise the live facts (of the conversation and the user's) that best match
-    what the user named."""
-    live = _facts(snap, conv)
-    if not request:
-        previous = [m for m in snap.transcript(conv) if m.role == Role.USER and m.id != turn.user.id]
-        if not previous:
-            return ()
-        last = previous[-1].id
-        return tuple(Decision("DELETE", m.text, m.id) for m in live if last in from_turns(m))
-    wanted = fact_guards.stems(request)
-    scored: list[tuple[float, Memory]] = []
-    for m in live:
-        words = fact_guards.stems(m.text)
-        shared = len(wanted & words) + (0.5 if fact_guards.same_topic(request, m.text) else 0.0)
-        if wanted and shared / len(wanted) >= 0.5:
-            scored.append((shared, m))
-    if not scored:
-        return ()
-    best = max(score for score, _m in scored)
-    return tuple(Decision("DELETE", m.text, m.id) for score, m in scored if score == best)
+    """DELETE decisions for "forget ...": the live facts (of the conversation and the user's) the
+    message names (forgetting.forget_targets)."""
+    previous = [m for m in snap.transcript(conv) if m.role == Role.USER and m.id != turn.user.id]
+    targets = forgetting.forget_targets(_facts(snap, conv), request, previous[-1].id if previous else None)
+    return tuple(Decision("DELETE", m.text, m.id) for m in targets)
 
 
 def _summary_update(

@@ -31,6 +31,7 @@ from desktop_mem.engine.chat.currency import (
     superseded_by_turn,
 )
 from desktop_mem.engine.chat.extraction import update_summary
+from desktop_mem.engine.chat.fact_guards import forget_request
 from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
@@ -256,9 +257,14 @@ class ChatService:
             summarizer=self._summarize_messages,
         )
         memory.store({"role": "user", "content": message})
+        asked = forget_request(message)
+        previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
                                injected_memories=recalled, cross_session=cross,
-                               data_preamble=prompts.MEMORY_DATA_PREAMBLE)
+                               data_preamble=prompts.MEMORY_DATA_PREAMBLE,
+                               nothing_to_forget=asked is not None and (
+                                   not cfg["memory.extract_facts"]  # the write path changes nothing
+                                   or not forgetting.forget_targets(live, asked, previous_user)))
         used = MemoryUsed(
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
