@@ -153,7 +153,7 @@ def test_the_model_copy_a_bulk_index_used_is_dropped_when_it_ends(make_config: C
 def test_memory_a_whole_store_pass_freed_goes_back_to_the_system() -> None:
     """A pass over 100k memories frees ~40 MB of scratch that glibc keeps in the process (counted
     in its RSS all session) unless it is handed back; the index sync hands it back when it ends."""
-    from desktop_mem.engine.index.index_sync import release_free_heap
+    from desktop_mem.engine.index.native_heap import release_free_heap
 
     def rss_mb() -> int:
         status = Path("/proc/self/status").read_text(encoding="utf-8")

@@ -71,7 +71,7 @@ def test_a_release_frees_the_model_and_the_next_score_is_the_same() -> None:
 # collected sessions), which a trim would count as the load's.
 LOAD_ON_A_WORKER = """
 import json, threading
-from desktop_mem.engine.index.index_sync import release_free_heap
+from desktop_mem.engine.index.native_heap import release_free_heap
 from desktop_mem.engine.index.onnx_session import cpu_session
 from desktop_mem.engine.index.reranker import MODEL_FILE, OnnxReranker
 from tests.test_onnx_memory import _rss_mb

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.chat.chat_types import WriteOutcome
 from desktop_mem.engine.config import Config
+from desktop_mem.engine.history import commit_summaries
 from desktop_mem.engine.history.git_history import GitHistory
 from desktop_mem.engine.history.recorder import HistoryRecorder
 from desktop_mem.engine.index.read_path import SearchIndex
@@ -57,7 +58,7 @@ class Parts:
         self.read_only = read_only
         versioned = bool(config["store.git_versioning"])
         self.store = MarkdownStore(self.root, max_file_bytes=config["store.max_file_bytes"])
-        self.git = GitHistory(self.root)
+        self.git = GitHistory(self.root, after_commit=commit_summaries.remember_if_bulk)
         self.lock = StoreLock(self.root)
         self.manifest = Manifest(self.root / MANIFEST_NAME)
         self.catalog = Catalog(self.store, self.manifest)

@@ -47,6 +47,10 @@ _APP_AUTHOR = ("desktop-mem", "desktop-mem@localhost")
 logger = logging.getLogger(__name__)
 
 
+AfterCommit = Callable[["GitHistory", str, int], None]
+"""Told of a commit GitHistory made: (the history, the commit's sha, how many files it changed)."""
+
+
 class GitHistoryError(EngineError):
     """A git operation failed; the message carries git's own reason."""
 
@@ -107,8 +111,12 @@ def parse_trailers(message: str) -> dict[str, str]:
 class GitHistory:
     """The git repository at the store root."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, after_commit: AfterCommit | None = None) -> None:
         self.root = root
+        # Told of each commit this class makes (its sha, how many files): the composition root
+        # (compose.py) keeps a bulk commit's events there (history/commit_summaries.py), which
+        # reads git through this class.
+        self._after_commit = after_commit
         self._repo: git.Repo | None = None
         self._lock = threading.RLock()
         self._signing: bool | None = None  # commit.gpgSign, read once
@@ -236,12 +244,12 @@ class GitHistory:
     def _remember_bulk(self, sha: str, files: int) -> None:
         """A bulk commit this app just made (an import, a migration) is classified now and its
         events kept on disk, so the timeline's first page never lists its files (issue #25;
-        history/commit_summaries.py). Best effort: the commit is made whatever happens here."""
-        # Imported here: commit_summaries reads git through this class (an import cycle otherwise).
-        from desktop_mem.engine.history import commit_summaries
-
+        history/commit_summaries.py, wired by compose.py). Best effort: the commit is made
+        whatever happens here."""
+        if self._after_commit is None:
+            return
         try:
-            commit_summaries.remember_if_bulk(self, sha, files)
+            self._after_commit(self, sha, files)
         except Exception as exc:  # noqa: BLE001 - never fail a commit that is made
             logger.warning("could not keep the events of bulk commit %s: %s", sha[:10], exc)
 

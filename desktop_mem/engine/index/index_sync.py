@@ -11,7 +11,6 @@ rebuilt from the files.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import logging
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from desktop_mem.engine.index.index_text import TurnContext
 from desktop_mem.engine.index.keyword_index import KeywordDoc, KeywordIndex
+from desktop_mem.engine.index.native_heap import release_free_heap
 from desktop_mem.engine.models import Memory
 from desktop_mem.engine.store.manifest import (
     INPUTS_BITS,
@@ -83,25 +83,6 @@ def index_metadata(memory: Memory) -> dict[str, Any]:
         "summary_kind": memory.summary_kind or "",
         "path": memory.path,
     }
-
-
-def release_free_heap() -> None:
-    """Give the C heap's free pages back to the system (glibc's malloc_trim). Memory a big pass
-    freed stays in the process otherwise, counted in its RSS for the rest of the session; with
-    another C library (macOS, Windows, musl) nothing happens."""
-    _malloc_trim()(0)
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], object]:
-    import ctypes
-    import ctypes.util
-
-    try:
-        trim: Callable[[int], object] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return lambda _pad: 0
-    return trim
 
 
 # json.dumps(value, sort_keys=True, default=str) exactly, without building an encoder per call

