@@ -166,3 +166,39 @@ def test_chat_stopped_by_sigterm_at_its_prompt_releases_the_store(tmp_path: Path
             chat.kill()
             chat.wait(10)
     assert read_holder(store) == {}
+
+
+# Runs in the mount namespace: an engine over the read-only store searches (its scratch copy is
+# made), closes, and the process lives on, as the window does when it goes to another store.
+CLOSE_AND_LIVE_ON = """
+import json, sys
+from pathlib import Path
+from desktop_mem.engine.api import MemoryEngine
+from desktop_mem.engine.config import load_config
+store, temp = Path(sys.argv[1]), Path(sys.argv[2])
+config = load_config(flags={"store.path": str(store), "watcher.enabled": False})
+engine = MemoryEngine.open(config, read_only=True)
+found = [r.memory.text for r in engine.search("bees")]
+during = sorted(p.name for p in temp.glob("desktop-mem-index-*"))
+engine.close()
+after = sorted(p.name for p in temp.glob("desktop-mem-index-*"))
+print(json.dumps({"found": found, "during": during, "after": after}))
+"""
+
+
+def test_a_read_only_engine_removes_its_scratch_index_when_it_closes(
+    read_only_store: Path, temp: Path
+) -> None:
+    """The copy went only at the process's exit: a window that opened a mounted backup and went
+    on to another store kept hundreds of MB (at 100k memories) in the temp dir until it quit."""
+    script = read_only_store.parent / "close_and_live_on.py"
+    script.write_text(CLOSE_AND_LIVE_ON)
+    s = shlex.quote(str(read_only_store))
+    run = " ".join(shlex.quote(a) for a in (sys.executable, str(script), str(read_only_store), str(temp)))
+    mount = f"mount --bind {s} {s} && mount -o remount,bind,ro {s}"
+    done = subprocess.run(["unshare", "-m", "sh", "-c", f"{mount} && {run}"], capture_output=True,
+                          text=True, env=cli_env(), cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["found"] == ["The user keeps bees in the garden"]
+    assert len(summary["during"]) == 1 and summary["after"] == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import shutil
 from collections.abc import Iterable
@@ -70,15 +71,21 @@ def build_index(
     embedder = make_embedder(config)
     url = config["chroma.url"]
     at = root
+    scratch: Path | None = None
     if read_only and not url and not os.access(root, os.W_OK):
         # a store that cannot be written (a read-only mount, a backup): chroma and SQLite cannot
         # even open there, so search a scratch copy, brought in step with the files (#22)
         at, manifest, read_only = scratch_index(root)
+        scratch = at
     vectors = VectorIndex(url=url, ef_search=config["chroma.ef_search"]) if url else VectorIndex(
         path=at / "chroma", ef_search=config["chroma.ef_search"]
     )
     keywords = KeywordIndex(at / "keyword_index.sqlite3")
-    sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only)
+    # The scratch copy (hundreds of MB at 100k) goes when the engine closes, not only at exit: the
+    # window may go on to another store for hours.
+    sync = IndexSync(manifest, embedder, vectors, keywords, read_only=read_only,
+                     on_close=None if scratch is None else functools.partial(shutil.rmtree, scratch,
+                                                                             ignore_errors=True))
     def scope_ids(conversation_ids: Iterable[str]) -> list[str]:
         # Only ids the index holds: chroma refuses a search among ids when one is unknown (a
         # message saved a moment before the chat turn searches, a hand edit held back for a

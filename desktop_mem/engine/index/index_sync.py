@@ -119,12 +119,14 @@ class IndexSync:
         keywords: KeywordIndex,
         *,
         read_only: bool = False,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self.manifest = manifest
         self.embedder = embedder
         self.vectors = vectors
         self.keywords = keywords
         self.read_only = read_only
+        self._on_close = on_close  # after both indexes closed (a read-only store's scratch copy goes)
         self._lock = threading.RLock()
         # While a whole-store sync runs, a write's update is handed to it (applied at its next
         # batch) instead of waiting for it: a save during a first full index lands at once.
@@ -433,6 +435,9 @@ class IndexSync:
                 f"{self.keywords.count()} keyword docs; embedder {self.embedder.name})")
 
     def close(self) -> None:
-        """Close both indexes."""
+        """Close both indexes (then `on_close`, once)."""
         self.vectors.close()
         self.keywords.close()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
