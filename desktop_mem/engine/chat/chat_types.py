@@ -95,6 +95,9 @@ class TurnRecord:
     written: tuple[Memory, ...] = ()
     # memory_used of the reply (turn_memory.py), for the user turn when no reply was stored
     used: UsedRecord | None = None
+    # The facts a "forget ..." message names, by id, as the reply path found them (and told the
+    # model whether any): the write path deletes these, without matching them again.
+    forget: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ class MemoryUsed:
     summary_stale: bool = False
     # Transcript messages sent with what was forgotten or replaced masked (chat/forgetting.py).
     masked: int = 0
+    # The facts this message asks to forget, by id (forgetting.forget_targets; empty when it asks
+    # for nothing or nothing matched).
+    forget: tuple[str, ...] = ()
 
     def origin(self, result: SearchResult) -> str:
         """Where an injected memory came from: "user" (the user's own facts, read in every

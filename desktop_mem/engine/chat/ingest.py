@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from desktop_mem.engine.chat import fact_guards, forgetting, scopes, summary_state
+from desktop_mem.engine.chat import fact_guards, scopes, summary_state
 from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
 from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.decisions import Planned
@@ -106,12 +106,13 @@ def _decide(
     conv = turn.conversation_id
     if not ports.config["memory.extract_facts"]:
         return ()
-    forget = fact_guards.forget_request(turn.user.text)
-    if forget is not None:
-        targets = _forget_targets(snap, conv, forget, turn)
+    if fact_guards.forget_request(turn.user.text) is not None:
+        # the facts the reply path found it names (and told the model of); one deleted by hand
+        # since is left out
+        targets = [m for i in turn.forget if (m := snap.lookup(i)) is not None and not m.deleted]
         if not targets:
             notes.append("Nothing in memory matched what you asked to forget.")
-        return tuple(Planned(d.event, d.text, d.target_id) for d in targets)
+        return tuple(Planned(Act.DELETE, m.text, m.id) for m in targets)
     facts: tuple[ExtractedFact, ...]
     if llm is None:
         facts = pattern_facts(" ".join(fact_guards.statements(turn.user.text)))
@@ -191,16 +192,6 @@ def _neighbourhood(
         recent = _facts(snap, conv)[-NEIGHBOURS_PER_FACT * 2:]
         found = {m.id: m.text for m in recent}
     return list(found.items())
-
-
-def _forget_targets(
-    snap: ConversationSnapshot, conv: str, request: str, turn: TurnRecord
-) -> tuple[Decision, ...]:
-    """DELETE decisions for "forget ...": the live facts (of the conversation and the user's) the
-    message names (forgetting.forget_targets)."""
-    previous = [m for m in snap.transcript(conv) if m.role == Role.USER and m.id != turn.user.id]
-    targets = forgetting.forget_targets(_facts(snap, conv), request, previous[-1].id if previous else None)
-    return tuple(Decision("DELETE", m.text, m.id) for m in targets)
 
 
 def _summary_update(

@@ -168,7 +168,7 @@ class ChatService:
         model = self.llm.endpoint.model
         record = None if assistant is not None else turn_memory.used_front_matter(used, model)
         self._schedule(TurnRecord(conversation_id, user_turn, assistant, tuple(notes),
-                                  (summary,) if summary else (), used=record))
+                                  (summary,) if summary else (), used=record, forget=used.forget))
         return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=user_turn.id)
 
     def prepare(
@@ -257,19 +257,23 @@ class ChatService:
             summarizer=self._summarize_messages,
         )
         memory.store({"role": "user", "content": message})
+        # "forget ...": the facts it names are found once, here; the model is told whether there
+        # are any, and the write path deletes exactly these (TurnRecord.forget).
         asked = forget_request(message)
-        previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
+        forget: list[Memory] = []
+        if asked is not None and cfg["memory.extract_facts"]:  # else the write path changes nothing
+            previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
+            forget = forgetting.forget_targets(live, asked, previous_user)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
                                injected_memories=recalled, cross_session=cross,
                                data_preamble=prompts.MEMORY_DATA_PREAMBLE,
-                               nothing_to_forget=asked is not None and (
-                                   not cfg["memory.extract_facts"]  # the write path changes nothing
-                                   or not forgetting.forget_targets(live, asked, previous_user)))
+                               nothing_to_forget=asked is not None and not forget)
         used = MemoryUsed(
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
             tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
             in_transcript=len(skipped), summary_stale=summary_stale, masked=len(masked),
+            forget=tuple(m.id for m in forget),
         )
         return used, context
 
