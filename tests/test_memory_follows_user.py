@@ -407,6 +407,34 @@ def test_a_restore_or_a_revert_makes_the_summary_stale_until_it_is_rewritten(
     assert reply.used.summary_stale and "Ghent" not in system and "The user lives in Antwerp" in system
 
 
+def test_a_revert_of_an_update_made_in_another_chat_makes_that_chats_summary_stale(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the window with the 1.5B model: a job learned in "intro", changed in "weekend",
+    the change reverted on the Timeline; "weekend"'s summary ("The user is a nurse") was still
+    sent as it was: the new version carried no `from_conversation`, so that summary did not
+    count it among its facts."""
+    scripted_llm.script(FACTS, '{"user": ["The user works as a pharmacist"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": ["The user works as a nurse"], "task": []}', times=1)
+    scripted_llm.script(FACTS, '{"user": [], "task": []}')
+    scripted_llm.script(RECONCILE, '[{"event": "UPDATE", "id": "0", "text": "The user works as a nurse"}]')
+    scripted_llm.script(SUMMARY, "The user is a pharmacist.", times=1)
+    scripted_llm.script(SUMMARY, "The user is a nurse.")
+    scripted_llm.default_reply = "Okay."
+    _tell(chat_engine, "intro", "I work as a pharmacist.")
+    outcomes: list[Any] = []
+    chat_engine.subscribe_outcomes(outcomes.append)
+    _tell(chat_engine, "weekend", "I changed jobs: I now work as a nurse.")
+    [(tomb, new)] = outcomes[-1].updated
+    assert new.conversation_id == GLOBAL_CONVERSATION and new.extra["from_conversation"] == "weekend"
+    assert chat_engine.summary("weekend") is not None
+
+    chat_engine.undo_update([tomb.id, new.id], outcomes[-1].commit)  # the Timeline's Revert
+    reply = chat_engine.chat("weekend", "What is my job?")
+    system = _system(scripted_llm)
+    assert reply.used.summary_stale and "nurse" not in system and "The user works as a pharmacist" in system
+
+
 def test_a_forgotten_fact_is_not_sent_even_for_a_question_about_the_past(
     chat_engine: MemoryEngine, scripted_llm: Any
 ) -> None:

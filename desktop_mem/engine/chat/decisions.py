@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from desktop_mem.engine.chat.chat_types import FROM_CONVERSATION
 from desktop_mem.engine.chat.currency import FROM_TURNS
-from desktop_mem.engine.models import Decision, Memory, NotFoundError, ValidationError
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Decision, Memory, NotFoundError, ValidationError
 from desktop_mem.engine.store.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -58,8 +59,9 @@ def apply_decisions(
                 applied.added.append(tx.add(d.text, conversation_id=conv, role="memory", kind=d.kind,
                                             source=d.source, extra=extra))
             elif d.event == Decision.UPDATE and d.target_id:
-                applied.updated.append(tx.replace(get(d.target_id), d.text, source=d.source,
-                                                  kind=d.kind, extra=extra))
+                old = get(d.target_id)
+                applied.updated.append(tx.replace(old, d.text, source=d.source, kind=d.kind,
+                                                  extra=_learned_here(extra, old, conv)))
             elif d.event == Decision.DELETE and d.target_id:
                 applied.deleted.append(tx.soft_delete(get(d.target_id), by_turn=asked_by))
             elif d.target_id:
@@ -67,3 +69,15 @@ def apply_decisions(
         except (NotFoundError, ValidationError) as exc:
             log.warning("skipping %s decision: %s", d.event, exc)
     return applied
+
+
+def _learned_here(extra: Mapping[str, Any] | None, old: Memory, conv: str) -> Mapping[str, Any] | None:
+    """`extra` for the new version of `old`: a user fact (filed under global) replaced from a
+    conversation's turn was learned there (`from_conversation`), like one added from it. Without
+    it that conversation's summary did not count the new version among the facts it speaks for,
+    so a Timeline revert of the update left the summary ("The user is a nurse") unmarked as out
+    of date, and it was sent as it was (seen with the 1.5B model)."""
+    if old.conversation_id != GLOBAL_CONVERSATION or conv == GLOBAL_CONVERSATION \
+            or FROM_CONVERSATION in (extra or {}):
+        return extra
+    return {**(extra or {}), FROM_CONVERSATION: conv}
