@@ -20,7 +20,7 @@ from tests.private_sockets import dead_private_socket
 
 pytestmark = pytest.mark.timeout(400)
 
-READ_ONLY = {"search_memory", "list_memories", "get_memory", "memory_history"}
+READ_ONLY = {"search_memory", "list_memories", "get_memory", "memory_history", "search", "fetch"}
 DESTRUCTIVE = {"update_memory", "delete_memories"}
 
 

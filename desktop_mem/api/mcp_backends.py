@@ -36,7 +36,7 @@ EngineCall = Callable[[MemoryEngine], Any]
 ChangeListener = Callable[[StoreChange], None]
 LOCK_WAIT_S = 15.0  # how long a call waits for a writer that advertises no endpoint (a CLI command)
 DERIVED = ("memory_index.json.sqlite3", "keyword_index.sqlite3", "chroma/chroma.sqlite3")
-READS_AT_WRITER = frozenset({"search_memory"})  # run at the writer to search its fresh index
+READS_AT_WRITER = frozenset({"search_memory", "search"})  # run at the writer to search its fresh index
 
 
 class Backend(Protocol):

@@ -289,6 +289,8 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         return await backend.at_writer("review_memory_changes", {"action": action, "id": id, "text": text},
                                        client_of(ctx), lambda e: mcp_tools.review(e, action, id, text))
 
+    _register_connector_tools(server, backend)
+
     @server.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json",
                      description="One memory by id, with its front matter.")
     async def memory_resource(memory_id: str) -> dict[str, Any]:
@@ -313,6 +315,37 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
 
     _serve_change_notifications(server, feed)
     return server
+
+
+def _register_connector_tools(server: MCPServer, backend: Backend) -> None:
+    """`search` and `fetch`, the two tools ChatGPT connectors and deep research call, in the
+    shapes they require (mcp_tools.connector_search / connector_fetch), beside ours."""
+
+    @server.tool(
+        name="search",
+        description="Search the user's long-term memory (facts, preferences, context) by meaning and "
+        "keywords. Returns matching memories as {results: [{id, title, url}]}; `fetch` an id for "
+        "its full text.",
+        annotations=ReadOnly,
+    )
+    async def search(
+        ctx: Context,
+        query: Annotated[str, Field(description="What to look for, in natural language.")],
+    ) -> dict[str, Any]:
+        info = client_of(ctx)
+        return await backend.at_writer("search", {"query": query}, info, lambda e: mcp_tools.connector_search(
+            e, query, client=client_name(info)))
+
+    @server.tool(
+        name="fetch",
+        description="Fetch one memory found by `search`, by its id: {id, title, text, url, metadata} "
+        "with its kind, scope, dates and who wrote it.",
+        annotations=ReadOnly,
+    )
+    async def fetch(
+        id: Annotated[str, Field(description="The id of a result from `search`.")],  # noqa: A002
+    ) -> dict[str, Any]:
+        return await backend.read(lambda e: mcp_tools.connector_fetch(e, id))
 
 
 def mcp_http_app(engine: MemoryEngine) -> tuple[list[Any], Callable[[], Any]]:

@@ -200,6 +200,39 @@ def commit_json(c: CommitInfo) -> dict[str, Any]:
             "event_counts": {t.value: n for t, n in c.type_counts().items()}}
 
 
+# ChatGPT connectors and deep research call exactly two tools, `search` and `fetch`, with fixed
+# shapes: search(query) -> {"results": [{id, title, url}]}, fetch(id) -> {id, title, text, url,
+# metadata}, each as one JSON text item. The url is the memory's MCP resource, for citation.
+TITLE_CHARS = 80
+
+
+def _title(text: str) -> str:
+    """A memory's first line, cut at TITLE_CHARS on a word boundary."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def resource_url(memory_id: str) -> str:
+    return f"memory://memories/{memory_id}"
+
+
+def connector_search(engine: MemoryEngine, query: str, *, client: str | None = None) -> dict[str, Any]:
+    """`search` as ChatGPT connectors require it: the read path's best facts as id, title, url."""
+    found = search(engine, query, None, None, client=client)
+    return {"results": [{"id": hit["id"], "title": _title(hit["text"]), "url": resource_url(hit["id"])}
+                        for hit in found["results"]]}
+
+
+def connector_fetch(engine: MemoryEngine, memory_id: str) -> dict[str, Any]:
+    """`fetch` as ChatGPT connectors require it: one memory's full text, with its front matter
+    (kind, scope, when, who wrote it) as metadata."""
+    m = memory_json(engine.get(memory_id))
+    keys = ("kind", "conversation", "created_at", "updated_at", "valid_from", "valid_to", "source",
+            "client", "deleted", "replaced_by")
+    return {"id": m["id"], "title": _title(m["text"]), "text": m["text"], "url": resource_url(m["id"]),
+            "metadata": {k: m[k] for k in keys if m.get(k) not in (None, "")}}  # type: ignore[literal-required]
+
+
 def summary(engine: MemoryEngine, conversation: str) -> str:
     """The rolling summary of a conversation as Markdown text."""
     memory = engine.summary(conversation)
