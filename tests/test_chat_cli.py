@@ -102,3 +102,24 @@ def test_bad_conversation_id_and_empty_message_are_refused(tmp_path: Path, scrip
     proc = chat(store, scripted_llm.base_url, "--message", "  ")
     assert proc.returncode == 1 and "--message is empty" in proc.stderr
     assert scripted_llm.chat_requests == []
+
+
+def test_a_temporary_chat_answers_from_memory_and_stores_nothing(
+    tmp_path: Path, make_config: Any, scripted_llm: ScriptedLLM
+) -> None:
+    store = tmp_path / "store"
+    with MemoryEngine(make_config(store=store)) as engine:
+        engine.add("The user lives in Berlin", conversation_id="trip")
+        commits = [c.sha for c in engine.history(limit=20)]
+    scripted_llm.script(FACTS, '["The user has a cat named Tom"]')
+    scripted_llm.default_reply = "You live in Berlin."
+    proc = chat(store, scripted_llm.base_url, "--temporary", "--conversation", "trip",
+                "--message", "Where do I live? My cat is Tom.")
+    assert proc.returncode == 0, proc.stderr
+    assert "You live in Berlin." in proc.stdout and "temporary chat" in proc.stdout
+    assert "Memory updated" not in proc.stdout
+    assert stored(store, make_config, "trip", "user") == []
+    assert stored(store, make_config, "trip", "memory") == ["The user lives in Berlin"]
+    with MemoryEngine(make_config(store=store), read_only=True) as engine:
+        assert [c.sha for c in engine.history(limit=20)] == commits
+    assert not any(FACTS in r.system_text for r in scripted_llm.requests)

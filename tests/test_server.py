@@ -434,3 +434,30 @@ def test_sigterm_finishes_the_queued_write_path_and_releases_the_store(
         assert not engine.read_only  # the lock was released
         facts = [m.text for m in engine.list_memories(role="memory")]
     assert facts == ["The user lives in Leuven"]
+
+
+def test_a_temporary_request_reads_memory_and_stores_nothing(served: Served) -> None:
+    engine = served.engine
+    engine.add("The user lives in Berlin", conversation_id="trip")
+    commits = [c.sha for c in engine.history(limit=20)]
+    served.llm.script(is_chat, "In Berlin.")
+    client = served.client()
+    by_field = client.chat.completions.create(
+        model="test-model", extra_body={"memory_id": "trip", "temporary": True},
+        messages=[{"role": "user", "content": "Where do I live? I have a cat named Tom."}])
+    by_header = client.chat.completions.create(
+        model="test-model", stream=True, extra_headers={"X-Memory-Id": "trip", "X-Memory-Temporary": "true"},
+        messages=[{"role": "user", "content": "Where do I live?"}])
+    assert by_field.choices[0].message.content == "In Berlin."
+    assert "".join(c.choices[0].delta.content or "" for c in by_header if c.choices) == "In Berlin."
+    assert engine.wait_idle(30)
+    sent = [r.body for r in served.llm.chat_requests if is_chat(r.body or {})]
+    assert len(sent) == 2 and all("The user lives in Berlin" in b["messages"][0]["content"] for b in sent)
+    assert served.user_turns("trip") == [] and [m.text for m in engine.list_memories(role="memory")] == [
+        "The user lives in Berlin"]
+    assert [c.sha for c in engine.history(limit=20)] == commits
+    assert not any(FACTS in r.system_text for r in served.llm.requests)
+    refused = httpx.post(f"{served.url}/v1/chat/completions", headers={"X-Memory-Temporary": "maybe"},
+                         json={"messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+    assert refused.status_code == 400 and "X-Memory-Temporary" in refused.text
+    assert served.user_turns("default") == []

@@ -90,6 +90,7 @@ class ChatRequest(BaseModel):
     memory_id: str | None = None
     conversation_id: str | None = None
     strategy: str | None = None
+    temporary: bool = False  # a temporary chat: read memory, store nothing (also X-Memory-Temporary)
     # agent-cli's memory proxy fields: the read path's knobs for this request only.
     memory_top_k: int | None = Field(default=None, ge=1, le=100)
     memory_recency_weight: float | None = Field(default=None, ge=0, le=1)
@@ -184,6 +185,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         request: Request,
         x_memory_id: str | None = Header(default=None),
         x_conversation_id: str | None = Header(default=None),
+        x_memory_temporary: str | None = Header(default=None),
     ) -> JSONResponse | StreamingResponse:
         conv = validate_conversation_id(
             body.memory_id or body.conversation_id or x_memory_id or x_conversation_id or "default"
@@ -194,7 +196,9 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         message, history = split_messages(body.messages)
         retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
                      "score_threshold": body.memory_score_threshold}
-        turn = _Turn(engine, conv, message, history, body.strategy, body.model or model_name, retrieval)
+        temporary = body.temporary or _header_flag("X-Memory-Temporary", x_memory_temporary)
+        turn = _Turn(engine, conv, message, history, body.strategy, body.model or model_name, retrieval,
+                     temporary)
         if body.stream:
             return turn.stream()
         reply = await run_in_threadpool(turn.run)
@@ -317,14 +321,27 @@ def _text(content: str | list[dict[str, Any]] | None) -> str:
     return content or ""
 
 
+def _header_flag(name: str, value: str | None) -> bool:
+    """A yes/no request header: absent is no; anything but a clear yes or no is refused."""
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("", "0", "false", "no", "off"):
+        return False
+    raise ValidationError(f"header {name} must be true or false, got {value[:40]!r}")
+
+
 class _Turn:
     """One chat completion request: runs the engine turn and renders it as OpenAI JSON or SSE."""
 
     def __init__(self, engine: MemoryEngine, conv: str, message: str,
                  history: list[dict[str, Any]] | None, strategy: str | None, model: str,
-                 retrieval: RetrievalOverrides | None = None) -> None:
+                 retrieval: RetrievalOverrides | None = None, temporary: bool = False) -> None:
         self.engine, self.conv, self.message, self.history = engine, conv, message, history
         self.strategy, self.model, self.retrieval = strategy, model, retrieval
+        self.temporary = temporary
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
 
@@ -333,7 +350,7 @@ class _Turn:
             cancel: threading.Event | None = None) -> ChatReply:
         return self.engine.chat(self.conv, self.message, strategy=self.strategy, on_token=on_token,
                                 on_used=on_used, cancel=cancel, history=self.history,
-                                retrieval=self.retrieval)
+                                retrieval=self.retrieval, temporary=self.temporary)
 
     def completion(self, reply: ChatReply) -> JSONResponse:
         if reply.error:

@@ -18,14 +18,16 @@ from desktop_mem.engine.models import ValidationError
 # Interactive turns wait this long for the write path before giving the prompt back.
 OUTCOME_WAIT_SECONDS = 20.0
 PREFIX = "[memory] "
+TEMPORARY_NOTE = "temporary chat: memory is read, nothing of this chat is stored"
 
 
 class TerminalChat:
     """One conversation in a terminal: stream replies, show injected memory and write outcomes."""
 
     def __init__(self, engine: MemoryEngine, conversation: str, strategy: str | None,
-                 out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+                 out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, temporary: bool = False) -> None:
         self.engine, self.conversation, self.strategy = engine, conversation, strategy
+        self.temporary = temporary  # read memory, store nothing of these turns
         self.out, self.err = out, err
         self.color = out.isatty() and "NO_COLOR" not in os.environ
         self._outcomes: queue.Queue[WriteOutcome] = queue.Queue()
@@ -46,7 +48,7 @@ class TerminalChat:
         cancel = threading.Event()
         future: Future[ChatReply] = self._runner.submit(
             self.engine.chat, self.conversation, text, strategy=self.strategy,
-            on_token=self._token, on_used=self._show_used, cancel=cancel,
+            on_token=self._token, on_used=self._show_used, cancel=cancel, temporary=self.temporary,
         )
         try:
             reply = future.result()
@@ -69,6 +71,8 @@ class TerminalChat:
     def loop(self, stdin: TextIO = sys.stdin) -> int:
         """Read lines until EOF, /quit or Ctrl-C at the prompt."""
         self._dim(f"conversation {self.conversation!r} - type /quit or press Ctrl-D to leave")
+        if self.temporary:
+            self._dim(TEMPORARY_NOTE)
         interactive = stdin.isatty()
         while True:
             try:
@@ -117,32 +121,41 @@ class TerminalChat:
             for note in outcome.notes:
                 self._dim(f"note: {note}")
 
+    def note(self, line: str) -> None:
+        """One dimmed `[memory]` line."""
+        self._dim(line)
+
     def _dim(self, line: str) -> None:
         text = PREFIX + line
         self.out.write(f"\x1b[2m{text}\x1b[0m\n" if self.color else text + "\n")
         self.out.flush()
 
 
-def run_chat(config: Config, conversation: str, strategy: str | None, message: str | None) -> int:
-    """The `chat` command: one turn with --message (exit 1 if the reply failed), else a loop."""
+def run_chat(config: Config, conversation: str, strategy: str | None, message: str | None,
+             temporary: bool = False) -> int:
+    """The `chat` command: one turn with --message (exit 1 if the reply failed), else a loop;
+    `temporary` (--temporary): the turns read memory and nothing of them is stored."""
     validate_conversation_id(conversation)
     if message is not None and not message.strip():
         raise ValidationError("--message is empty; give the text to send")
     # SIGTERM / SIGHUP (a closed terminal, `kill`): SystemExit, so a reply under way stops and the
     # finally of _chat lets the write path finish and releases the store lock, as on Ctrl-D
     with stop_signals_exit():
-        return _chat(config, conversation, strategy, message)
+        return _chat(config, conversation, strategy, message, temporary)
 
 
-def _chat(config: Config, conversation: str, strategy: str | None, message: str | None) -> int:
+def _chat(config: Config, conversation: str, strategy: str | None, message: str | None,
+          temporary: bool) -> int:
     engine = MemoryEngine.open(config)
     chat: TerminalChat | None = None
     try:
         with embedding_progress() as progress:
             engine.open_index(progress)  # a changed embedding model re-embeds everything first
         engine.hold_chat_scope()
-        chat = TerminalChat(engine, conversation, strategy)
+        chat = TerminalChat(engine, conversation, strategy, temporary=temporary)
         if message is not None:
+            if temporary:
+                chat.note(TEMPORARY_NOTE)
             return 0 if chat.turn(message, wait=None).ok else 1
         return chat.loop()
     except ValueError as exc:  # e.g. a broken context strategy saved for the conversation

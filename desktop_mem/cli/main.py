@@ -112,6 +112,8 @@ def _add_chat_parsers(sub: Any) -> None:
     p.add_argument("--conversation", default="default", help="conversation id (default: default)")
     p.add_argument("--strategy", choices=STRATEGY_NAMES, help="in-session context strategy for this run")
     p.add_argument("--message", help="send this one message, print the reply and exit")
+    p.add_argument("--temporary", action="store_true",
+                   help="a temporary chat: read memory, store nothing (no turns, facts, summary or commit)")
 
     p = sub.add_parser("serve", help="OpenAI-compatible endpoint with memory (+ sessions and memory API)")
     p.add_argument("--host", help="address to bind (default: server.host, 127.0.0.1)")
@@ -516,7 +518,7 @@ def cmd_config(args: argparse.Namespace, config: Config) -> int:
 def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.cli.chat import run_chat
 
-    return run_chat(config, args.conversation, args.strategy, args.message)
+    return run_chat(config, args.conversation, args.strategy, args.message, args.temporary)
 
 
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:

@@ -322,12 +322,13 @@ class MemoryEngine:
              on_used: Callable[[MemoryUsed], None] | None = None, cancel: threading.Event | None = None,
              history: Sequence[Mapping[str, Any]] | None = None,
              retrieval: RetrievalOverrides | None = None, retry: bool = False,
-             client_turn_id: str | None = None) -> ChatReply:
+             client_turn_id: str | None = None, temporary: bool = False) -> ChatReply:
         """One chat turn; returns when the reply is complete, the write path runs afterwards
-        (chat/service.py: `retrieval`, resending, `client_turn_id`)."""
+        (chat/service.py: `retrieval`, resending, `client_turn_id`). `temporary`: the turn reads
+        memory and writes nothing (no turn, fact, summary, commit or index change)."""
         return self._p.chat.chat(conversation_id, message, strategy=strategy, on_token=on_token,
                                  on_used=on_used, cancel=cancel, history=history, retrieval=retrieval,
-                                 retry=retry, client_turn_id=client_turn_id)
+                                 retry=retry, client_turn_id=client_turn_id, temporary=temporary)
 
     def subscribe_write_progress(self, listener: Callable[[WriteProgress], None]) -> Callable[[], None]:
         """Be told (from the write-path thread) of each memory update's steps (chat/write_progress.py)."""

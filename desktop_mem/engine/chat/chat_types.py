@@ -189,6 +189,7 @@ class ChatReply:
     error_kind: str | None = None
     cancelled: bool = False
     turn_id: str | None = None  # the stored user turn's id; its WriteOutcome carries the same
+    temporary: bool = False  # a temporary turn: nothing of it was stored (ChatService.chat)
 
     @property
     def ok(self) -> bool:

@@ -107,8 +107,13 @@ class ChatService:
         retrieval: RetrievalOverrides | None = None,
         retry: bool = False,
         client_turn_id: str | None = None,
+        temporary: bool = False,
     ) -> ChatReply:
         """One turn. `history` replaces the stored transcript (e.g. an API client's messages).
+
+        `temporary`: the turn reads memory as any turn does and writes nothing: no turn files,
+        no facts, no summary, no commit, no index change (only the sent log notes which memories
+        went to the model, as for every turn). Its reply has no `turn_id`.
 
         One message, one turn, whatever path the user takes: a message sent again after its reply
         failed (Retry, Send after Settings, after a restart) reuses its stored turn while it is
@@ -121,12 +126,17 @@ class ChatService:
         # an API client's messages (OpenAI-shaped; REST passes role and text), copied
         given = [cast(ChatMessage, dict(m)) for m in history] if history is not None else None
         ports = self.ports
-        ports.writer.require_writer()
+        if not temporary:
+            ports.writer.require_writer()
         if not message.strip():
             raise ValueError("the message is empty")
         # Refuse a bad strategy before anything is written.
         saved = ports.conversation_strategy(conversation_id)
         resolve_strategy(strategy, saved, ports.config["context.strategy"])
+        if temporary:
+            return self._temporary_turn(conversation_id, message, strategy=strategy, history=given,
+                                        retrieval=retrieval, on_token=on_token, on_used=on_used,
+                                        cancel=cancel)
         notes: list[str] = []
         snapshot = ports.snapshot()  # the one read of the store for this reply
         failed, answered = self._resent_turn(snapshot, conversation_id, message, client_turn_id)
@@ -170,6 +180,23 @@ class ChatService:
         self._schedule(TurnRecord(conversation_id, user_turn, assistant, tuple(notes),
                                   (summary,) if summary else (), used=record, forget=used.forget))
         return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=user_turn.id)
+
+    def _temporary_turn(
+        self, conversation_id: str, message: str, *, strategy: str | None,
+        history: Sequence[ChatMessage] | None, retrieval: RetrievalOverrides | None,
+        on_token: TokenCallback | None, on_used: UsedCallback | None, cancel: threading.Event | None,
+    ) -> ChatReply:
+        """A turn that writes nothing: the read path and the context as `chat` builds them, the
+        reply streamed, and nothing persisted or scheduled (a summary the strategy makes is sent,
+        never saved)."""
+        used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
+                                     retrieval=retrieval)
+        if on_used is not None:
+            on_used(used)
+        self.sent_log.record([r.memory.id for r in used.memories], endpoint_label(self.llm.endpoint.base_url),
+                             self.llm.endpoint.model)
+        text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
+        return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=None, temporary=True)
 
     def prepare(
         self,
