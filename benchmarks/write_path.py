@@ -24,6 +24,7 @@ everything else is the default configuration. Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import re
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,23 +157,33 @@ def run_scenario(engine: MemoryEngine, sc: Scenario) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def story_engine(url: str, model: str, prefix: str = "write-path-bench-") -> Iterator[MemoryEngine]:
+    """One user's story: an engine over a fresh temporary store, chatting with ``url`` as
+    `desktop-mem chat` does (index open, chat scope held), closed and deleted afterwards.
+    Default settings except the short-answer system prompt and a long timeout (shared model)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        config = load_config(flags={
+            "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
+            "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
+            "llm.system_prompt": SHORT_ANSWERS,
+        })
+        engine = MemoryEngine.open(config)
+        try:
+            engine.open_index()
+            engine.hold_chat_scope()
+            yield engine
+        finally:
+            engine.close()
+
+
 def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> dict[str, Any]:
     """Each scenario is one user's story: it runs in a store of its own (scenarios share names,
     jobs and cities, which in one store would contradict each other)."""
     results = []
     for sc in scenarios:
-        with tempfile.TemporaryDirectory(prefix="write-path-bench-") as tmp:
-            config = load_config(flags={
-                "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
-                "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
-                "llm.system_prompt": SHORT_ANSWERS,
-            })
-            engine = MemoryEngine.open(config)
-            try:
-                engine.open_index()
-                outcome = run_scenario(engine, sc)
-            finally:
-                engine.close()
+        with story_engine(url, model) as engine:
+            outcome = run_scenario(engine, sc)
         results.append(outcome)
         mark = "PASS" if outcome["passed"] else "FAIL"
         log(f"  {mark} {sc.category}/{sc.name} ({outcome['seconds']} s) live={outcome['live']} "
@@ -189,6 +201,15 @@ def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> 
         "median_seconds": sorted(r["seconds"] for r in results)[len(results) // 2] if results else None,
         "results": results,
     }
+
+
+def show_write_path_notes(stream: Any) -> None:
+    """What the guards refused, and each write-path note, go to the progress output."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("    [%(name)s] %(message)s"))
+    for name in ("desktop_mem.engine.chat.ingest", "desktop_mem.engine.chat.llm_client"):
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def main() -> int:
@@ -209,12 +230,7 @@ def main() -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    # What the guards refused, and each write-path note, go to the progress output.
-    handler = logging.StreamHandler(sys.stderr if args.json else sys.stdout)
-    handler.setFormatter(logging.Formatter("    [%(name)s] %(message)s"))
-    for name in ("desktop_mem.engine.chat.ingest", "desktop_mem.engine.chat.llm_client"):
-        logging.getLogger(name).addHandler(handler)
-        logging.getLogger(name).setLevel(logging.INFO)
+    show_write_path_notes(sys.stderr if args.json else sys.stdout)
 
     report: dict[str, Any] = {"llm_url": args.llm_url, "model": args.model}
     if not args.no_locomo:
