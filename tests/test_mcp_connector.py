@@ -59,7 +59,8 @@ def test_search_and_fetch_in_the_shapes_chatgpt_connectors_require(tmp_path: Pat
     out = anyio.run(scenario)
     assert out["schemas"]["search"]["required"] == ["query"]
     assert list(out["schemas"]["search"]["properties"]) == ["query"]
-    assert out["schemas"]["fetch"]["required"] == ["id"] and list(out["schemas"]["fetch"]["properties"]) == ["id"]
+    assert out["schemas"]["fetch"]["required"] == ["id"]
+    assert list(out["schemas"]["fetch"]["properties"]) == ["id"]
     assert out["read_only"] == [True, True]
     _check_connector_shapes(out["found"], out["fetched"], out["found"]["results"][0]["id"])
     assert out["missing"].is_error and "no-such-memory" in out["missing"].content[0].text

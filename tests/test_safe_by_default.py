@@ -232,6 +232,8 @@ REST_NOT_READS: dict[tuple[str, str], str] = {
     ("DELETE", "/api/memories/{memory_id}"): "write",
     ("POST", "/api/memories/batch"): "write (one commit or nothing)",
     ("PATCH", "/api/memories/{memory_id}"): "write", ("POST", "/api/memories/{memory_id}/restore"): "write",
+    ("POST", "/api/claude-memory"): "Claude's memory tool: its view reads engine.list_memories (safe by "
+    "default); tested in test_claude_memory",
 }
 QUERY_VARIANTS = ("", "?deleted=true&type=user&conversation=trip", "?type=summary", "?search=key&type=fact",
                   # /api/search, the read path with the cross-encoder

@@ -133,6 +133,13 @@ class MemoryChange(BaseModel):
     secrets: Literal["keep", "redact"] | None = None
 
 
+class MemoryToolCall(BaseModel):
+    """Body of POST /api/claude-memory: one memory-tool input as the model sent it."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: dict[str, Any]
+
+
 # ------------------------------------------------------------------------------------- app
 
 
@@ -288,6 +295,17 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
     @app.post("/api/memories/{memory_id}/restore")
     def restore_memory(memory_id: str) -> dict[str, Any]:
         return memory_json(engine.restore(memory_id))
+
+    @app.post("/api/claude-memory")
+    def claude_memory_command(body: MemoryToolCall) -> dict[str, Any]:
+        # Claude's memory tool on this store (integrations/claude_memory.py): a `run_command`
+        # from another process, forwarded here because this process holds the store
+        from desktop_mem.integrations.claude_memory import MemoryView, ToolError
+
+        try:
+            return {"result": MemoryView(engine).run(body.command)}
+        except ToolError as exc:
+            return {"result": f"Error: {exc}"}
 
     @app.delete("/api/memories/{memory_id}")
     def delete_memory(memory_id: str) -> dict[str, Any]:

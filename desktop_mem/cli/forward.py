@@ -118,6 +118,22 @@ class RemoteWriter(_Holder):
         return self._call("POST", f"/api/memories/{_segment(memory_id)}/restore", None)
 
 
+class RemoteMemoryTool(_Holder):
+    """Claude memory-tool commands (integrations/claude_memory.py), run by the holder."""
+
+    def run(self, command: dict[str, Any]) -> str:
+        answer = self._answer("POST", "/api/claude-memory", {"command": command})
+        if isinstance(answer, dict) and isinstance(answer.get("result"), str):
+            return answer["result"]
+        raise _error(502, answer, self.endpoint)
+
+
+def remote_memory_tool(root: Path) -> RemoteMemoryTool | None:
+    """The holder of the store at `root`, when it advertises a private endpoint; else None."""
+    endpoint = writer_endpoint(root)
+    return RemoteMemoryTool(endpoint) if endpoint is not None else None
+
+
 @dataclass(frozen=True)
 class Hit:
     """A search result as the holder ranked it (what `desktop-mem search` prints)."""

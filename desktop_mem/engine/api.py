@@ -214,6 +214,16 @@ class MemoryEngine:
         """Soft-delete: move under deleted/, stamp deleted_at, commit."""
         return self._p.writes.delete(memory_id, operation=operation, source=source, client=client)
 
+    def delete_many(self, memory_ids: Sequence[str], *, source: str | None = None,
+                    client: str | None = None) -> list[Memory]:
+        """Soft-delete several memories as one commit."""
+        return self._p.writes.delete_many(memory_ids, source=source, client=client)
+
+    def retag_many(self, changes: Mapping[str, Mapping[str, Any]], *, source: str | None = None,
+                   client: str | None = None) -> list[Memory]:
+        """New front-matter values (not texts) for several memories, as one commit."""
+        return self._p.writes.retag_many(changes, source=source, client=client)
+
     def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
         """Move a soft-deleted memory back and commit."""
         return self._p.writes.restore(memory_id, source=source, client=client)

@@ -58,18 +58,22 @@ class MemoryWrites:
         memory_id: str | None = None,
         secrets: str | None = None,
         client: str | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Memory:
-        """A new memory file, committed (see MemoryEngine.add)."""
+        """A new memory file, committed (see MemoryEngine.add). `meta`: more front matter (e.g. a
+        file's place in the Claude memory tool's view); such a memory is never taken for a repeat."""
         writer = self._writer
         writer.require_writer()
         text = writer.check_secrets(text, secrets)
         with writer.transaction(Operation.ADD, conversation=conversation_id,
                                 trailers=provenance_trailers(source, client) if client else None) as tx:
-            if role == Role.MEMORY and memory_id is None and (same := tx.same_fact(text, conversation_id)):
+            if (role == Role.MEMORY and memory_id is None and not meta
+                    and (same := tx.same_fact(text, conversation_id))):
                 return same  # a retry or a repeat: the fact is stored once (issue #22)
             memory = tx.add(text, conversation_id=conversation_id, role=role,
                             kind=kind if role == Role.MEMORY else None, source=source, expires_at=expires_at,
-                            created_at=created_at, memory_id=memory_id, extra=client_meta(client))
+                            created_at=created_at, memory_id=memory_id,
+                            extra={**(meta or {}), **(client_meta(client) or {})} or None)
             tx.subject = f"Add {noun(memory)}: {clip(text)}"
         return memory
 
@@ -161,6 +165,37 @@ class MemoryWrites:
             tx.subject = f"{verb} {noun(current)}: {clip(current.text)}"
             tx.conversation = current.conversation_id
         return tomb
+
+    def delete_many(self, memory_ids: Sequence[str], *, source: str | None = None,
+                    client: str | None = None) -> list[Memory]:
+        """Soft-delete several memories as ONE commit (e.g. a folder of the memory tool's view)."""
+        if not memory_ids:
+            raise ValidationError("nothing to delete")
+        with self._writer.transaction(Operation.DELETE, trailers=provenance_trailers(source, client)) as tx:
+            current = [self._raw.get(memory_id) for memory_id in memory_ids]
+            tombs = [tx.soft_delete(m) for m in current]
+            tx.subject = (f"Delete {len(current)} memories: {clip(current[0].text)}" if len(current) > 1
+                          else f"Delete {noun(current[0])}: {clip(current[0].text)}")
+            tx.conversation = current[0].conversation_id
+        return tombs
+
+    def retag_many(self, changes: Mapping[str, Mapping[str, Any]], *, source: str | None = None,
+                   client: str | None = None) -> list[Memory]:
+        """New front-matter values for several memories, texts unchanged, as ONE commit (e.g. a
+        folder of the memory tool's view renamed)."""
+        if not changes:
+            raise ValidationError("nothing to change")
+        for updates in changes.values():
+            for locked in ("id", "conversation_id", "deleted_at"):
+                if locked in updates:
+                    raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
+        with self._writer.transaction(Operation.EDIT, trailers=provenance_trailers(source, client)) as tx:
+            done = [tx.rewrite(self._raw.get(memory_id), {**updates, "updated_at": utc_now()})
+                    for memory_id, updates in changes.items()]
+            tx.subject = (f"Edit {len(done)} memories: {clip(done[0].text)}" if len(done) > 1
+                          else f"Edit {noun(done[0])}: {clip(done[0].text)}")
+            tx.conversation = done[0].conversation_id
+        return done
 
     def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
         """Move a soft-deleted memory back and commit."""
