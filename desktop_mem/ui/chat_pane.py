@@ -36,6 +36,7 @@ from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.temporary_chat import TEMPORARY_CONVERSATION, TemporaryMarker, TemporaryToggle, mark_temporary
 
 log = logging.getLogger(__name__)
 
@@ -232,9 +233,12 @@ class ChatPane(QWidget):
         self.queued_label.setObjectName("mutedLabel")
         self.queued_label.setWordWrap(True)
         self.queued_label.hide()
+        self.temporary_toggle = TemporaryToggle(self)
+        self.temporary_marker = TemporaryMarker(self)
         buttons = QVBoxLayout()
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.temporary_toggle)
         buttons.addStretch(1)
         compose = QHBoxLayout()
         compose.setContentsMargins(0, 0, 6, 6)
@@ -246,6 +250,7 @@ class ChatPane(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.scroll_area, 1)
         layout.addWidget(self.queued_label)
+        layout.addWidget(self.temporary_marker)
         layout.addLayout(compose)
         self.send_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
         self.send_shortcut_enter = QShortcut(QKeySequence("Ctrl+Enter"), self.input)
@@ -258,6 +263,7 @@ class ChatPane(QWidget):
         self.input.textChanged.connect(self._on_input_text_changed)
         self.banner_close.clicked.connect(self.banner.hide)
         self.earlier_button.clicked.connect(self.show_earlier)
+        self.temporary_toggle.toggled.connect(self.temporary_marker.setVisible)
         self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
         self._repaint.timeout.connect(self._on_repaint_timeout)
         self._tick.timeout.connect(self._on_tick_timeout)
@@ -320,30 +326,35 @@ class ChatPane(QWidget):
             self._queued = True
             self.queued_label.show()
             return
-        if self._engine.read_only:
+        temporary = self.temporary_toggle.isChecked()  # reads memory, stores nothing
+        if self._engine.read_only and not temporary:
             self.show_problem("This window opened the store read-only (another desktop-mem is writing "
                               "to it), so it cannot chat. Close the other one and reopen.")
             return
-        if self._conversation is None:
+        if self._conversation is None and not temporary:
             self._start_conversation(text)
             return
         failed, self._failed = self._failed, None
-        retry = failed is not None and failed.user_text == text
+        retry = failed is not None and failed.user_text == text and not temporary
         self.input.clear()
         self.banner.hide()
         if retry and failed is not None:
             self._set_aside(failed)
         else:
-            self._add_message("user", text)
+            sent = self._add_message("user", text)
+            if temporary:
+                mark_temporary(sent)
         reply = self._add_message("assistant", "")
         reply.set_waiting(self._waiting_text())
-        turn = _Turn(self._conversation, text, reply)
+        if temporary:
+            mark_temporary(reply)
+        turn = _Turn(self._conversation or TEMPORARY_CONVERSATION, text, reply)
         reply.retry_requested.connect(lambda t=turn: self.retry(t.user_text))
         self._turn = turn
         self._set_busy(True)
         self._repaint.start()
         self._runner.submit_chat(
-            self._engine.chat, turn.conversation_id, text, retry=retry,
+            self._engine.chat, turn.conversation_id, text, retry=retry, temporary=temporary,
             on_token=turn.buffer.push, on_used=self._used_received.emit, cancel=turn.cancel,
             on_result=partial(self._on_reply, turn), on_error=partial(self._on_chat_error, turn))
 
@@ -642,10 +653,11 @@ class ChatPane(QWidget):
         if turn is self._turn:
             self._finish_turn()
         message = turn.message if turn.message is not None and isValid(turn.message) else None
-        pending = _Awaiting(turn.conversation_id, reply.turn_id, message)
-        self._awaiting_outcome.append(pending)
-        if message is not None:
-            message.cancel_update_requested.connect(partial(self._cancel_update, pending))
+        if not reply.temporary:  # a temporary turn has no memory update to wait for
+            pending = _Awaiting(turn.conversation_id, reply.turn_id, message)
+            self._awaiting_outcome.append(pending)
+            if message is not None:
+                message.cancel_update_requested.connect(partial(self._cancel_update, pending))
         early = self._early_outcomes.pop(reply.turn_id, None) if reply.turn_id else None
         if message is not None:
             if reply.text != message.text:
