@@ -66,3 +66,16 @@ def test_a_temporary_conversation_is_never_created(chat_engine: MemoryEngine, sc
     assert chat_engine.wait_idle(30)
     assert _state(chat_engine) == before
     assert "scratch" not in chat_engine.conversations()
+
+
+def test_a_read_only_store_can_have_a_temporary_chat(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    chat_engine.add("The user lives in Berlin", conversation_id="trip")
+    reader = MemoryEngine.open(chat_engine.config, read_only=True)  # another process holds the writer
+    try:
+        reader.open_index()
+        scripted_llm.script(is_chat, "In Berlin.")
+        reply = reader.chat("trip", "Where do I live?", temporary=True)
+        assert reply.ok and reply.temporary
+        assert any("Berlin" in r.memory.text for r in reply.used.memories)
+    finally:
+        reader.close()
