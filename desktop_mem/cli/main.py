@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem import __version__
-from desktop_mem.cli.output import EngineError_, emit_json, terminal_safe
+from desktop_mem.cli.output import EngineError_, emit_json, terminal_safe, to_jsonable
 from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, read_holder
 from desktop_mem.engine.config import SETTINGS, Config, load_config
@@ -422,8 +422,9 @@ def cmd_diff(args: argparse.Namespace, config: Config) -> int:
 def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "doctor") as engine:
         report = engine.doctor()
+        health = engine.memory_health() if not engine.is_empty() else None
     if args.json:
-        emit_json(report)
+        emit_json({**to_jsonable(report), "health": to_jsonable(health)})
         return 0 if report.ok else 1
     print(f"store:      {report.store}\nmemories:   {report.memories} live, {report.deleted} deleted")
     print(f"lock:       {report.lock}\ngit:        {report.git}\nindex:      {report.index}")
@@ -433,6 +434,8 @@ def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
         print(terminal_safe(f"problem:    {p.path}: {p.reason}"))
     for note in report.notes:
         print(f"note:       {note}")
+    for line in health.lines() if health is not None else []:
+        print(f"health:     {line}")
     print("ok" if report.ok else "needs attention")
     return 0 if report.ok else 1
 
@@ -558,6 +561,9 @@ def extend_parser(parser: argparse.ArgumentParser) -> None:
     from desktop_mem.cli import review
 
     review.register(sub, HANDLERS, open_engine)  # review mode's proposals
+    from desktop_mem.cli import tidy
+
+    tidy.register(sub, HANDLERS, open_engine)  # propose a clean-up for review
     from desktop_mem.cli import endpoints
 
     endpoints.register(sub, HANDLERS)  # find the user's model servers

@@ -11,6 +11,7 @@ from typing import Any
 from desktop_mem.cli.output import EngineError_, terminal_safe
 from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.config import Config
+from desktop_mem.engine.models import EngineError
 
 Handler = Callable[[argparse.Namespace, Config], int]
 Opener = Callable[[Config, str], MemoryEngine]
@@ -23,14 +24,18 @@ def register(subparsers: Any, handlers: MutableMapping[str, Handler], open_engin
                               "(memory.review): list them, or accept / reject one (one commit each)")
     p.add_argument("action", nargs="?", choices=["list", "accept", "reject"], default="list")
     p.add_argument("id", nargs="?", help="the proposal's id (or a unique prefix), as `review` lists it")
+    p.add_argument("--all", action="store_true",
+                   help="accept or reject every waiting proposal, one commit each")
     p.add_argument("--text", help="accept with this text instead of the model's")
     p.add_argument("--json", action="store_true")
     handlers["review"] = lambda args, config: cmd_review(args, config, open_engine)
 
 
 def cmd_review(args: argparse.Namespace, config: Config, open_engine: Opener) -> int:
+    if args.action != "list" and args.all:
+        return _every(args, config, open_engine)
     if args.action != "list" and not args.id:
-        raise EngineError_(f"`desktop-mem review {args.action}` needs a proposal id; "
+        raise EngineError_(f"`desktop-mem review {args.action}` needs a proposal id (or --all); "
                            "`desktop-mem review` lists them")
     with open_engine(config, "review") as engine:
         if args.action == "list":
@@ -57,3 +62,32 @@ def cmd_review(args: argparse.Namespace, config: Config, open_engine: Opener) ->
     else:
         print(terminal_safe(f"{verb}: {proposal.describe()} ({(commit or 'not committed')[:10]})"))
     return 0
+
+
+def _every(args: argparse.Namespace, config: Config, open_engine: Opener) -> int:
+    """Accept or reject each waiting proposal in turn (one commit each); one that cannot be
+    applied any more (its fact changed meanwhile) is reported and left waiting."""
+    done: list[dict[str, Any]] = []
+    failed: list[dict[str, str]] = []
+    with open_engine(config, "review") as engine:
+        for proposal in engine.proposals()[0]:
+            try:
+                if args.action == "accept":
+                    _p, commit = engine.accept_proposal(proposal.id)
+                else:
+                    _p, commit = engine.reject_proposal(proposal.id)
+            except EngineError as exc:
+                failed.append({"id": proposal.id, "error": str(exc)})
+                continue
+            done.append({"proposal": asdict(proposal), "commit": commit})
+    verb = "accepted" if args.action == "accept" else "rejected"
+    if args.json:
+        print(json.dumps({verb: done, "failed": failed}, ensure_ascii=False, indent=2))
+    else:
+        for item in done:
+            print(terminal_safe(f"{verb}: {item['proposal']['id']} ({(item['commit'] or '')[:10]})"))
+        for item in failed:
+            print(terminal_safe(f"left waiting: {item['id']}: {item['error']}"))
+        if not done and not failed:
+            print("nothing waits for review")
+    return 1 if failed else 0

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from desktop_mem.engine.chat.provenance import Provenance
     from desktop_mem.engine.chat.review import Proposal
     from desktop_mem.engine.chat.service import ChatService
+    from desktop_mem.engine.chat.tidy import Health, TidyReport
     from desktop_mem.engine.chat.turn_memory import TurnMemory
     from desktop_mem.engine.chat.write_progress import WriteProgress
 
@@ -194,6 +195,21 @@ class MemoryEngine:
     def reject_proposal(self, proposal_id: str) -> tuple[Proposal, str | None]:
         """Drop a proposal (one commit); memory stays as it is."""
         return review.reject(self._p, proposal_id)
+
+    def tidy_up(self, *, progress: Callable[[str, int, int], None] | None = None,
+                cancelled: Callable[[], bool] = lambda: False) -> TidyReport:
+        """Look at the whole memory and propose a clean-up (duplicates, junk, stale facts, gaps)
+        as review proposals in one commit; nothing else changes until the user accepts."""
+        from desktop_mem.engine.chat import tidy
+
+        self._p.writer.require_writer()
+        return tidy.propose(self._p.tidy_view(), self._p.memory_llm, progress=progress, cancelled=cancelled)
+
+    def memory_health(self) -> Health:
+        """Likely duplicates, junk and stale facts (no model), and when tidy-up last ran."""
+        from desktop_mem.engine.chat import tidy
+
+        return tidy.health(self._p.tidy_view())
 
     # ------------------------------------------------------------- writes
 

@@ -177,6 +177,10 @@ class Parts:
         """The chat pipeline if something built it, else None (closing need not build it)."""
         return self._chat
 
+    def tidy_view(self) -> TidyView:
+        """What tidy-up (chat/tidy.py) reads and writes through."""
+        return TidyView(self.config, self.root, self.writer, self.shared, self.search_index)
+
     # ---------------------------- the store view history/, transfer/ and doctor take (their ports)
 
     @property
@@ -328,3 +332,31 @@ def _remove_stale_git_lock(root: Path) -> None:
     if index_lock.exists():
         log.warning("removing a stale %s left by an interrupted git command", index_lock)
         index_lock.unlink(missing_ok=True)
+
+
+class TidyView:
+    """Tidy-up's port (chat/tidy.py TidySource): the shared reads, the writer, and the index's
+    stored vectors (a fact the index does not hold yet is embedded now)."""
+
+    def __init__(self, config: Config, root: Path, writer: StoreWriter, reads: MemoryReads,
+                 search_index: SearchIndex) -> None:
+        self.config, self.root, self.writer = config, root, writer
+        self._reads, self._search_index = reads, search_index
+
+    def list_memories(self, **filters: Any) -> list[Memory]:
+        return self._reads.list_memories(**filters)
+
+    def lookup(self, memory_id: str) -> Memory | None:
+        return self._reads.lookup(memory_id)
+
+    def vectors(self, memories: Sequence[Memory]) -> dict[str, Any]:
+        index = self._search_index.index
+        found: dict[str, Any] = dict(index.vectors.get_embeddings([m.id for m in memories]))
+        missing = [m for m in memories if m.id not in found]
+        if missing:
+            found.update(zip([m.id for m in missing], index.embedder.embed([m.text for m in missing]),
+                             strict=True))
+        return found
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self._search_index.index.embedder.embed(texts)

@@ -172,3 +172,13 @@ def _cut_inside_string(candidate: str) -> bool:
     """True if the text stops inside a double-quoted string (an odd count of bare quotes)."""
     quotes = len(re.findall(r'(?<!\\)"', candidate))
     return quotes % 2 == 1
+
+
+def parse_object(text: str) -> dict[str, Any]:
+    """One JSON object from a model answer (a list holding one object is unwrapped)."""
+    value, _cut = _load(text)
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, dict):
+        raise LLMJSONError("the answer is not a JSON object", text)
+    return value

@@ -16,7 +16,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,9 @@ class Proposal:
 
     def describe(self) -> str:
         """One line: "Update: The user lives in Ghent → The user lives in Leuven"."""
+        tidy = self.extra.get(TIDY_KEY)
+        if isinstance(tidy, Mapping) and isinstance(tidy.get("summary"), str):
+            return f"Tidy-up: {clip(tidy['summary'], 160)} ({clip(str(tidy.get('reason', '')), 60)})"
         if self.event == Decision.UPDATE:
             return f"Update: {clip(self.target_text or '?', 80)} → {clip(self.text, 80)}"
         if self.event == Decision.DELETE:
@@ -91,12 +94,12 @@ def hold_for_review(
         if d.event != Decision.ADD and target is None:
             continue  # nothing left to change
         proposal = Proposal(
-            id=f"p-{uuid.uuid4().hex[:12]}", event=str(d.event), conversation_id=conv,
+            id=new_id(), event=str(d.event), conversation_id=conv,
             text=d.text or (target.text if target else ""), created_at=utc_now().isoformat(),
             target_id=target.id if target else None, target_text=target.text if target else None,
             kind=d.kind, source=d.source, turn_id=turn_id, extra=dict(extra or {}),
         )
-        _write(config.store_path.expanduser().resolve(), proposal)
+        write(config.store_path.expanduser().resolve(), proposal)
         tx.touch([proposal.path])
     waiting = len(decisions) - len(now)
     if waiting and notes is not None:
@@ -105,7 +108,12 @@ def hold_for_review(
     return now
 
 
-def _write(root: Path, proposal: Proposal) -> None:
+def new_id() -> str:
+    return f"p-{uuid.uuid4().hex[:12]}"
+
+
+def write(root: Path, proposal: Proposal) -> None:
+    """The proposal's file under review/ (the caller's transaction commits it)."""
     data = asdict(proposal)
     atomic_write(root / proposal.path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
 
@@ -177,19 +185,29 @@ def accept(source: MemorySource, proposal_id: str, text: str | None = None) -> t
             raise ValidationError(f"the fact this proposal changes is gone ({gone}); reject the proposal")
         if proposal.target_text is not None and target.text != proposal.target_text:
             raise ValidationError("the fact changed since the proposal was made; reject it, or edit the fact")
+    group = _group(source, proposal)
     operation = {Decision.ADD: Operation.ADD, Decision.UPDATE: Operation.UPDATE}.get(
         Decision(proposal.event), Operation.DELETE)
     if text is not None and proposal.event != Decision.DELETE:
         new_text = source.writer.check_secrets(new_text, "redact")
     with source.writer.transaction(operation, conversation=proposal.conversation_id,
                                    trailers={"Review": "accepted"}, publish=False) as tx:
-        applied = apply_decisions(tx, source.get, proposal.conversation_id,
-                                  [Planned(proposal.event, new_text, proposal.target_id, proposal.kind,
-                                           proposal.source)], proposal.extra)
-        if not (applied.added or applied.updated or applied.deleted):
-            raise ValidationError("the proposal could not be applied; reject it")
+        successor = group.replaced_by
+        if proposal.event == Decision.DELETE and successor is not None:
+            tx.soft_delete(source.get(proposal.target_id or ""), replaced_by=successor)
+        else:
+            applied = apply_decisions(tx, source.get, proposal.conversation_id,
+                                      [Planned(proposal.event, new_text, proposal.target_id, proposal.kind,
+                                               proposal.source)], group.front_matter)
+            if not (applied.added or applied.updated or applied.deleted):
+                raise ValidationError("the proposal could not be applied; reject it")
+            if applied.updated:
+                successor = applied.updated[0][1].id
+        for retired in group.retire:  # a merge: the other copies point at what holds now
+            tx.soft_delete(retired, replaced_by=successor)
         _remove(source.root, proposal, tx)
-        tx.subject = f"Accept proposal: {proposal.describe()}"
+        accepted = replace(proposal, text=new_text) if proposal.event != Decision.DELETE else proposal
+        tx.subject = f"Accept proposal: {accepted.describe()}"
         change = tx.publish()
     return proposal, change.commit
 
@@ -201,6 +219,8 @@ def reject(source: MemorySource, proposal_id: str) -> tuple[Proposal, str | None
                                    conversation=proposal.conversation_id, trailers={"Review": "rejected"},
                                    publish=False) as tx:
         _remove(source.root, proposal, tx)
+        if (seen := _remember_rejected(source.root, proposal)) is not None:
+            tx.touch([seen])
         change = tx.publish()
     return proposal, change.commit
 
@@ -216,3 +236,69 @@ def created(proposal: Proposal) -> datetime | None:
         return datetime.fromisoformat(proposal.created_at)
     except ValueError:
         return None
+
+
+# -- proposals that change several facts at once (tidy-up's) -----------------------------------
+
+TIDY_KEY = "tidy"  # in `extra`: what tidy-up found; never written to a fact's front matter
+REJECTED = f"{FOLDER}/tidy/rejected.json"  # not *.json at the top of review/: never read as a proposal
+
+
+@dataclass(frozen=True)
+class _Group:
+    front_matter: Mapping[str, Any]
+    replaced_by: str | None = None  # a DELETE that retires its fact in favour of this one
+    retire: tuple[Memory, ...] = ()  # more facts retired along, pointing at what holds now
+
+
+def _group(source: MemorySource, proposal: Proposal) -> _Group:
+    """What a tidy-up proposal changes beyond its target, checked as the target is: every fact
+    still live and as it was when proposed."""
+    meta = proposal.extra.get(TIDY_KEY)
+    if not isinstance(meta, Mapping):
+        return _Group(proposal.extra)
+    front = {k: v for k, v in proposal.extra.items() if k != TIDY_KEY}
+    sources = [s for s in meta.get("sources") or [] if isinstance(s, str)]
+    if sources and proposal.event != Decision.DELETE:
+        front["from_turns"] = sources
+    successor = meta.get("replaced_by")
+    if isinstance(successor, str):
+        now = source.lookup(successor)
+        if now is None or now.deleted:
+            raise ValidationError("the fact that replaces it is gone; reject the proposal")
+    retire: list[Memory] = []
+    for item in meta.get("retire") or []:
+        if not isinstance(item, Mapping):
+            continue
+        fact = source.lookup(str(item.get("id", "")))
+        if fact is None or fact.deleted or fact.text != item.get("text"):
+            raise ValidationError("a fact this proposal merges changed or went away; reject it")
+        retire.append(fact)
+    return _Group(front, successor if isinstance(successor, str) else None, tuple(retire))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        if path.is_symlink() or path.stat().st_size > MAX_FILE_BYTES * 4:
+            return None
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def rejected_signatures(root: Path) -> set[str]:
+    """What the user rejected from tidy-up (a hostile file: anything odd in it is ignored)."""
+    data = _read_json(root / REJECTED)
+    items = data.get("rejected") if isinstance(data, dict) else None
+    return {s for s in items if isinstance(s, str)} if isinstance(items, list) else set()
+
+
+def _remember_rejected(root: Path, proposal: Proposal) -> str | None:
+    """A rejected tidy-up proposal is not proposed again: its signature is kept (the path written)."""
+    meta = proposal.extra.get(TIDY_KEY)
+    signature = meta.get("signature") if isinstance(meta, Mapping) else None
+    if not isinstance(signature, str):
+        return None
+    known = sorted(rejected_signatures(root) | {signature})
+    atomic_write(root / REJECTED, json.dumps({"rejected": known}, indent=1).encode("utf-8"))
+    return REJECTED

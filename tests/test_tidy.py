@@ -1,0 +1,224 @@
+"""Tidy-up: memory looked at as a whole, cleaned as a change the user reviews like a pull request.
+
+It proposes and never applies by itself; each proposal names its reason; accepting is one commit
+that the Timeline can undo; a rejected proposal is not made again; the merged text holds no name
+the originals lack. Real store, git, chromadb and ONNX embedder; the model is the scripted server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from desktop_mem.engine.chat import tidy
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.models import ValidationError, utc_now
+
+PAIR = "Compare fact A and fact B"
+JUNK = "List ONLY the entries that are clearly not such a fact"
+GAP = "A sentence from the summary of a chat is below"
+
+
+@pytest.fixture
+def tidy_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[MemoryEngine]:
+    engine = MemoryEngine(make_config(**{
+        "llm.base_url": scripted_llm.base_url, "llm.model": "test-model", "llm.api_key": "test",
+        "llm.timeout": 5}))
+    engine.open_index()
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+def _commits(engine: MemoryEngine) -> int:
+    return int(subprocess.run(["git", "-C", str(engine.root), "rev-list", "--count", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout)
+
+
+def _live(engine: MemoryEngine) -> list[str]:
+    return sorted(m.text for m in engine.list_memories(role="memory"))
+
+
+def _tidy(engine: MemoryEngine) -> list[Any]:
+    return [p for p in engine.proposals()[0] if tidy.TIDY_KEY in p.extra]
+
+
+def test_duplicates_are_proposed_as_one_merge_and_nothing_changes_until_accepted(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    old = tidy_engine.add("The user lives in Utrecht", source="llm")
+    new = tidy_engine.add("The user lives in the city of Utrecht", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    before = _commits(tidy_engine)
+
+    report = tidy_engine.tidy_up()
+
+    assert report.model_error is None and report.counts()["duplicate"] == 1, report
+    assert _live(tidy_engine) == ["The user lives in Utrecht", "The user lives in the city of Utrecht"]
+    assert _commits(tidy_engine) == before + 1  # the proposals, and nothing else
+    [proposal] = _tidy(tidy_engine)
+    assert "duplicates" in proposal.describe() and "same fact in other words" in proposal.describe()
+
+    tidy_engine.accept_proposal(proposal.id)
+
+    assert _live(tidy_engine) == ["The user lives in Utrecht"]
+    assert _commits(tidy_engine) == before + 2  # one commit for the accepted group
+    gone = [m for m in tidy_engine.list_memories(role="memory", only_deleted=True)]
+    survivor = tidy_engine.list_memories(role="memory")[0]
+    assert {m.id for m in gone} == {old.id, new.id} - {survivor.id} or survivor.id not in {old.id, new.id}
+    assert all(m.replaced_by == survivor.id for m in gone)
+    # undone like any change: the tombstone comes back
+    tidy_engine.restore(gone[0].id)
+    assert len(_live(tidy_engine)) == 2
+
+
+def test_a_merged_text_with_a_name_the_originals_lack_is_not_used(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("The user lives in Utrecht", source="llm")
+    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht, Netherlands"}')
+
+    tidy_engine.tidy_up()
+
+    [proposal] = _tidy(tidy_engine)
+    assert "Netherlands" not in proposal.text
+    assert "Netherlands" not in proposal.describe()
+
+
+def test_a_rejected_proposal_is_not_made_again(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("The user lives in Utrecht", source="llm")
+    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    tidy_engine.tidy_up()
+    [proposal] = _tidy(tidy_engine)
+
+    tidy_engine.reject_proposal(proposal.id)
+    again = tidy_engine.tidy_up()
+
+    assert _tidy(tidy_engine) == []
+    assert again.skipped_rejected == 1
+    assert len(_live(tidy_engine)) == 2
+
+
+def test_a_contradicted_older_fact_is_retired_in_favour_of_the_newer(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    now = utc_now()
+    older = tidy_engine.add("The user works as a nurse", source="llm",
+                            created_at=now - timedelta(days=200))
+    newer = tidy_engine.add("The user works as a teacher", source="llm",
+                            created_at=now - timedelta(days=2))
+    scripted_llm.script(PAIR, '{"relation": "contradicts", "merged": ""}')
+
+    report = tidy_engine.tidy_up()
+
+    assert report.counts()["stale"] == 1
+    [proposal] = _tidy(tidy_engine)
+    assert proposal.target_id == older.id and "newer fact" in proposal.describe()
+    tidy_engine.accept_proposal(proposal.id)
+    [tomb] = tidy_engine.list_memories(role="memory", only_deleted=True)
+    assert tomb.id == older.id and tomb.replaced_by == newer.id
+    assert _live(tidy_engine) == [newer.text]
+
+
+def test_an_expired_fact_is_proposed_as_stale_without_the_model(
+        make_config: Callable[..., Any]) -> None:
+    engine = MemoryEngine(make_config(**{"llm.base_url": "http://127.0.0.1:9/v1", "llm.timeout": 1}))
+    try:
+        engine.add("The user is at a conference this week", source="llm",
+                   expires_at=utc_now() - timedelta(days=1))
+        report = engine.tidy_up()
+        assert report.counts()["stale"] == 1
+        [proposal] = _tidy(engine)
+        assert "expired" in proposal.describe()
+    finally:
+        engine.close()
+
+
+def test_junk_the_model_names_is_proposed_but_hand_written_facts_are_never_offered(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("Can you write me a poem about autumn?", source="llm")
+    tidy_engine.add("Note to self: call the plumber", source="manual")
+    seen: list[str] = []
+
+    def junk(body: dict[str, Any]) -> bool:
+        text = " ".join(str(m.get("content", "")) for m in body["messages"])
+        if JUNK in text:
+            seen.append(text)
+            return True
+        return False
+
+    scripted_llm.script(junk, '{"junk": [{"n": 1, "why": "request"}]}')
+    tidy_engine.tidy_up()
+
+    [proposal] = _tidy(tidy_engine)
+    assert proposal.target_text == "Can you write me a poem about autumn?"
+    assert all("plumber" not in s for s in seen)
+
+
+def test_a_fact_naming_what_its_turn_never_said_is_junk(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    turn = tidy_engine.add("My son Pieter is 6", conversation_id="home", role="user")
+    fact = tidy_engine.add("The user's son Pieter is 7 and lives in Delft", source="llm")
+    # written as the write path writes it: with the turn it came from
+    path = tidy_engine.root / fact.path
+    raw = path.read_text("utf-8").replace("source: llm", f"source: llm\nfrom_turns:\n- {turn.id}")
+    path.write_text(raw, "utf-8")
+    tidy_engine.apply_external_changes([fact.path])
+
+    report = tidy_engine.tidy_up()
+
+    junk = [f.reason for f in report.findings if f.kind == "junk"]
+    assert junk == ["not said in its source turn (7, delft)"]
+
+
+def test_accepting_a_merge_whose_facts_changed_meanwhile_is_refused(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("The user lives in Utrecht", source="llm")
+    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    tidy_engine.tidy_up()
+    [proposal] = _tidy(tidy_engine)
+    for m in tidy_engine.list_memories(role="memory"):
+        tidy_engine.delete(m.id)
+
+    with pytest.raises(ValidationError):
+        tidy_engine.accept_proposal(proposal.id)
+
+
+def test_health_counts_without_the_model_and_says_when_tidy_up_ran(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("The user lives in Utrecht", source="llm")
+    tidy_engine.add("The user lives in Utrecht.", source="llm")
+    tidy_engine.add("The user has a cat", source="llm", expires_at=utc_now() - timedelta(hours=1))
+    calls = len(scripted_llm.requests)
+
+    health = tidy_engine.memory_health()
+
+    assert len(scripted_llm.requests) == calls
+    assert (health.facts, health.likely_duplicates, health.stale, health.last_run) == (3, 1, 1, None)
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    tidy_engine.tidy_up()
+    after = tidy_engine.memory_health()
+    assert after.last_run is not None and after.waiting == 2
+    assert "tidy-up: last run" in after.lines()[1]
+
+
+def test_a_hostile_rejected_list_is_ignored(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    (tidy_engine.root / "review" / "tidy").mkdir(parents=True, exist_ok=True)
+    hostile = json.dumps({"rejected": [1, {"x": 2}]})
+    (tidy_engine.root / "review" / "tidy" / "rejected.json").write_text(hostile)
+    tidy_engine.add("The user lives in Utrecht", source="llm")
+    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+
+    report = tidy_engine.tidy_up()
+
+    assert report.counts()["duplicate"] == 1 and engine_unreadable(tidy_engine) == []
+
+
+def engine_unreadable(engine: MemoryEngine) -> list[str]:
+    return engine.proposals()[1]
