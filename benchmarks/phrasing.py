@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -194,10 +195,21 @@ def chosen(args: argparse.Namespace) -> list[Scenario]:
         raise SystemExit(f"unknown category {sorted(unknown)}; choose from {', '.join(CATEGORIES)}")
     picked = [
         s
-        for s in SCENARIOS
+        for s in running_order()
         if (not langs or s.lang in langs) and (not categories or s.category in categories)
     ]
     return picked[: args.limit] if args.limit else picked
+
+
+def running_order() -> list[Scenario]:
+    """Languages in turn and the categories mixed (a fixed shuffle), so that `--limit N`, or a
+    run stopped early, still covers every language and most categories evenly."""
+    by_lang: dict[str, list[Scenario]] = defaultdict(list)
+    for sc in SCENARIOS:
+        by_lang[sc.lang].append(sc)
+    positions = list(range(max(len(group) for group in by_lang.values())))
+    random.Random(33).shuffle(positions)
+    return [group[i] for i in positions for group in by_lang.values() if i < len(group)]
 
 
 def main() -> int:
