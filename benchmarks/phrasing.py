@@ -148,22 +148,12 @@ def rejudge(path: Path) -> list[dict[str, Any]]:
     """A recorded run's results judged again by today's answer key (no model needed)."""
     report = json.loads(path.read_text(encoding="utf-8").strip().splitlines()[-1])
     known = {s.name: s for s in SCENARIOS}
-    recorded = report.get("results")
-    if recorded is None:  # a run from before results were kept: the rest of the run passed
-        failed = {f["name"]: f for f in report["failures"]}
-        recorded = [
-            failed.get(s.name) or {"name": s.name, "misses": [], "live": None}
-            for s in SCENARIOS[: report["scenarios"]]
-        ]
     results = []
-    for r in recorded:
+    for r in report["results"]:
         sc = known[r["name"]]
-        r = {**r, "lang": sc.lang, "category": sc.category}
-        if r["live"] is None:  # passed then; a key that is only more lenient now still passes
-            results.append({**r, "passed": True, "classes": []})
-            continue
+        r = {"said": sc.say, "reply": "", **r, "lang": sc.lang, "category": sc.category}
         setup = {text for text, _key in sc.facts}
-        added = r.get("added", sum(text not in setup for text in r["live"]))
+        added = r.get("added", sum(text not in setup for text in r["live"]))  # older records
         errors = [m for m in r["misses"] if m.startswith("error: ")]
         misses = [m.split(": ", 1) for m in errors] + [list(m) for m in judge(sc, r["live"], added)]
         results.append(
