@@ -158,6 +158,22 @@ def locomo(embedder: Embedder, samples: list[dict[str, Any]]) -> dict[str, Any]:
     } | {"n": total}
 
 
+def read_path(key: str, data: Path, as_json: bool) -> int:
+    """English through the whole read path with `key` as the embedder. A model the engine has no
+    setting for is swapped in for the engine's own (measurement only, never the product)."""
+    import locomo_retrieval
+
+    sys.argv = [sys.argv[0], "--data", str(data), *(["--json"] if as_json else [])]
+    if key in LOCAL_MODELS:
+        sys.argv += ["--set", f"embedding.local_model={key}"]
+    else:
+        import desktop_mem.engine.index.index_factory as factory
+
+        embedder = build(key)
+        factory.make_embedder = lambda config: embedder
+    return locomo_retrieval.main()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -171,7 +187,14 @@ def main() -> int:
         action="store_true",
         help="tiny: 4 facts, no distractors, no LoCoMo; models that are not installed are skipped",
     )
+    parser.add_argument(
+        "--read-path",
+        metavar="MODEL",
+        help="instead: locomo_retrieval.py (the whole read path) with this embedder",
+    )
     args = parser.parse_args()
+    if args.read_path:
+        return read_path(args.read_path, args.data, args.json)
     out = sys.stderr if args.json else sys.stdout
     rows = ROWS[:4] if args.smoke else ROWS
     if args.smoke:
