@@ -196,7 +196,10 @@ def test_eviction_and_ttl(make_config: Callable[..., Any], scripted_llm: Any) ->
         assert len(live) == 4 and eng.summary("c6") is not None
         assert [m.text for o in outcomes for m in o.expired] == ["short-lived"]
         evicted = [m.text for o in outcomes for m in o.evicted]
-        assert evicted[0] == "old fact"
+        # the oldest turns go; a fact the user told the app is never evicted (issue #37)
+        assert evicted[0] == "message 0" and "old fact" not in evicted
+        assert any("left memory (beyond memory.max_entries)" in n for o in outcomes for n in o.notes)
+        assert "old fact" in [m.text for m in live]
         assert any(e.type == EventType.EVICT for c in eng.history(limit=5) for e in c.events)
     finally:
         eng.close()

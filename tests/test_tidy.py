@@ -222,3 +222,19 @@ def test_a_hostile_rejected_list_is_ignored(tidy_engine: MemoryEngine, scripted_
 
 def engine_unreadable(engine: MemoryEngine) -> list[str]:
     return engine.proposals()[1]
+
+
+def test_facts_beyond_the_limit_are_proposed_never_evicted(make_config: Callable[..., Any]) -> None:
+    engine = MemoryEngine(make_config(**{"llm.base_url": "http://127.0.0.1:9/v1", "llm.timeout": 1,
+                                         "memory.max_entries": 2}))
+    try:
+        now = utc_now()
+        for i, text in enumerate(["The user was born in Porto", "The user has two sisters",
+                                  "The user plays the cello"]):
+            engine.add(text, created_at=now - timedelta(days=10 - i))
+        report = engine.tidy_up()
+        assert [f.targets[0].text for f in report.findings] == ["The user was born in Porto"]
+        assert "max_entries" in report.findings[0].reason
+        assert len(_live(engine)) == 3
+    finally:
+        engine.close()

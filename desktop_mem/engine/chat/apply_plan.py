@@ -91,6 +91,9 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
         evicted = _evict(ports, tx, snap, conv)
         if evicted or expired:
             tx.trailers["Evicted"] = ", ".join(m.id for m in [*evicted, *expired])
+        if evicted:
+            notes.append(f"{len(evicted)} old message{'s' if len(evicted) > 1 else ''} of this chat "
+                         f"left memory (beyond memory.max_entries); restorable on the Timeline.")
         tx.subject = _turn_subject(conv, applied, plan.summary_text is not None)
         outcome = WriteOutcome(
             conversation_id=conv,
@@ -179,8 +182,11 @@ def _expire(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv:
 
 
 def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str) -> list[Memory]:
-    """001 §4.5: beyond max_entries, soft-delete the oldest facts/turns; summaries are exempt.
-    Counted: the snapshot's memories still live, and what this transaction wrote."""
+    """001 §4.5, kept safe: beyond max_entries, soft-delete the oldest TURNS (the summarised ones
+    are the oldest, so they go first). Facts are never evicted: what the user told the app stays
+    until they say otherwise; a conversation with too many facts gets a tidy-up proposal instead
+    (chat/tidy.py). Summaries are exempt. Counted: the snapshot's memories still live, and what
+    this transaction wrote."""
     limit = ports.config["memory.max_entries"]
     mine = [m for m in tx.written if m.conversation_id == conv]
     live = [m for m in _still_live(ports, [*snap.list_memories(conversation_id=conv), *mine])
@@ -188,8 +194,8 @@ def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: 
     excess = len(live) - limit
     if excess <= 0:
         return []
-    live.sort(key=lambda m: (m.created_at, m.path))
-    evicted = [tx.soft_delete(m) for m in live[:excess]]
+    turns = sorted((m for m in live if m.role in TURN_ROLES), key=lambda m: (m.created_at, m.path))
+    evicted = [tx.soft_delete(m) for m in turns[:excess]]
     turns_gone = sum(1 for m in evicted if m.role in TURN_ROLES)
     summary = ports.summary(conv)
     if summary is not None and turns_gone and summary.summarized_count and (

@@ -167,7 +167,7 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     step = _Stepper(progress, cancelled)
     facts = _live_facts(source)
     step("reading facts", 0, 1)
-    findings: list[Finding] = _expired(facts)
+    findings: list[Finding] = [*_expired(facts), *_over_limit(source, facts)]
     claimed = {m.id for f in findings for m in f.targets}
     if model is not None and len(facts) > 1:
         try:
@@ -222,6 +222,21 @@ def _expired(facts: Sequence[Memory]) -> list[Finding]:
     return [Finding("stale", f"expired on {m.expires_at.date().isoformat() if m.expires_at else '?'}",
                     m.conversation_id, (m,), sources=_sources(m))
             for m in facts if m.expired(now)]
+
+
+def _over_limit(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
+    """Eviction never drops facts (apply_plan._evict): a chat holding more than
+    `memory.max_entries` facts gets its oldest ones proposed here instead, for the user to decide."""
+    limit = int(source.config["memory.max_entries"])
+    by_conv: dict[str, list[Memory]] = {}
+    for m in facts:
+        by_conv.setdefault(m.conversation_id, []).append(m)
+    found: list[Finding] = []
+    for conv, mine in by_conv.items():
+        mine.sort(key=lambda m: (m.created_at, m.path))
+        found += [Finding("stale", f"the oldest beyond memory.max_entries ({limit})", conv, (m,),
+                          sources=_sources(m)) for m in mine[:max(len(mine) - limit, 0)]]
+    return [f for f in found if not f.targets[0].expired()]  # an expired one is proposed as such
 
 
 def _sources(*memories: Memory) -> tuple[str, ...]:
