@@ -95,6 +95,8 @@ ENGINE_NOT_READS: dict[str, str] = {
     "restore_version": "write", "delete_conversation": "write", "new_conversation": "write",
     "rename_conversation": "write", "apply_decisions": "write (reconciled decisions, one commit)",
     "undo_update": "write", "save_problem_file": "write", "add_many": "write", "migrate_user_scope": "write",
+    "delete_many": "write (one commit)", "retag_many": "write (front matter only, one commit)",
+    "set_conversation_project": "write (conversation.yaml)",
     "close_index": "lifecycle",
     "cancel_write_path": "lifecycle", "subscribe_write_progress": "events",
     "resolve_held_back": "write (the user's answer)",
@@ -276,6 +278,7 @@ def _tool_arguments(schema: dict[str, Any], s: HeldStore) -> list[dict[str, Any]
     values: dict[str, list[Any]] = {
         "id": [m.id for m in s.held], "query": list(QUERIES), "conversation": ["trip", None],
         "limit": [50], "offset": [0], "kind": [None], "top_k": [5], "as_of": [None, "2099-01-01"],
+        "project": [None, "trip"],
     }
     props = list(schema.get("properties", {}))
     missing = [p for p in props if p not in values]

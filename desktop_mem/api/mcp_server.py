@@ -73,6 +73,9 @@ Conversation = Annotated[str | None, Field(
 AsOf = Annotated[str | None, Field(
     description="ISO date (2024-03-15) or date-time: answer with what was true then (validity and "
     "the store's history) instead of now. Omit for now.")]
+Project = Annotated[str | None, Field(
+    description="The project you work in (e.g. the repository's name): its memories are read beside "
+    "the conversation's and the global ones. Omit for none.")]
 ReadOnly = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                            open_world_hint=False)
 
@@ -143,11 +146,13 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         conversation: Conversation = None,
         top_k: Annotated[int | None, Field(ge=1, le=50, description="How many hits (default 5).")] = None,
         as_of: AsOf = None,
+        project: Project = None,
     ) -> SearchJSON:
-        args = {"query": query, "conversation": conversation, "top_k": top_k, "as_of": as_of}
+        args = {"query": query, "conversation": conversation, "top_k": top_k, "as_of": as_of,
+                "project": project}
         info = client_of(ctx)
         return await backend.at_writer("search_memory", args, info, lambda e: mcp_tools.search(
-            e, query, conversation, top_k, as_of, client=client_name(info)))
+            e, query, conversation, top_k, as_of, client=client_name(info), project=project))
 
     @server.tool(
         name="add_memories",
@@ -169,12 +174,16 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         reconcile: Annotated[bool, Field(
             description="Let desktop-mem's memory model merge them with similar stored memories "
             "(update or drop outdated ones, skip duplicates), as it does for chat.")] = False,
+        project: Annotated[str | None, Field(
+            description="File them under this project (e.g. the repository's name) instead: read by "
+            "every tool working in it. Facts about the user belong to no project.")] = None,
     ) -> dict[str, Any]:
         items = [*(texts or []), *([text] if text else [])]
         info = client_of(ctx)
-        args = {"texts": items, "conversation": conversation, "kind": kind, "reconcile": reconcile}
+        args = {"texts": items, "conversation": conversation, "kind": kind, "reconcile": reconcile,
+                "project": project}
         return await backend.at_writer("add_memories", args, info, lambda e: mcp_tools.add(
-            e, items, conversation, kind, client_name(info), reconcile))
+            e, items, conversation, kind, client_name(info), reconcile, project))
 
     @server.tool(
         name="list_memories",
@@ -188,9 +197,10 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         limit: Annotated[int | None, Field(ge=1, le=500, description="Page size (default 50).")] = None,
         offset: Annotated[int | None, Field(ge=0, description="Skip this many (paging).")] = None,
         as_of: AsOf = None,
+        project: Annotated[str | None, Field(description="Only this project's memories.")] = None,
     ) -> MemoryPageJSON:
         return await backend.read(lambda e: mcp_tools.list_memories(e, conversation, kind, limit, offset,
-                                                                    as_of))
+                                                                    as_of, project))
 
     @server.tool(name="get_memory", description="Get one memory by id (also a deleted one), with its "
                  "front matter: kind, source, the client that wrote it, validity, what replaced it.",

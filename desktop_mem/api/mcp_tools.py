@@ -38,20 +38,28 @@ MAX_LIST = 500
 NEIGHBOURS = 5  # similar stored facts per new fact shown to the reconciling LLM
 
 
+def scope_of(project: str | None) -> str | None:
+    """A project's scope from the name (or scope) a client gave; None for none."""
+    from desktop_mem.engine.api import project_scope
+
+    return str(project_scope(project)) if project else None
+
+
 def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: int | None,
-           as_of: str | None = None, *, client: str | None = None) -> SearchJSON:
+           as_of: str | None = None, *, client: str | None = None, project: str | None = None) -> SearchJSON:
     """The read path over facts and preferences (not chat turns), best first, with scores;
     `as_of` (ISO date or date-time): over what was live then. What reaches `client` (the AI
     tool that asked) is noted in the sent log, as what reaches a chat model is."""
     if not query.strip():
         raise ValidationError("query is empty")
     k = max(1, min(int(top_k or engine.config["retrieval.top_k"]), 50))
+    scope = scope_of(project)
     if as_of:
-        results = engine.search_as_of(query, parse_as_of(as_of), conversation_id=conversation, top_k=k,
-                                      roles=("memory",))
+        results = engine.search_as_of(query, parse_as_of(as_of), conversation_id=conversation or scope,
+                                      top_k=k, roles=("memory",))
     else:
         results = engine.search(query, conversation_id=conversation, top_k=k,
-                                filters=SearchFilters(roles=("memory",)))
+                                filters=SearchFilters(roles=("memory",), project=scope))
     if client:
         engine.note_sent([r.memory.id for r in results], "MCP", client)
     return {"query": query, "results": [search_hit_json(r) for r in results]}
@@ -59,7 +67,7 @@ def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: in
 
 def add(
     engine: MemoryEngine, texts: Sequence[str], conversation: str | None, kind: str | None, client: str,
-    reconcile: bool = False,
+    reconcile: bool = False, project: str | None = None,
 ) -> dict[str, Any]:
     """Store the texts as facts, all in one commit or none, with provenance.
 
@@ -76,7 +84,9 @@ def add(
     if kind is not None and kind not in KINDS:
         raise ValidationError(f"kind {kind!r} is not one of {', '.join(KINDS)}")
     policy = SecretsPolicy.unattended(engine.config["security.secrets"])
-    conv = conversation or GLOBAL_CONVERSATION
+    if project and conversation:
+        raise ValidationError("give `conversation` or `project`, not both: a memory has one scope")
+    conv = scope_of(project) or conversation or GLOBAL_CONVERSATION
     if reconcile and engine.config["llm.base_url"]:
         return _add_reconciled(engine, items, conv, kind, client, policy)
     # one commit for the whole batch, or nothing: a retry after a failure makes no duplicates (#22)
@@ -114,10 +124,14 @@ def _add_reconciled(
 
 def list_memories(
     engine: MemoryEngine, conversation: str | None, kind: str | None, limit: int | None, offset: int | None,
-    as_of: str | None = None,
+    as_of: str | None = None, project: str | None = None,
 ) -> MemoryPageJSON:
-    """Live facts/preferences/context, newest first, one page; `as_of`: those live then."""
-    query = MemoryQuery(conversation_id=conversation, role="memory", kind=kind, include_summaries=False,
+    """Live facts/preferences/context, newest first, one page; `as_of`: those live then;
+    `project`: that project's own (instead of a conversation's)."""
+    if project and conversation:
+        raise ValidationError("give `conversation` or `project`, not both")
+    query = MemoryQuery(conversation_id=scope_of(project) or conversation, role="memory", kind=kind,
+                        include_summaries=False,
                         limit=max(1, min(int(limit or 50), MAX_LIST)), offset=max(0, int(offset or 0)))
     if as_of:
         items = engine.list_as_of(parse_as_of(as_of), **query.filters())

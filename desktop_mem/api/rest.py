@@ -47,6 +47,7 @@ from desktop_mem.engine.api import (
     SearchFilters,
     SecretDetectedError,
     parse_as_of,
+    project_scope,
     validate_conversation_id,
 )
 from desktop_mem.engine.config import Config
@@ -104,6 +105,7 @@ class NewMemory(BaseModel):
     content: str
     type: str = "fact"
     conversation_id: str = GLOBAL_CONVERSATION
+    project: str | None = None  # a project's name or scope: the memory goes there instead
     expires_at: datetime | None = None
     secrets: Literal["keep", "redact"] | None = None  # the user's choice for a likely secret
 
@@ -249,12 +251,14 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         conversation: str | None = None,
         top_k: int | None = Query(None, ge=1, le=100),
         deleted: bool = False,
+        project: str | None = None,
     ) -> dict[str, Any]:
         # The read path as a chat turn runs it, cross-encoder included, with each hit's scores:
         # `desktop-mem search` asks the process that holds the store (cli/forward.py), whose
         # index is warm and up to date, instead of loading a second copy of it.
+        scope = project_scope(project) if project else None  # a project's name or scope
         results = engine.search(q, conversation_id=conversation, top_k=top_k,
-                                filters=SearchFilters(include_deleted=deleted), rerank=True)
+                                filters=SearchFilters(include_deleted=deleted, project=scope), rerank=True)
         return {"object": "list", "query": q,
                 "data": [{"memory": memory_json(r.memory), "scores": asdict(r.scores)} for r in results]}
 
@@ -267,8 +271,11 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
             expires = expires if expires.tzinfo else expires.replace(tzinfo=UTC)
             if expires <= datetime.now(UTC):
                 raise ValidationError(f"expires_at {expires.isoformat()} is in the past")
-        memory = engine.add(body.content, conversation_id=body.conversation_id, kind=body.type,
-                            expires_at=expires, secrets=body.secrets)
+        if body.project and body.conversation_id != GLOBAL_CONVERSATION:
+            raise ValidationError("give conversation_id or project, not both: a memory has one scope")
+        scope = project_scope(body.project) if body.project else body.conversation_id
+        memory = engine.add(body.content, conversation_id=scope, kind=body.type, expires_at=expires,
+                            secrets=body.secrets)
         return memory_json(memory)
 
     @app.post("/api/memories/batch", status_code=201)

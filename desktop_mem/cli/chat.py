@@ -132,7 +132,7 @@ class TerminalChat:
 
 
 def run_chat(config: Config, conversation: str, strategy: str | None, message: str | None,
-             temporary: bool = False) -> int:
+             temporary: bool = False, project: str | None = None) -> int:
     """The `chat` command: one turn with --message (exit 1 if the reply failed), else a loop;
     `temporary` (--temporary): the turns read memory and nothing of them is stored."""
     validate_conversation_id(conversation)
@@ -141,14 +141,16 @@ def run_chat(config: Config, conversation: str, strategy: str | None, message: s
     # SIGTERM / SIGHUP (a closed terminal, `kill`): SystemExit, so a reply under way stops and the
     # finally of _chat lets the write path finish and releases the store lock, as on Ctrl-D
     with stop_signals_exit():
-        return _chat(config, conversation, strategy, message, temporary)
+        return _chat(config, conversation, strategy, message, temporary, project)
 
 
 def _chat(config: Config, conversation: str, strategy: str | None, message: str | None,
-          temporary: bool) -> int:
+          temporary: bool, project: str | None = None) -> int:
     engine = MemoryEngine.open(config)
     chat: TerminalChat | None = None
     try:
+        if project is not None and not temporary:  # `--project`: the conversation reads the project
+            engine.set_conversation_project(conversation, project)
         with embedding_progress() as progress:
             engine.open_index(progress)  # a changed embedding model re-embeds everything first
         engine.hold_chat_scope()

@@ -148,10 +148,12 @@ class RemoteReader(_Holder):
     timeout_s = READ_TIMEOUT_S
 
     def search(self, query: str, *, conversation_id: str | None, top_k: int | None,
-               include_deleted: bool) -> list[Hit]:
+               include_deleted: bool, project: str | None = None) -> list[Hit]:
         params: dict[str, Any] = {"q": query, "deleted": "true" if include_deleted else "false"}
         if conversation_id is not None:
             params["conversation"] = conversation_id
+        if project is not None:
+            params["project"] = project
         if top_k is not None:
             params["top_k"] = top_k
         answer = self._answer("GET", f"/api/search?{urlencode(params)}", None)

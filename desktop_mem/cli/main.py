@@ -17,7 +17,14 @@ from desktop_mem.cli.output import EngineError_, emit_json, terminal_safe, to_js
 from desktop_mem.cli.progress import embedding_progress
 from desktop_mem.engine.api import MemoryEngine, SecretDetectedError, read_holder
 from desktop_mem.engine.config import SETTINGS, Config, load_config
-from desktop_mem.engine.models import EngineError, HeldBackChoice, Memory, ReadOnlyError, StoreLockedError
+from desktop_mem.engine.models import (
+    EngineError,
+    HeldBackChoice,
+    Memory,
+    ReadOnlyError,
+    StoreLockedError,
+    ValidationError,
+)
 from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
@@ -40,12 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("add", help="add a memory")
     p.add_argument("text")
     p.add_argument("--conversation", default="global")
+    p.add_argument("--project", type=_project, metavar="P",
+                   help="store it in a project's scope: " + PROJECT_HELP)
     p.add_argument("--kind", default="fact", choices=["fact", "preference", "context"])
     p.add_argument("--json", action="store_true")
     _add_secret_flags(p)
 
     p = sub.add_parser("list", help="list memories")
     p.add_argument("--conversation")
+    p.add_argument("--project", type=_project, metavar="P",
+                   help="only a project's memories: " + PROJECT_HELP)
     p.add_argument("--role", choices=["memory", "user", "assistant", "summary"])
     p.add_argument("--kind", choices=["fact", "preference", "context"])
     p.add_argument("--deleted", action="store_true", help="include soft-deleted memories")
@@ -89,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="search memories (meaning + keywords), with score breakdowns")
     p.add_argument("query")
     p.add_argument("--conversation", help="scope: this conversation + global")
+    p.add_argument("--project", type=_project, metavar="P",
+                   help="scope: this project (+ the conversation, if given) + global; " + PROJECT_HELP)
     p.add_argument("--top-k", type=int, default=None)
     p.add_argument("--deleted", action="store_true", help="include soft-deleted memories")
     p.add_argument("--as-of", type=_as_of, metavar="DATE",
@@ -110,6 +123,8 @@ def _add_chat_parsers(sub: Any) -> None:
 
     p = sub.add_parser("chat", help="chat in the terminal (streams; shows injected and stored memory)")
     p.add_argument("--conversation", default="default", help="conversation id (default: default)")
+    p.add_argument("--project", type=_project, metavar="P",
+                   help="work in a project: the conversation reads its memories; " + PROJECT_HELP)
     p.add_argument("--strategy", choices=STRATEGY_NAMES, help="in-session context strategy for this run")
     p.add_argument("--message", help="send this one message, print the reply and exit")
     p.add_argument("--temporary", action="store_true",
@@ -290,10 +305,27 @@ def _secret_refused(exc: SecretDetectedError) -> int:
     return 1
 
 
+PROJECT_HELP = "a name, or a folder ('.', a path with '/') named by its git root"
+
+
+def _project(value: str) -> str:
+    """`--project P`: the scope of project P (a name), or of the folder P ('.', or with a '/')."""
+    from desktop_mem.engine.api import project_of_folder, project_scope
+
+    try:
+        if value in (".", "..") or "/" in value or os.sep in value:
+            return str(project_of_folder(value))
+        return str(project_scope(value))
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cmd_add(args: argparse.Namespace, config: Config) -> int:
+    if args.project and args.conversation != "global":
+        raise ValidationError("give --conversation or --project, not both: a memory has one scope")
     with open_engine(config, "add") as engine:
         try:
-            memory = engine.add(args.text, conversation_id=args.conversation, kind=args.kind,
+            memory = engine.add(args.text, conversation_id=args.project or args.conversation, kind=args.kind,
                                 secrets=args.secrets)
         except SecretDetectedError as exc:
             return _secret_refused(exc)
@@ -303,11 +335,14 @@ def cmd_add(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_list(args: argparse.Namespace, config: Config) -> int:
     # The one query of every front end (engine/schema.py): "../x" is an error, not an empty list.
-    query = MemoryQuery(conversation_id=args.conversation, role=args.role, kind=args.kind,
+    if args.project and args.conversation:
+        raise ValidationError("give --conversation or --project, not both")
+    scope = args.project or args.conversation
+    query = MemoryQuery(conversation_id=scope, role=args.role, kind=args.kind,
                         include_deleted=args.deleted, newest_first=False)
     with open_engine(config, "list") as engine:
         if args.as_of is not None:  # what was live then: validity and the history (history/as_of.py)
-            items = engine.list_as_of(args.as_of, conversation_id=args.conversation, role=args.role,
+            items = engine.list_as_of(args.as_of, conversation_id=scope, role=args.role,
                                       kind=args.kind)
         else:
             items = list(query.run(engine).items)
@@ -469,17 +504,20 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.engine.api import SearchFilters
 
     results = None if args.as_of is not None else _asked_of_holder(config, lambda holder: holder.search(
-        args.query, conversation_id=args.conversation, top_k=args.top_k, include_deleted=args.deleted))
+        args.query, conversation_id=args.conversation, top_k=args.top_k, include_deleted=args.deleted,
+        project=args.project))
     if results is None:
         with open_engine(config, "search") as engine:
             with embedding_progress() as progress:
                 engine.open_index(progress)  # a changed embedding model re-embeds everything first
             if args.as_of is not None:
-                results = engine.search_as_of(args.query, args.as_of, conversation_id=args.conversation,
+                results = engine.search_as_of(args.query, args.as_of,
+                                              conversation_id=args.conversation or args.project,
                                               top_k=args.top_k or config["retrieval.top_k"])
             else:
                 results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
-                                        filters=SearchFilters(include_deleted=args.deleted), rerank=True)
+                                        filters=SearchFilters(include_deleted=args.deleted,
+                                                              project=args.project), rerank=True)
     if args.json:
         emit_json([{"memory": r.memory, "scores": r.scores} for r in results])
         return 0
@@ -521,7 +559,7 @@ def cmd_config(args: argparse.Namespace, config: Config) -> int:
 def cmd_chat(args: argparse.Namespace, config: Config) -> int:
     from desktop_mem.cli.chat import run_chat
 
-    return run_chat(config, args.conversation, args.strategy, args.message, args.temporary)
+    return run_chat(config, args.conversation, args.strategy, args.message, args.temporary, args.project)
 
 
 def cmd_serve(args: argparse.Namespace, config: Config) -> int:

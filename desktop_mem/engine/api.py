@@ -402,6 +402,15 @@ class MemoryEngine:
         """Create a conversation (a folder with its title) and return its id."""
         return self._p.conversations.new(title)
 
+    def set_conversation_project(self, conversation_id: str, project: str | None) -> None:
+        """Bind a conversation to a project scope (`project_scope(name)`), or unbind it (None);
+        one commit. A bound conversation reads the project's memories."""
+        self._p.conversations.bind_project(conversation_id, project)
+
+    def conversation_project(self, conversation_id: str) -> str | None:
+        """The project scope a conversation is bound to, if any."""
+        return self._p.conversations.project(conversation_id)
+
     def rename_conversation(self, conversation_id: str, title: str) -> None:
         """Change a conversation's title (its id, and so its folder, stays)."""
         self._p.conversations.rename(conversation_id, title)

@@ -23,7 +23,15 @@ from desktop_mem.engine.history import commit_summaries
 from desktop_mem.engine.history.git_history import GitHistory
 from desktop_mem.engine.history.recorder import HistoryRecorder
 from desktop_mem.engine.index.read_path import SearchIndex
-from desktop_mem.engine.models import Memory, Operation, Problem, SecretHeldBack, StoreChange, ValidationError
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    Memory,
+    Operation,
+    Problem,
+    SecretHeldBack,
+    StoreChange,
+    ValidationError,
+)
 from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversations import Conversations
@@ -33,6 +41,7 @@ from desktop_mem.engine.store.markdown_store import MarkdownStore
 from desktop_mem.engine.store.memory_writes import MemoryWrites
 from desktop_mem.engine.store.outside_edits import OutsideEdits, remove_temp_files
 from desktop_mem.engine.store.problem_files import ProblemFiles
+from desktop_mem.engine.store.projects import PREFIX
 from desktop_mem.engine.store.publisher import Publisher, notify
 from desktop_mem.engine.store.reads import MemoryReads
 from desktop_mem.engine.store.store_lock import StoreLock
@@ -80,7 +89,8 @@ class Parts:
         self.writer.hold_reason = self.held.hold_reason
         self.shared = MemoryReads(self.catalog, self.held)
         self.search_index = SearchIndex(self.root, config, self.manifest, self.catalog, read_only=read_only,
-                                        lookup=self.shared.lookup, indexable=self._indexable)
+                                        lookup=self.shared.lookup, indexable=self._indexable,
+                                        project_of=self._project_of)
         self.publisher.index_update = self.search_index.changed
         self.outside = OutsideEdits(
             self.root, self.catalog, self.manifest, self.writer, self.held, self.publisher,
@@ -153,6 +163,13 @@ class Parts:
 
     def _every_path(self) -> list[str]:
         return [m.path for m in self.raw.list_memories(include_deleted=True)]
+
+    def _project_of(self, conversation_id: str) -> str | None:
+        """The project scope a conversation is bound to (conversation.yaml `project:`), if any."""
+        if conversation_id == GLOBAL_CONVERSATION or conversation_id.startswith(PREFIX):
+            return None
+        value = self.store.conversation_meta(conversation_id).get("project")
+        return value if isinstance(value, str) and value.startswith(PREFIX) else None
 
     def _indexable(self) -> list[Memory]:
         """Every memory the index should hold: all but the held-back ones."""

@@ -35,6 +35,7 @@ NAMES: dict[str, str] = {
     "SecretDetectedError": "store.secrets_scan", "FrontMatterError": "store.front_matter",
     "parse_as_of": "store.validity", **dict.fromkeys(["describe_holder", "read_holder"], "store.store_lock"),
     "create_demo_store": "demo",
+    **dict.fromkeys(["project_scope", "project_name", "project_of_folder"], "store.projects"),
 }
 # whole modules the front ends use by name
 MODULES: dict[str, str] = {"turn_memory": "chat.turn_memory", "sent_log": "chat.sent_log",

@@ -58,7 +58,9 @@ class SearchIndex:
         read_only: bool,
         lookup: MemoryLookup,
         indexable: Callable[[], list[Memory]],
+        project_of: Callable[[str], str | None] = lambda _conversation: None,
     ) -> None:
+        self._project_of = project_of  # the project a conversation is bound to (store/projects.py)
         self._root = root
         self._config = config
         self._manifest = manifest
@@ -146,12 +148,15 @@ class SearchIndex:
         rerank: bool = False,
     ) -> list[SearchResult]:
         """The read path: best memories for `query` with their score breakdowns; `overrides`
-        replace the settings for this search, `conversation_id` scopes it (to it + global)."""
+        replace the settings for this search, `conversation_id` scopes it (to it + its project, if
+        it is bound to one, + global)."""
         if conversation_id is not None:
             validate_conversation_id(conversation_id)
         f = filters or SearchFilters()
         if conversation_id is not None:
             f = replace(f, conversation_id=conversation_id)
+        if f.conversation_id is not None and f.project is None:  # a conversation in a project reads it
+            f = replace(f, project=self._project_of(f.conversation_id))
         retriever = self.retriever
         settings = merged_settings(retriever.settings, overrides)
         if settings is not None:

@@ -82,9 +82,11 @@ class RetrievalSettings:
 
 @dataclass(frozen=True)
 class SearchFilters:
-    """Which memories may be returned. `conversation_id` scopes to it + global."""
+    """Which memories may be returned. `conversation_id` scopes to it + global; `project` (a
+    project's scope, store/projects.py) adds that project's memories to the scope."""
 
     conversation_id: str | None = None
+    project: str | None = None
     roles: tuple[str, ...] | None = None
     kinds: tuple[str, ...] | None = None
     since: datetime | None = None
@@ -186,9 +188,9 @@ class Retriever:
     # ------------------------------------------------------------ candidates
 
     def _scopes(self, f: SearchFilters) -> list[str] | None:
-        if f.conversation_id is None:
+        if f.conversation_id is None and f.project is None:
             return None
-        return list(dict.fromkeys([f.conversation_id, GLOBAL_CONVERSATION]))
+        return list(dict.fromkeys([c for c in (f.conversation_id, f.project) if c] + [GLOBAL_CONVERSATION]))
 
     def _dense(self, query_vec: Vector, f: SearchFilters, n: int) -> dict[str, tuple[float, Vector | None]]:
         # Only selective conditions reach chroma (the scope, an explicit role filter): "not

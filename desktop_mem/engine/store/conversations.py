@@ -53,6 +53,22 @@ class Conversations:
         self._update(conv, f"New conversation: {title}", title=title.strip() or conv)
         return conv
 
+    def bind_project(self, conversation_id: str, project: str | None) -> None:
+        """Make a conversation part of a project (its scope: store/projects.py), or of none: it
+        then reads the project's memories beside its own and the global ones."""
+        validate_conversation_id(conversation_id)
+        if project is not None:
+            validate_conversation_id(project)
+        if self._store.conversation_meta(conversation_id).get("project") == project:
+            return
+        self._update(conversation_id, f"Conversation {conversation_id} in project {project or '(none)'}",
+                     project=project)
+
+    def project(self, conversation_id: str) -> str | None:
+        """The project scope a conversation is bound to, if any."""
+        value = self._store.conversation_meta(conversation_id).get("project")
+        return value if isinstance(value, str) else None
+
     def rename(self, conversation_id: str, title: str) -> None:
         """Change a conversation's title (its id, and so its folder, stays)."""
         self._update(conversation_id, f"Rename conversation {conversation_id}: {title}", title=title.strip())
