@@ -499,16 +499,22 @@ def test_reconcile_delete_and_re_add_of_the_same_text_keeps_the_fact(
     ]
 
 
-def test_a_pure_question_yields_no_facts_without_asking_the_llm(scripted_llm: Any) -> None:
-    """Small models invent facts from questions ("Where do I live?" -> "The user lives in a city")."""
+def test_a_question_reaches_the_model_but_an_invented_fact_from_it_is_dropped(scripted_llm: Any) -> None:
+    """A message ending in "?" is read by the model (it may state a fact: "I'm a nurse, can you
+    help?"), yet small models invent facts from questions ("Where do I live?" -> "The user lives in
+    a city"): with no statement in it, a fact must be in the user's own words."""
     from desktop_mem.engine.chat.extraction import extract_facts
     from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 
-    scripted_llm.script(None, '["The user lives in a city"]')
+    scripted_llm.script("Where do I live", '["The user lives in a city"]')
+    scripted_llm.script("a nurse, can you", '["The user is a nurse"]')
+    scripted_llm.script(None, '["The user lives in Rome"]')
     llm = LLMClient(LLMEndpoint(scripted_llm.base_url, "k", "test-model"))
     before = len(scripted_llm.requests)
     assert extract_facts(llm, "Where do I live? Do you remember?").facts == ()
-    assert len(scripted_llm.requests) == before
+    assert len(scripted_llm.requests) == before + 1
+    assert [f.text for f in extract_facts(llm, "I'm a nurse, can you help me with a rota?").facts] == [
+        "The user is a nurse"]
     assert extract_facts(llm, "I live in Rome. Do you know it?").facts != ()
 
 

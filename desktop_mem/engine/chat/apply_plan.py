@@ -52,6 +52,9 @@ class TurnPlan:
     summary_text: str | None = None
     summary_count: int = 0
     notes: tuple[str, ...] = ()
+    # changes the write path would not make on its own (a delete beyond the per-turn cap, what
+    # an unclear correction may make out of date): proposals for the user (chat/review.py)
+    held: tuple[Planned, ...] = ()
 
 
 class DecisionTarget(Protocol):
@@ -82,6 +85,10 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
         applied = _held_or_applied(ports, tx, [(conv, plan.decisions, origin),
                                                (GLOBAL_CONVERSATION, plan.user_facts, learned)],
                                    turn.user.id, notes)
+        for d in plan.held:
+            target = ports.lookup(d.target_id) if d.target_id else None
+            review.propose(ports.config, ports.lookup, tx, target.conversation_id if target else conv, [d],
+                           origin, turn.user.id)
         summary = ports.summary(conv)
         if plan.summary_text is not None:
             summary = tx.write_summary(conv, plan.summary_text, plan.summary_count)

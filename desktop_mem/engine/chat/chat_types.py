@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Final, NotRequired, TypedDict
 
 from desktop_mem.engine.index.retrieval import SearchResult
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, StoredMessage
 from desktop_mem.engine.store.transaction import clip
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.chat.understanding import Understood
 
 FROM_CONVERSATION: Final = "from_conversation"  # front matter of a user fact: the chat it was learned in
 
@@ -98,6 +101,11 @@ class TurnRecord:
     # The facts a "forget ..." message names, by id, as the reply path found them (and told the
     # model whether any): the write path deletes these, without matching them again.
     forget: tuple[str, ...] = ()
+    # What the message asks of memory, read once on the reply path (chat/understanding.py); None
+    # when it was not read (the write path then reads it itself).
+    understood: Understood | None = None
+    # The facts a forget might mean when none is clearly named (asked about, never deleted).
+    unclear: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,8 @@ class MemoryUsed:
     # The facts this message asks to forget, by id (forgetting.forget_targets; empty when it asks
     # for nothing or nothing matched).
     forget: tuple[str, ...] = ()
+    understood: Understood | None = field(default=None, repr=False)
+    unclear: tuple[str, ...] = ()  # the facts a forget might mean, when none is clearly named
 
     def origin(self, result: SearchResult) -> str:
         """Where an injected memory came from: "user" (the user's own facts, read in every

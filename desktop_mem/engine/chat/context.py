@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Final, Literal, Protocol, cast, get_args
 
-from desktop_mem.engine.chat.fact_guards import forget_request
 from desktop_mem.engine.chat.memory_interface import SimpleMemory
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 from desktop_mem.engine.config import default
@@ -463,34 +462,38 @@ def open_memory(
     return StrategyMemory(history, make_strategy(strategy, settings, counter, summarizer), state)
 
 
+# Notes on a message that asks to forget, for the reply: instructions (the user may write in any
+# language; the reply follows theirs), never the forgotten words themselves.
 FORGET_NOTE: Final = (
     "The user's last message asks you to forget something. This app deletes it from the user's "
-    "memory when you have replied: say briefly that it is forgotten, and do not repeat it.")
+    "memory when you have replied: say briefly, in the user's language, that it is forgotten, and "
+    "do not repeat it.")
 NOTHING_TO_FORGET_NOTE: Final = (
     "The user's last message asks you to forget something, but nothing stored in the user's memory "
-    "matches it, so this app deletes nothing: say briefly that nothing about it is stored, and do "
-    "not repeat it.")
+    "matches it, so this app deletes nothing: say briefly, in the user's language, that nothing "
+    "about it is stored, and do not repeat it.")
+UNCLEAR_FORGET_NOTE: Final = (
+    "The user's last message asks you to forget something, but it is not clear which stored fact "
+    "is meant, so this app deletes nothing yet. Ask the user, in their language, which of these "
+    "they mean: {facts}")
 
 
-def _forget_asked(sent: Sequence[Message]) -> int | None:
-    """Where the new message is in `sent` when it asks to forget, else None."""
-    at = next((i for i in range(len(sent) - 1, -1, -1) if sent[i].get("role") == "user"), None)
-    text = sent[at].get("content") if at is not None else None
-    return at if isinstance(text, str) and forget_request(text) is not None else None
+def unclear_forget_note(facts: Sequence[str]) -> str:
+    """UNCLEAR_FORGET_NOTE naming the facts the request might mean."""
+    return UNCLEAR_FORGET_NOTE.format(facts="; ".join(f'"{" ".join(f.split())}"' for f in facts))
 
 
-def _told_to_forget(system: str, sent: list[Message], nothing_to_forget: bool) -> str:
-    """FORGET_NOTE at the end of the system prompt and after the new message (in the copy sent,
+def _told_to_forget(system: str, sent: list[Message], note: str | None) -> str:
+    """``note`` at the end of the system prompt and after the new message (in the copy sent,
     never the stored turn) when that message asks to forget: a small model otherwise answers "I
     cannot forget" while the memory is being deleted, or repeats what was asked to be forgotten.
     Measured with the local 1.5B model, three requests x 6: with the note after the base prompt
     only, 3 of 18 replies refused and 3 repeated the fact; with it in both places, 0 and 1.
-    NOTHING_TO_FORGET_NOTE instead when no stored fact matches (the write path deletes nothing):
-    the model had said "I forgot where you live" about a store that kept the fact."""
-    at = _forget_asked(sent)
-    if at is None:
+    NOTHING_TO_FORGET_NOTE when no stored fact matches (the write path deletes nothing): the model
+    had said "I forgot where you live" about a store that kept the fact."""
+    at = next((i for i in range(len(sent) - 1, -1, -1) if sent[i].get("role") == "user"), None)
+    if note is None or at is None:
         return system
-    note = NOTHING_TO_FORGET_NOTE if nothing_to_forget else FORGET_NOTE
     sent[at] = {**sent[at], "content": f"{sent[at]['content']}\n\n({note})"}
     return f"{system.rstrip()}\n\n{note}"
 
@@ -511,11 +514,10 @@ def context_from(
     injected_memories: Recalled = (),
     cross_session: Sequence[tuple[str, str]] = (),
     data_preamble: str = DEFAULT_DATA_PREAMBLE,
-    nothing_to_forget: bool = False,
+    forget_note: str | None = None,
 ) -> ContextResult:
     """One system message (base + data block) followed by ``memory.read()``. When the new message
-    asks to forget, the model is told whether the app deletes something (``nothing_to_forget``:
-    no stored fact matches it).
+    asks to forget, ``forget_note`` tells the model what the app does about it.
 
     ``tokens_before`` counts every stored message, ``tokens_after`` what is sent; both include
     the same system prompt.
@@ -538,7 +540,7 @@ def context_from(
             summary=outcome.summary,
             cross_session=cross_session,
             data_preamble=data_preamble,
-        ), body, nothing_to_forget),
+        ), body, forget_note),
     }
     return ContextResult(
         messages=[system, *body],

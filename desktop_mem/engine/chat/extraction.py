@@ -19,7 +19,6 @@ from desktop_mem.engine.chat.llm_json import (
     LLMJSONError,
     RawDecision,
     parse_decisions,
-    parse_string_list,
     strip_reasoning,
 )
 from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is the dataclass
@@ -59,6 +58,7 @@ class ExtractedFact:
     kind: FactKind
     source: FactSource
     scope: scopes.Scope = "user"  # whose fact: the user's (every chat) or this conversation's
+    replaces: str = ""  # what it corrects or updates, in the user's words ("" for news)
 
 
 @dataclass(frozen=True)
@@ -99,79 +99,12 @@ class SummaryResult:
 
 
 def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
-    """0-3 facts about the user from the latest user message; pattern rules if the LLM step fails.
+    """The facts a user message states (chat/understanding.py reads it; pattern rules if the LLM
+    step fails). For callers that want facts alone: an importer reading old turns."""
+    from desktop_mem.engine.chat.understanding import understand  # it builds on this module
 
-    Only the sentences that state something are read (questions, requests, hypotheticals and
-    quotes are not facts about the user), and every fact the model writes must be grounded in
-    them (fact_guards): a small model's world facts and guesses are dropped, with the reason.
-    """
-    said = fact_guards.statements(user_message.strip())
-    if not said:
-        # "Where do I live?" or "List ten facts about Belgium" states nothing about the user;
-        # small models answer such messages with invented facts, so the LLM is not asked.
-        return ExtractionResult(())
-    text = " ".join(said)[:MAX_MESSAGE_CHARS]
-    messages: list[Message] = [
-        {"role": "system", "content": prompts.FACT_SYSTEM_PROMPT},
-        {"role": "user", "content": prompts.FACT_USER_TEMPLATE.format(message=text)},
-    ]
-    try:
-        answer = llm.complete(messages, temperature=0.0, max_tokens=400, json_schema=prompts.FACTS_SCHEMA)
-        said_facts = parse_scoped_facts(answer)
-    except (LLMError, LLMJSONError) as err:
-        problem = (
-            f"Fact extraction by the LLM failed: {err.message}"
-            if isinstance(err, LLMError)
-            else f"The LLM's fact list could not be read ({err})."
-        )
-        return ExtractionResult(pattern_facts(text), f"{problem} Simple pattern rules were used instead.")
-    facts: list[ExtractedFact] = []
-    rejected: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    lowered = text.casefold()
-    for raw, given in said_facts:
-        clean = fact_guards.as_user_subject(raw.strip().strip("\"'"))
-        if not clean or len(clean) > MAX_FACT_CHARS or _fold(clean) in seen:
-            continue
-        keyword = prompts.EXAMPLE_FACTS.get(clean)
-        if keyword is not None and keyword not in lowered:
-            continue  # a copied prompt example, not something the user said
-        why = fact_guards.grounding_problem(clean, text)
-        if why is not None:
-            rejected.append((clean, why))
-            continue
-        seen.add(_fold(clean))
-        facts.append(ExtractedFact(clean, kind_of(clean), "llm", scopes.classify(clean, given)))
-    # A small model sometimes answers [] to a plain "I live in Berlin.", or keeps one fact of
-    # "I live in Ghent and I work as a nurse": the precise first-person rules fill in what no
-    # fact of the model's already says.
-    facts += [f for f in pattern_facts(text) if not _covered(f.text, facts)]
-    return ExtractionResult(tuple(facts[:MAX_FACTS]), rejected=tuple(rejected))
-
-
-_SCOPE_KEYS: dict[str, scopes.Scope] = {"user": "user", "task": "conversation", "chat": "conversation",
-                                        "conversation": "conversation"}
-
-
-def parse_scoped_facts(answer: str) -> list[tuple[str, scopes.Scope | None]]:
-    """(fact, scope the model gave or None) from ``{"user": [...], "task": [...]}``; a plain
-    list of strings (older prompts, a model ignoring the shape) gives facts without a scope."""
-    body = strip_reasoning(answer)
-    start = body.find("{")
-    if start >= 0 and (body.find("[") < 0 or start < body.find("[")):
-        try:
-            value, _end = json.JSONDecoder().raw_decode(body[start:])
-        except ValueError:
-            value = None
-        if isinstance(value, dict) and any(k in value for k in _SCOPE_KEYS):
-            out: list[tuple[str, scopes.Scope | None]] = []
-            for key, scope in _SCOPE_KEYS.items():
-                items = value.get(key)
-                for item in items if isinstance(items, list) else []:
-                    if isinstance(item, str) and item.strip() and len(out) < 10:
-                        out.append((" ".join(item.split()), scope))
-            return out
-    return [(t, None) for t in parse_string_list(answer, max_items=10)]
+    understood = understand(llm, user_message)
+    return ExtractionResult(understood.facts, understood.error, understood.rejected)
 
 
 def _covered(fact: str, facts: Sequence[ExtractedFact]) -> bool:
@@ -362,7 +295,8 @@ def _resolve(
 
     Guards (fact_guards): an ADD or UPDATE text must be one of the new facts (the reconciler may
     not invent one, e.g. "lives in Belgium" from facts about Belgium); an UPDATE or DELETE must be
-    about the same topic as a new fact; an UPDATE may not make a fact vaguer unless the user
+    about the same topic as a new fact (a DELETE: the same subject, fact_guards.same_subject);
+    an UPDATE may not make a fact vaguer unless the user
     named what it drops. Every new fact not otherwise accounted for is ADDed.
     """
     out: list[Decision] = []
@@ -397,8 +331,8 @@ def _resolve(
                 written.add(_fold(source))
                 text = source
         elif event == Act.DELETE:
-            if not any(fact_guards.same_topic(old, f) for f in facts):
-                continue  # deleting a memory no new fact speaks about
+            if not any(fact_guards.same_subject(old, f) for f in facts):
+                continue  # deleting a memory no new fact speaks about (a shared topic is not enough)
             text = old
         else:
             text = old

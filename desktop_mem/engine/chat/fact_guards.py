@@ -67,6 +67,7 @@ her him user users user's i me my mine we our us you your very really just also 
 into about over some any all each every more most much many can could would should will shall may might
 must who whom which what when where why how s t d ll ve re m named called currently"""
 _STOP = frozenset(_STOP_WORDS.split())
+STOP = _STOP  # function words of English, for tokenising only (never to decide a meaning)
 # Words that mark the same topic in different words ("moved to" vs "lives in").
 _TOPICS: tuple[frozenset[str], ...] = (
     frozenset({"live", "lives", "living", "lived", "move", "moved", "moving", "relocat", "reside", "home",
@@ -105,6 +106,7 @@ def _stem(word: str) -> str:
 
 
 _NAME_TOPIC = 2  # index of the name group in _TOPICS
+_TASTE_TOPIC = 3  # index of the likes / dislikes group
 _TOPIC_STEMS = tuple(frozenset(_stem(w) for w in group) for group in _TOPICS)
 
 
@@ -280,6 +282,25 @@ def same_topic(old: str, new: str) -> bool:
         return False
     a, b = stems(old), stems(new)
     return bool(a & b) or bool(_topics(a) & _topics(b))
+
+
+_TOPIC_WORDS = frozenset(w for group in _TOPIC_STEMS for w in group)
+
+
+def same_subject(old: str, new: str) -> bool:
+    """Whether ``new`` speaks about what ``old`` states (for a DELETE): the same person, and a
+    name, number or content word in common that is not just the kind of statement ("likes",
+    "lives"). "The user likes green tea" never deletes "The user likes jazz"."""
+    if subject(old) != subject(new):
+        return False
+    if specifics(old) & specifics(new):
+        return True
+    a, b = stems(old), stems(new)
+    shared = a & b
+    if any(not any(w.startswith(t) or t.startswith(w) for t in _TOPIC_WORDS) for w in shared):
+        return True
+    # one home, one job, one name, one partner, one age: a new one ends the old one; tastes add up
+    return bool((_topics(a) & _topics(b)) - {_TASTE_TOPIC})
 
 
 def vaguer(old: str, new: str, user_message: str) -> bool:

@@ -24,13 +24,13 @@ from desktop_mem.engine.chat.extraction import (
     ReconcileResult,
     drop_gone,
     drop_superseded,
-    extract_facts,
-    pattern_facts,
     reconcile,
     update_summary,
 )
+from desktop_mem.engine.chat.named_facts import find_named
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
+from desktop_mem.engine.chat.understanding import understand
 from desktop_mem.engine.chat.write_progress import (
     EXTRACTING,
     RECONCILING,
@@ -47,6 +47,7 @@ from desktop_mem.engine.store.secrets_scan import REDACTED_PREFIX, describe
 
 log = logging.getLogger(__name__)
 NEIGHBOURS_PER_FACT = 5
+MAX_DELETES = 2  # deletes per turn the user did not name; more wait for review
 # How much of each new turn the summary reads: the user's words in full (up to a limit), the
 # assistant's reply as an excerpt (its answers are not facts about the user).
 SUMMARY_USER_CHARS = 1200
@@ -78,9 +79,10 @@ def plan_turn(
     track = progress or quiet(conv, turn.user.id)
     snap = ports.snapshot()
     user_scoped: set[str] = set()
+    held: list[Planned] = []
     try:
         track.stage(EXTRACTING)
-        decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track)
+        decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track, held)
         superseded = _superseded(snap, decisions)
         new_texts = [d.text for d in decisions if d.event in (Act.ADD, Act.UPDATE)]
         track.stage(SUMMARIZING)
@@ -88,17 +90,18 @@ def plan_turn(
         track.stage(SAVING)
     except WriteCancelled:
         decisions, summary_text, summary_count, note = (), None, 0, None
+        held = []
         notes.append("Memory update cancelled: this turn's messages were saved, no fact or summary changed.")
     if note:
         notes.append(note)
     mine = tuple(d for d in decisions if d.event == Act.ADD and d.text in user_scoped)
     return TurnPlan(turn, snap, tuple(d for d in decisions if d not in mine), mine, summary_text,
-                    summary_count, tuple(notes))
+                    summary_count, tuple(notes), held=tuple(held))
 
 
 def _decide(
     ports: ChatPorts, snap: ConversationSnapshot, turn: TurnRecord, llm: ChatModel | None, notes: list[str],
-    user_scoped: set[str], track: Tracker,
+    user_scoped: set[str], track: Tracker, held: list[Planned],
 ) -> tuple[Planned, ...]:
     """What the turn asks of memory: DELETEs for "forget ...", else the reconciled new facts
     (LLM steps; no lock held). Texts are redacted of likely secrets: nobody is there to ask.
@@ -106,40 +109,49 @@ def _decide(
     conv = turn.conversation_id
     if not ports.config["memory.extract_facts"]:
         return ()
-    if fact_guards.forget_request(turn.user.text) is not None:
+    understood = turn.understood
+    if understood is None:  # not read on the reply path: read it here (the same one call)
+        understood = understand(llm, turn.user.text)
+    if understood.error:
+        notes.append(understood.error)
+    elif llm is None:
+        notes.append("No LLM configured: facts were taken by pattern rules.")
+    for text, why in understood.rejected:
+        log.info("not stored as a fact (%s): %s", why, text)
+    if understood.asks_forget:
         # the facts the reply path found it names (and told the model of); one deleted by hand
         # since is left out
         targets = [m for i in turn.forget if (m := snap.lookup(i)) is not None and not m.deleted]
-        if not targets:
+        unclear = [m for i in turn.unclear if (m := snap.lookup(i)) is not None and not m.deleted]
+        if unclear and not targets:
+            notes.append("Not forgotten: it was not clear which fact you meant ("
+                         + "; ".join(m.text for m in unclear)
+                         + "). Say which, or forget it in the memory browser.")
+        elif not targets:
             notes.append("Nothing in memory matched what you asked to forget.")
         return tuple(Planned(Act.DELETE, m.text, m.id) for m in targets)
-    facts: tuple[ExtractedFact, ...]
-    if llm is None:
-        facts = pattern_facts(" ".join(fact_guards.statements(turn.user.text)))
-        notes.append("No LLM configured: facts were taken by pattern rules.")
-    else:
-        result = extract_facts(llm, turn.user.text)
-        facts = result.facts
-        if result.error:
-            notes.append(result.error)
-        for text, why in result.rejected:
-            log.info("not stored as a fact (%s): %s", why, text)
+    facts = understood.facts
     if not facts:
         return ()
-    track.stage(RECONCILING)
-    existing = _neighbourhood(ports, snap, conv, facts)
-    if llm is None:
-        known = {t.casefold() for _i, t in existing}
-        reconciled = ReconcileResult(tuple(Decision("ADD", f.text, None) for f in facts
-                                           if f.text.casefold() not in known))
-    else:
-        reconciled = reconcile(llm, [f.text for f in facts], existing, turn.user.text)
-    if reconciled.error:
-        notes.append(reconciled.error)
     kinds = {f.text: f for f in facts}
+    # what the user says they correct, found by search; the rest is reconciled with its neighbours
+    corrected = _corrections(ports, snap, conv, facts, turn.user.text, notes, held)
+    rest = [f for f in facts if f.text not in {d.text for d in corrected}]
+    reconciled = ReconcileResult(())
+    if rest:
+        track.stage(RECONCILING)
+        existing = _neighbourhood(ports, snap, conv, rest)
+        if llm is None:
+            known = {t.casefold() for _i, t in existing}
+            reconciled = ReconcileResult(tuple(Decision("ADD", f.text, None) for f in rest
+                                               if f.text.casefold() not in known))
+        else:
+            reconciled = reconcile(llm, [f.text for f in rest], existing, turn.user.text)
+        if reconciled.error:
+            notes.append(reconciled.error)
     found_kinds: list[str] = []
     decisions: list[Planned] = []
-    for d in reconciled.decisions:
+    for d in [*corrected, *reconciled.decisions]:
         text, found = ports.writer.redact(d.text)
         if found or (REDACTED_PREFIX in text and d.event != Act.DELETE):
             # never a fact about a secret, not even a redacted one (issue #22)
@@ -153,7 +165,52 @@ def _decide(
     if found_kinds:
         notes.append(f"A fact holding a likely secret ({', '.join(dict.fromkeys(found_kinds))}) was not "
                      "stored (security.secrets).")
-    return tuple(decisions)
+    return _capped(decisions, held, notes)
+
+
+def _capped(decisions: list[Planned], held: list[Planned], notes: list[str]) -> tuple[Planned, ...]:
+    """The decisions with at most MAX_DELETES deletes the user did not name; the rest are held
+    for review (``held``), with a note. A reconciliation that wants to delete many facts for one
+    new one ("I like green tea") is far more often wrong than right."""
+    deletes = [d for d in decisions if d.event == Act.DELETE]
+    if len(deletes) <= MAX_DELETES:
+        return tuple(decisions)
+    extra = deletes[MAX_DELETES:]
+    held.extend(extra)
+    notes.append(f"{len(extra)} more fact{'s' if len(extra) > 1 else ''} that may be out of date "
+                 f"{'wait' if len(extra) > 1 else 'waits'} for your review: at most {MAX_DELETES} are "
+                 "deleted in one turn unless you name them.")
+    return tuple(d for d in decisions if d not in extra)
+
+
+def _corrections(
+    ports: ChatPorts, snap: ConversationSnapshot, conv: str, facts: Sequence[ExtractedFact], said: str,
+    notes: list[str], held: list[Planned],
+) -> list[Decision]:
+    """UPDATEs for the facts that say what they correct ("replaces"), where the read path finds
+    the fact it names clearly (chat/named_facts.py); never a vaguer fact. When it finds only
+    facts it might mean, the new fact is added and those wait for review as possibly out of date."""
+    live = [m for m in _facts(snap, conv) if not m.deleted]
+    out: list[Decision] = []
+    taken: set[str] = set()
+    for fact in facts:
+        if not fact.replaces:
+            continue
+        named = find_named(ports.search, conv, [m for m in live if m.id not in taken], [fact.replaces])
+        if len(named.clear) == 1:
+            old = named.clear[0]
+            taken.add(old.id)
+            if old.text.casefold() == fact.text.casefold() or fact_guards.vaguer(old.text, fact.text, said):
+                out.append(Decision("NONE", old.text, old.id))
+            else:
+                out.append(Decision("UPDATE", fact.text, old.id))
+        elif named.clear or named.maybe:
+            out.append(Decision("ADD", fact.text, None))
+            unsure = [*named.clear, *named.maybe]
+            held.extend(Planned(Act.DELETE, m.text, m.id) for m in unsure)
+            notes.append(f"{fact.text}: it may correct " + "; ".join(m.text for m in unsure)
+                         + ", which wait for your review.")
+    return out
 
 
 def _facts(snap: ConversationSnapshot, conv: str, include_deleted: bool = False) -> list[Memory]:

@@ -12,38 +12,56 @@ from typing import Final
 FACT_SYSTEM_PROMPT: Final = """\
 You extract facts about the user for a long-term memory.
 
-Read ONLY the user's latest message. Write short facts worth remembering later, in two lists:
-- "user": facts about the user's life, true in any chat: name, family, pets, work, home, \
-health, likes and dislikes, habits, standing plans and goals.
-- "task": facts only about what the user is doing in THIS chat (a trip being planned, a text \
-being written, a problem being solved).
+Read the user's LAST message, in any language. Say what it asks of memory:
+- "facts": what the user states as true about their own life or the people in it. Each one:
+  "text": one short fact, in the third person ("The user ..."), one piece of information;
+  "about": "user", or the other person's name exactly as written;
+  "relation": who that person is to the user, only in words the user or the memory used, else "";
+  "replaces": when the user corrects or updates something, what is no longer true, in their words; else "".
+- "task": facts only about what the user is doing in this chat (a text, a trip, a problem).
+- "forget": when the user wants something forgotten, deleted or no longer remembered, in any \
+wording: what they name, in their words ("" when they name nothing). Else [].
+- "language": the message's language code.
 
 Rules:
-- Each fact stands alone and starts with "The user" (write the person's names in full).
-- One piece of information per fact. "I live in X and I work as Y" holds TWO facts: write both.
-- Copy names, places and numbers exactly as written. Keep "not" and "never".
-- Facts about other people start with "The user's" (e.g. "The user's sister lives in Rome").
-- No facts about the world, no guesses, nothing from questions, requests or "what if".
-- Ignore greetings, thanks, small talk, questions to the assistant and requests for help.
-- If there is nothing worth remembering, answer {"user": [], "task": []}.
-
-Output: a JSON object with the lists "user" and "task", nothing else.
-
-Examples:
-Message: My wife is Anne
-Answer: {"user": ["The user's wife is named Anne"], "task": []}
-
-Message: I moved to Lyon last year and I work as a nurse. I hate mornings.
-Answer: {"user": ["The user moved to Lyon last year", "The user works as a nurse", \
-"The user dislikes mornings"], "task": []}
-
-Message: Help me pack for my ski trip to Zermatt in March. I am vegetarian.
-Answer: {"user": ["The user is vegetarian"], "task": ["The user is planning a ski trip to Zermatt in March"]}
-
-Message: Hi! How are you today?
-Answer: {"user": [], "task": []}
+- Copy names, places and numbers exactly. Keep negations.
+- Never add a name or a relation the user did not say.
+- Never write the same information twice, not even in shorter words.
+- Questions, requests for work, greetings, "what if", plans and other people's news are not \
+facts: give no facts for them.
+- Earlier turns and memory are context only: take facts from the last message alone.
 
 Answer with JSON only."""
+
+# What one message asks of memory (chat/understanding.py), by structured output.
+UNDERSTAND_SCHEMA: Final = {
+    "name": "memory_request",
+    "schema": {
+        "type": "object",
+        "properties": {
+            "language": {"type": "string"},
+            "facts": {
+                "type": "array",
+                "maxItems": 5,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "about": {"type": "string"},
+                        "relation": {"type": "string"},
+                        "replaces": {"type": "string"},
+                    },
+                    "required": ["text", "about", "relation", "replaces"],
+                    "additionalProperties": False,
+                },
+            },
+            "task": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "forget": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+        },
+        "required": ["language", "facts", "task", "forget"],
+        "additionalProperties": False,
+    },
+}
 
 # Structured outputs (response_format json_schema) where the endpoint supports them.
 FACTS_SCHEMA: Final = {
@@ -94,7 +112,7 @@ EXAMPLE_FACTS: Final[dict[str, str]] = {
 }
 
 FACT_USER_TEMPLATE: Final = """\
-Message: {message}
+LAST message: {message}
 Answer with JSON only."""
 
 UPDATE_MEMORY_PROMPT: Final = """\

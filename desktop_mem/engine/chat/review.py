@@ -85,11 +85,22 @@ def hold_for_review(
     held = held_events(config)
     if not held:
         return list(decisions)
-    now: list[Planned] = []
+    now = [d for d in decisions if d.event not in held]
+    waiting = propose(config, lookup, tx, conv, [d for d in decisions if d.event in held], extra, turn_id)
+    if waiting and notes is not None:
+        notes.append(f"{waiting} memory change{'s' if waiting > 1 else ''} wait for your review "
+                     "(review mode is on).")
+    return now
+
+
+def propose(
+    config: Config, lookup: Callable[[str], Memory | None], tx: Transaction, conv: str,
+    decisions: Sequence[Planned], extra: Mapping[str, Any] | None, turn_id: str | None = None,
+) -> int:
+    """Write each decision as a proposal in `tx` (whatever the review setting: the caller holds
+    it); a change whose fact is gone is dropped. Returns how many wait."""
+    written = 0
     for d in decisions:
-        if d.event not in held:
-            now.append(d)
-            continue
         target = lookup(d.target_id) if d.target_id else None
         if d.event != Decision.ADD and target is None:
             continue  # nothing left to change
@@ -101,11 +112,8 @@ def hold_for_review(
         )
         write(config.store_path.expanduser().resolve(), proposal)
         tx.touch([proposal.path])
-    waiting = len(decisions) - len(now)
-    if waiting and notes is not None:
-        notes.append(f"{waiting} memory change{'s' if waiting > 1 else ''} wait for your review "
-                     "(review mode is on).")
-    return now
+        written += 1
+    return written
 
 
 def new_id() -> str:

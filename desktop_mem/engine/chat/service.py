@@ -14,31 +14,42 @@ from typing import TYPE_CHECKING, Any, cast
 from desktop_mem.engine.chat import forgetting, prompts, summary_state, temporal, turn_memory
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.context import (
+    FORGET_NOTE,
     INCOMPLETE,
     MESSAGE_ID,
+    NOTHING_TO_FORGET_NOTE,
     ContextResult,
     SessionState,
     StrategySettings,
     context_from,
     open_memory,
     resolve_strategy,
+    unclear_forget_note,
 )
 from desktop_mem.engine.chat.currency import (
     CurrentView,
     Superseded,
+    from_turns,
     prefer_current,
     stale_notes,
     superseded_by_turn,
 )
 from desktop_mem.engine.chat.extraction import update_summary
-from desktop_mem.engine.chat.fact_guards import forget_request
 from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
+from desktop_mem.engine.chat.named_facts import find_named
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
+from desktop_mem.engine.chat.understanding import (
+    MAX_RECENT_TURNS,
+    Understood,
+    names_and_numbers,
+    understand,
+    words_of,
+)
 from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
@@ -153,7 +164,7 @@ class ChatService:
             snapshot.including(user_turn)
             skipped = {user_turn.id}
         used, context = self.prepare(conversation_id, message, strategy=strategy, history=given,
-                                     exclude=skipped, retrieval=retrieval, snapshot=snapshot)
+                                     exclude=skipped, retrieval=retrieval, snapshot=snapshot, understand=True)
         if on_used is not None:
             on_used(used)
         self.sent_log.record([r.memory.id for r in used.memories], endpoint_label(self.llm.endpoint.base_url),
@@ -178,7 +189,8 @@ class ChatService:
         model = self.llm.endpoint.model
         record = None if assistant is not None else turn_memory.used_front_matter(used, model)
         self._schedule(TurnRecord(conversation_id, user_turn, assistant, tuple(notes),
-                                  (summary,) if summary else (), used=record, forget=used.forget))
+                                  (summary,) if summary else (), used=record, forget=used.forget,
+                                  understood=used.understood, unclear=used.unclear))
         return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=user_turn.id)
 
     def _temporary_turn(
@@ -208,10 +220,12 @@ class ChatService:
         exclude: Collection[str] = (),
         retrieval: RetrievalOverrides | None = None,
         snapshot: ConversationSnapshot | None = None,
+        understand: bool = False,
     ) -> tuple[MemoryUsed, ContextResult]:
         """The read path and the context for `message` (without calling the chat model); the
         stored turns `exclude` (ids: this message's own turn) are neither recalled nor replayed.
-        `snapshot`: the turn's one read of the store (taken here when not given)."""
+        `snapshot`: the turn's one read of the store (taken here when not given). `understand`:
+        read what the message asks of memory (the memory model's one call per turn)."""
         ports = self.ports
         cfg = ports.config
         snap = snapshot if snapshot is not None else ports.snapshot()
@@ -284,23 +298,25 @@ class ChatService:
             summarizer=self._summarize_messages,
         )
         memory.store({"role": "user", "content": message})
-        # "forget ...": the facts it names are found once, here; the model is told whether there
-        # are any, and the write path deletes exactly these (TurnRecord.forget).
-        asked = forget_request(message)
-        forget: list[Memory] = []
-        if asked is not None and cfg["memory.extract_facts"]:  # else the write path changes nothing
-            previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
-            forget = forgetting.forget_targets(live, asked, previous_user)
+        # What the message asks of memory is read once, here (one model call, the one that
+        # extracted facts before): the reply is told what a forget does, and the write path
+        # applies what was read (TurnRecord.understood), without reading it again.
+        understood = self._understand(message, prompt_turns, masked, live) if (
+            understand and cfg["memory.extract_facts"]) else None
+        forget, unclear = self._forget_targets(conversation_id, understood, live, own)
+        note = None
+        if understood is not None and understood.asks_forget:
+            note = (FORGET_NOTE if forget else unclear_forget_note([m.text for m in unclear]) if unclear
+                    else NOTHING_TO_FORGET_NOTE)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
                                injected_memories=recalled, cross_session=cross,
-                               data_preamble=prompts.MEMORY_DATA_PREAMBLE,
-                               nothing_to_forget=asked is not None and not forget)
+                               data_preamble=prompts.MEMORY_DATA_PREAMBLE, forget_note=note)
         used = MemoryUsed(
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
             tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
             in_transcript=len(skipped), summary_stale=summary_stale, masked=len(masked),
-            forget=tuple(m.id for m in forget),
+            forget=tuple(m.id for m in forget), understood=understood, unclear=tuple(m.id for m in unclear),
         )
         return used, context
 
@@ -373,6 +389,36 @@ class ChatService:
         for c in {r.memory.conversation_id for r in results if r.memory.role == Role.ASSISTANT} | {conv}:
             replies_to.update(_replies_to(own if c == conv else snap.transcript(c)))
         return prefer_current(results, stale, replies_to), stale_notes(own, stale, replies_to)
+
+    def _understand(
+        self, message: str, turns: Sequence[Memory], masked: Mapping[str, str], live: Sequence[Memory]
+    ) -> Understood:
+        """What `message` asks of memory, read with the turns before it (as the model is sent
+        them: what was forgotten masked) and what memory holds about the names it mentions."""
+        llm = self.memory_llm if self.ports.config["llm.base_url"] else None
+        recent = [(str(m.role), masked.get(m.id, m.text)) for m in turns if m.role in TURN_ROLES]
+        names = names_and_numbers(f"x {message}")
+        known = [m.text for m in live if names & words_of(m.text)] if names else []
+        return understand(llm, message, recent[-MAX_RECENT_TURNS:], known)
+
+    def _forget_targets(
+        self, conv: str, understood: Understood | None, live: Sequence[Memory], own: Sequence[Memory]
+    ) -> tuple[list[Memory], list[Memory]]:
+        """(the facts a forget names, those it might mean when none is clear). Found by the read
+        path (chat/named_facts.py); "forget that" (nothing named, or a word that names nothing)
+        means what the previous message stored."""
+        if understood is None or understood.forget is None:
+            return [], []
+        phrases = [p for p in understood.forget if p.strip()]
+        named = find_named(self.ports.search, conv, live, phrases) if phrases else None
+        if named is not None and named.clear:
+            return list(named.clear), []
+        if all(len(p.split()) <= 1 for p in phrases):  # "forget that", "vergeet dat"
+            previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
+            stored = [m for m in live if previous_user and previous_user in from_turns(m)]
+            if stored:
+                return stored, []
+        return [], list(named.maybe) if named is not None else []
 
     def _cross_session(self, snap: ConversationSnapshot, conv: str) -> list[tuple[str, str]]:
         summaries = [m for m in snap.list_memories(role="summary") if m.conversation_id != conv]

@@ -1,0 +1,97 @@
+"""Which live facts a "forget ..." or a correction names: found by the read path, never by word
+overlap.
+
+The user's words ("what I told you about my job", "waar ik woon") are searched among the facts
+that are true now with the read path (keywords, vectors, the cross-encoder). A fact whose
+relevance reaches CLEAR is named; below that, facts from MAYBE up are what the user might mean
+(the reply asks which, the write path changes nothing); below MAYBE nothing is named. The two
+thresholds were measured (benchmarks/forget_match.py, docs/benchmarks.md "Finding what a forget
+names"). A name or a number the phrase shares with exactly the facts that hold it (in any script)
+counts as naming them: keywords know "Utrecht" in every language.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from desktop_mem.engine.chat.ports import Search
+from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
+from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
+from desktop_mem.engine.models import Memory
+
+log = logging.getLogger(__name__)
+CLEAR = 0.5  # cross-encoder relevance from which a fact is what the phrase names
+MAYBE = 0.05  # from here up to CLEAR: what the phrase might name (asked about, never acted on)
+GAP = 1.5  # log-odds below the best fact within which another fact is named too
+CLEAR_DENSE = 0.86  # without a cross-encoder: the dense cosine that counts as named
+MAYBE_DENSE = 0.80
+GAP_DENSE = 0.0  # cosines are not log-odds: only the best (ties) is named by meaning alone
+POOL = 8
+MAX_NAMED = 5
+
+
+@dataclass(frozen=True)
+class Named:
+    """The facts a phrase names (``clear``) and, when none is clear, those it might (``maybe``)."""
+
+    clear: tuple[Memory, ...] = ()
+    maybe: tuple[Memory, ...] = ()
+
+
+def find_named(search: Search, conversation_id: str, live: Sequence[Memory], phrases: Sequence[str]) -> Named:
+    """The live facts ``phrases`` name (each phrase searched on its own, the clear ones of all
+    phrases together); a broken index names nothing rather than guessing."""
+    by_id = {m.id: m for m in live}
+    clear: dict[str, Memory] = {}
+    maybe: dict[str, Memory] = {}
+    for phrase in phrases:
+        if not phrase.strip() or not by_id:
+            continue
+        named = _named_by_names(phrase, live)
+        try:
+            results = search(phrase, conversation_id=conversation_id, top_k=POOL, use_mmr=False, rerank=True,
+                             filters=SearchFilters(conversation_id=conversation_id, roles=("memory",)))
+        except Exception:  # an index problem must never delete the wrong fact
+            log.exception("searching what a forget names failed")
+            results = []
+        scored = [(relevance(r), r.memory.id) for r in results if r.memory.id in by_id]
+        top = max((s[0] for s, _i in scored), default=0.0)
+        # A cross-encoder scores "my son" 1.0 for the son and 0.995 for the daughter: only the
+        # facts within GAP (in log-odds) of the best one are named by it.
+        hits = [i for s, i in scored if s[0] >= s[1] and _logit(s[0]) >= _logit(top) - s[3]]
+        near = [i for s, i in scored if s[2] <= s[0] < s[1]]
+        for i in (named or hits):
+            clear.setdefault(i, by_id[i])
+        if not named and not hits:
+            for i in near:
+                maybe.setdefault(i, by_id[i])
+    if clear:
+        return Named(tuple(list(clear.values())[:MAX_NAMED]))
+    return Named((), tuple(list(maybe.values())[:MAX_NAMED]))
+
+
+def relevance(result: SearchResult) -> tuple[float, float, float, float]:
+    """(score, its CLEAR, its MAYBE, its GAP): the cross-encoder's when it ran, else the dense
+    cosine (where the gap is the cosines' own)."""
+    s = result.scores
+    if s.rerank is not None:
+        return s.rerank, CLEAR, MAYBE, GAP
+    return (s.dense if s.dense is not None else 0.0), CLEAR_DENSE, MAYBE_DENSE, GAP_DENSE
+
+
+def _logit(p: float) -> float:
+    q = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(q / (1 - q))
+
+
+def _named_by_names(phrase: str, live: Sequence[Memory]) -> list[str]:
+    """The facts holding every name and number of ``phrase`` (its first word too: a phrase is not
+    a sentence), when some do and not too many: "Pieter", "Utrecht", "42"."""
+    wanted = {w for w in names_and_numbers(f"x {phrase}") if len(w) >= 2}
+    if not wanted:
+        return []
+    holding = [m.id for m in live if wanted <= words_of(m.text)]
+    return holding if 0 < len(holding) <= MAX_NAMED else []

@@ -1,0 +1,358 @@
+"""What one user message asks of memory, read by the model in any language: one call per turn.
+
+The memory model reads the message with the recent turns (and what memory holds about the
+people it names) and answers, by JSON schema, with the facts the user states (whom each is
+about, and what it corrects), the things the user asks to forget (in their words), or nothing.
+This is the only LLM call that reads a message for memory: it replaces fact extraction, and it
+runs before the reply so the reply can be told what will happen.
+
+The model decides what the message means; deterministic checks decide what it may write:
+names, relations and numbers must come from the user's words or from memory (grounding, any
+script), facts of one message that say the same thing twice are merged, and another person's
+fact stays theirs. The English pattern rules serve only when no model answers, and as a cheap
+hint for an English "forget ..." that the model's answer overrules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from desktop_mem.engine.chat import fact_guards, prompts, scopes
+from desktop_mem.engine.chat.extraction import (
+    MAX_FACT_CHARS,
+    MAX_FACTS,
+    MAX_MESSAGE_CHARS,
+    ChatModel,
+    ExtractedFact,
+    kind_of,
+    pattern_facts,
+)
+from desktop_mem.engine.chat.llm_errors import LLMError
+from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_string_list, strip_reasoning
+from desktop_mem.engine.models import Message
+
+MAX_RECENT_TURNS = 4
+MAX_TURN_CHARS = 400
+MAX_KNOWN = 6
+MAX_FORGET = 5
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
+
+
+@dataclass(frozen=True)
+class Understood:
+    """What a message asks of memory.
+
+    ``facts``: what the user states (each with whom it is about and what it replaces);
+    ``forget``: what the user asks to forget, in their words ("" for "forget that": what the
+    previous message stored), None when the message asks no forget; ``error``: why the model's
+    answer was not used (the pattern rules were); ``rejected``: (fact, why) the guards dropped.
+    """
+
+    facts: tuple[ExtractedFact, ...] = ()
+    forget: tuple[str, ...] | None = None
+    language: str = ""
+    error: str | None = None
+    rejected: tuple[tuple[str, str], ...] = ()
+    by_model: bool = False
+
+    @property
+    def asks_forget(self) -> bool:
+        return self.forget is not None
+
+
+@dataclass(frozen=True)
+class _RawFact:
+    text: str
+    about: str = "user"
+    relation: str = ""
+    replaces: str = ""
+    scope: scopes.Scope | None = None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    facts: list[_RawFact] = field(default_factory=list)
+    forget: list[str] | None = None
+    language: str = ""
+
+
+def understand(
+    llm: ChatModel | None, message: str, recent: Sequence[tuple[str, str]] = (), known: Sequence[str] = (),
+) -> Understood:
+    """What ``message`` asks of memory. ``recent``: the turns before it, (role, text), oldest
+    first; ``known``: live facts about the people and things it names. Without a model (or when
+    its answer cannot be read) the pattern rules decide, and ``error`` says so."""
+    text = message.strip()[:MAX_MESSAGE_CHARS]
+    if not text:
+        return Understood()
+    hint = fact_guards.forget_request(text)
+    if llm is None:
+        return _by_patterns(text, hint)
+    messages: list[Message] = [
+        {"role": "system", "content": prompts.FACT_SYSTEM_PROMPT},
+        {"role": "user", "content": _user_prompt(text, recent, known)},
+    ]
+    try:
+        answer = llm.complete(messages, temperature=0.0, max_tokens=500,
+                              json_schema=prompts.UNDERSTAND_SCHEMA)
+        parsed = parse_answer(answer)
+    except (LLMError, LLMJSONError) as err:
+        problem = (f"Reading the message for memory failed: {err.message}" if isinstance(err, LLMError)
+                   else f"The memory model's answer could not be read ({err}).")
+        fallback = _by_patterns(text, hint)
+        return replace(fallback, error=f"{problem} Simple pattern rules were used instead.")
+    context = " ".join([text, *(t for _r, t in recent if _r == "user"), *known])
+    facts, rejected = ground(parsed.facts, text, context, english=_english(parsed.language, text))
+    forget = parsed.forget
+    if forget is None and hint is not None:
+        forget = [hint]  # a model (or an older prompt's answer) that said nothing about forgetting
+    if forget is not None and not forget and not facts and hint is not None:
+        forget = [hint]  # "Forget ..." in so many words, and the model found nothing at all
+    if forget is not None and not forget:
+        forget = None
+    if forget is not None:
+        facts = []  # a request to forget states nothing new (what it names is not a fact to keep)
+    return Understood(tuple(facts[:MAX_FACTS]), tuple(forget[:MAX_FORGET]) if forget is not None else None,
+                      parsed.language, None, tuple(rejected), by_model=True)
+
+
+def _by_patterns(text: str, hint: str | None) -> Understood:
+    if hint is not None:
+        return Understood((), (hint,))
+    return Understood(pattern_facts(" ".join(fact_guards.statements(text))))
+
+
+def _english(language: str, text: str) -> bool:
+    """Whether the English-only checks may read ``text``: the model says it is English (or said
+    nothing, and the text is in Latin letters, as every older answer shape was read)."""
+    lang = language.strip().casefold()
+    if lang:
+        return lang in ("en", "eng", "english") or lang.startswith("en-")
+    return all(ord(c) < 0x250 for c in text)
+
+
+def _user_prompt(message: str, recent: Sequence[tuple[str, str]], known: Sequence[str]) -> str:
+    parts: list[str] = []
+    turns = [(r, " ".join(t.split())[:MAX_TURN_CHARS]) for r, t in recent[-MAX_RECENT_TURNS:] if t.strip()]
+    if turns:
+        parts.append("Earlier turns (context only, do not take facts from them):\n"
+                     + "\n".join(f"{r}: {t}" for r, t in turns))
+    if known:
+        parts.append("Memory already holds:\n" + "\n".join(f"- {k}" for k in known[:MAX_KNOWN]))
+    parts.append(prompts.FACT_USER_TEMPLATE.format(message=message))
+    return "\n\n".join(parts)
+
+
+# -- reading the answer ------------------------------------------------------------------------
+
+
+_SCOPE_KEYS: dict[str, scopes.Scope] = {"user": "user", "facts": "user", "task": "conversation",
+                                        "chat": "conversation", "conversation": "conversation"}
+
+
+def parse_answer(answer: str) -> _Answer:
+    """The model's answer: ``{"facts": [{text, about, relation, replaces}], "task": [...],
+    "forget": [...], "language": ...}``; the older ``{"user": [...], "task": [...]}`` and a plain
+    list of strings are read too (then ``forget`` is None: the answer did not say)."""
+    body = strip_reasoning(answer)
+    start = body.find("{")
+    if start >= 0 and (body.find("[") < 0 or start < body.find("[")):
+        try:
+            value, _end = json.JSONDecoder().raw_decode(body[start:])
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and (any(k in value for k in _SCOPE_KEYS) or "forget" in value):
+            return _Answer(_facts_of(value), _forget_of(value), _str(value.get("language"))[:20])
+    return _Answer([_RawFact(t) for t in parse_string_list(answer, max_items=10)])
+
+
+def _facts_of(value: dict[str, Any]) -> list[_RawFact]:
+    out: list[_RawFact] = []
+    for key, scope in _SCOPE_KEYS.items():
+        items = value.get(key)
+        for item in items if isinstance(items, list) else []:
+            if len(out) >= 10:
+                break
+            if isinstance(item, str) and item.strip():
+                out.append(_RawFact(" ".join(item.split()), scope=scope))
+            elif isinstance(item, dict) and _str(item.get("text")).strip():
+                out.append(_RawFact(" ".join(_str(item["text"]).split()),
+                                    _str(item.get("about")).strip() or "user",
+                                    _str(item.get("relation")).strip(), _str(item.get("replaces")).strip(),
+                                    scope))
+    return out
+
+
+def _forget_of(value: dict[str, Any]) -> list[str] | None:
+    if "forget" not in value:
+        return None
+    raw = value["forget"]
+    if isinstance(raw, str):
+        raw = [raw]
+    if raw is True:
+        return [""]
+    if not isinstance(raw, list):
+        return []
+    items = [" ".join(_str(i).split()).strip(" .!?\"'") for i in raw if isinstance(i, str)]
+    return list(dict.fromkeys(items))[:MAX_FORGET] if items else []
+
+
+def _str(value: object) -> str:
+    return value[:MAX_FACT_CHARS * 2] if isinstance(value, str) else ""
+
+
+# -- grounding: what the model may write -------------------------------------------------------
+
+
+def ground(
+    raw: Iterable[_RawFact], message: str, context: str, *, english: bool = True,
+) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
+    """The facts the model gave that the user's words (or memory) support, merged where one
+    says part of another; (fact, why) for each dropped one.
+
+    Language-free checks: every name and number must be in ``message`` (a relation or a name
+    about another person may also come from ``context``: the recent turns and what memory holds).
+    With ``english``, the English word checks of fact_guards (negation kept, about whom) apply too.
+    """
+    facts: list[ExtractedFact] = []
+    rejected: list[tuple[str, str]] = []
+    said = words_of(message)
+    known = words_of(context)
+    lowered = message.casefold()
+    # The English rules find no statement (all questions and requests): a fact must then be in
+    # the user's own words, so "Where do I live?" never becomes "The user lives in a city".
+    strict = english and not fact_guards.statements(message)
+    for item in raw:
+        about_user = item.about.casefold() in _USER_WORDS
+        text = item.text.strip().strip("\"'")
+        if about_user:
+            text = fact_guards.as_user_subject(text)
+        if not text or len(text) > MAX_FACT_CHARS:
+            continue
+        keyword = prompts.EXAMPLE_FACTS.get(text)
+        if keyword is not None and keyword not in lowered:
+            continue  # a copied prompt example, not something the user said
+        why = _ungrounded(text, item, said, known, about_user)
+        if why is None and english and re.match(r"^the user\b", text, re.I):
+            why = fact_guards.grounding_problem(text, message)
+            if why is not None and not about_user and why == "about someone else, not the user":
+                why = None  # it is about someone else, and says so
+            if why is None and strict and not fact_guards.stems(text) <= fact_guards.stems(message):
+                why = "not stated in the message (a question or a request)"
+        if why is not None:
+            rejected.append((text, why))
+            continue
+        scope = scopes.classify(text, item.scope)
+        facts.append(ExtractedFact(text, kind_of(text), "llm", scope,
+                                   replaces=item.replaces[:MAX_FACT_CHARS]))
+    facts = merge_contained(facts)
+    # A small model sometimes answers [] to a plain "I live in Berlin.": the precise English
+    # first-person rules fill in what no fact of the model's already says.
+    if english:
+        facts += [f for f in pattern_facts(" ".join(fact_guards.statements(message)))
+                  if not any(_contains(g.text, f.text) or _contains(f.text, g.text) for g in facts)
+                  and not _covered(f.text, facts)]
+    return facts, rejected
+
+
+def _ungrounded(text: str, item: _RawFact, said: set[str], known: set[str], about_user: bool) -> str | None:
+    """Why the fact's names, numbers, person or relation are not the user's (None: they are)."""
+    missing = [n for n in names_and_numbers(text) if not _found(n, said) and not _found(n, known)]
+    if missing:
+        return f"names or numbers the user did not say ({', '.join(sorted(missing))})"
+    if not about_user:
+        person = [w.casefold() for w in _WORD.findall(item.about)]
+        if person and not all(_found(w, said) or _found(w, known) for w in person):
+            return f"a person the user did not name ({item.about})"
+    relation = [w.casefold() for w in _WORD.findall(item.relation)]
+    if relation and not all(_near(w, said) or _near(w, known) for w in relation):
+        return f"a relation the user did not say ({item.relation})"
+    # the relation the fact itself writes ("The user's sister ..."), when it is about a person
+    person_fact = not about_user or fact_guards.subject(text) != "user"
+    written = [w for w in _relation_words(text) if person_fact and not _near(w, said) and not _near(w, known)]
+    if written:
+        return f"a relation the user did not say ({' '.join(written)})"
+    return None
+
+
+def _relation_words(text: str) -> list[str]:
+    """The words that say who someone is to the user in a fact written "The user's <relation>
+    <Name> ..." (the prompt's own form): the words up to the name, else the first one."""
+    match = re.match(r"^the user[’']?s\s+(.*)$", text.strip(), re.I)
+    if match is None:
+        return []
+    words = _WORD.findall(match.group(1))
+    names = [i for i, w in enumerate(words) if w[:1].isupper()]
+    head = words[:names[0]] if names else words[:1]
+    return [w.casefold() for w in head
+            if w.casefold() not in fact_guards.STOP and not any(c.isdigit() for c in w)]
+
+
+def _near(word: str, words: set[str]) -> bool:
+    """``word`` is among ``words`` up to its ending (sister/sisters, favorite/favourite)."""
+    return _found(word, words) or (len(word) >= 5 and any(len(w) >= 5 and w[:4] == word[:4] for w in words))
+
+
+def names_and_numbers(text: str) -> set[str]:
+    """Names (capitalised words after the first, any cased script) and numbers (any digits, as
+    values: "٣" and "3" are the same) in ``text``, folded."""
+    out: set[str] = set()
+    words = _WORD.findall(text)
+    for i, word in enumerate(words):
+        if any(c.isdigit() for c in word):
+            out.add(_digits(word))
+        elif i > 0 and word[:1].isupper() and word.casefold() not in fact_guards.STOP:
+            out.add(word.casefold())
+    return out
+
+
+def words_of(text: str) -> set[str]:
+    """The words of ``text`` folded, numbers as their values (any script)."""
+    return {_digits(w) if any(c.isdigit() for c in w) else w.casefold() for w in _WORD.findall(text)}
+
+
+def _digits(word: str) -> str:
+    return "".join(str(int(c)) if c.isdigit() else c.casefold() for c in word)
+
+
+def _found(word: str, words: set[str]) -> bool:
+    """``word`` is among ``words``, or one of them shares its stem (inflection: Pieters, Ghent's)."""
+    if word in words:
+        return True
+    if any(c.isdigit() for c in word) or len(word) < 4:
+        return False
+    stem = word[:max(4, len(word) - 2)]
+    return any(w.startswith(stem) or word.startswith(w[:max(4, len(w) - 2)]) and len(w) >= 4 for w in words)
+
+
+def merge_contained(facts: Sequence[ExtractedFact]) -> list[ExtractedFact]:
+    """The facts without those another one of the same message already says in full ("lives in
+    Utrecht" and "is near the old canal" beside "lives in Utrecht, near the old canal")."""
+    kept: list[ExtractedFact] = []
+    for i, fact in enumerate(facts):
+        if any(j != i and _contains(other.text, fact.text) and (len(other.text) > len(fact.text) or j < i)
+               for j, other in enumerate(facts)):
+            continue
+        kept.append(fact)
+    return kept
+
+
+def _contains(big: str, small: str) -> bool:
+    """Every word of ``small`` but its subject is in ``big`` (any language: words, not a list)."""
+    a, b = _content(big), _content(small)
+    return bool(b) and b <= a
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in words_of(text) if w not in fact_guards.STOP}
+
+
+def _covered(fact: str, facts: Sequence[ExtractedFact]) -> bool:
+    names = fact_guards.specifics(fact)
+    return any(names <= fact_guards.specifics(f.text) and fact_guards.similarity(fact, f.text) >= 0.5
+               for f in facts)

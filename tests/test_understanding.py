@@ -1,0 +1,160 @@
+"""Memory understands people as they talk (issue #33): the model reads what a message asks of
+memory in any wording and language; deterministic safety nets decide what may be written.
+
+Each test scripts the memory model's answer as a small local model gives it, and asserts what
+the user would notice: which facts are live afterwards, and what the reply was told.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from desktop_mem.engine.api import MemoryEngine
+from desktop_mem.engine.chat.context import FORGET_NOTE
+from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
+
+
+def _understood(words: str, answer: dict[str, Any]) -> tuple[Any, str]:
+    """A rule: the understanding call for a message holding ``words`` gets ``answer``."""
+    full = {"language": "en", "facts": [], "task": [], "forget": [], **answer}
+    return (lambda body: FACTS in json.dumps(body["messages"][0])
+            and words in body["messages"][-1]["content"],
+            json.dumps(full))
+
+
+def _fact(text: str, about: str = "user", relation: str = "", replaces: str = "") -> dict[str, str]:
+    return {"text": text, "about": about, "relation": relation, "replaces": replaces}
+
+
+def _live(eng: MemoryEngine) -> list[str]:
+    return sorted(m.text for m in eng.list_memories(role="memory"))
+
+
+def _tell(eng: MemoryEngine, conv: str, text: str) -> Any:
+    reply = eng.chat(conv, text)
+    assert eng.wait_idle(30)
+    return reply
+
+
+def _last_chat_request(scripted_llm: Any) -> Any:
+    return [r for r in scripted_llm.chat_requests if is_chat(r.body)][-1]
+
+
+def _script_rest(scripted_llm: Any) -> None:
+    scripted_llm.script(FACTS, json.dumps({"language": "en", "facts": [], "task": [], "forget": []}))
+    scripted_llm.script(RECONCILE, "[]")
+    scripted_llm.script(SUMMARY, "The user talked about their life.")
+    scripted_llm.script(is_chat, "Noted.")
+
+
+def test_a_dutch_request_to_forget_forgets_and_the_reply_is_told(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """"Wil je vergeten waar ik woon?" starts with no English verb and ends in "?": it reaches the
+    model, whose English phrase for what is named finds the fact by search."""
+    chat_engine.add("The user lives in Utrecht", conversation_id="global", role="memory")
+    chat_engine.add("The user works as a nurse", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("vergeten", {"language": "nl", "forget": ["where the user lives"]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "nl", "Wil je alsjeblieft vergeten waar ik woon?")
+    assert _live(chat_engine) == ["The user works as a nurse"]
+    assert FORGET_NOTE in _last_chat_request(scripted_llm).system_text
+
+
+def test_a_question_form_forget_deletes_what_it_names(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    chat_engine.add("The user has a cat named Miso", conversation_id="global", role="memory")
+    chat_engine.add("The user likes jazz", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("what you know", {"forget": ["my cat"]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "q", "Could you drop what you know about my cat?")
+    assert _live(chat_engine) == ["The user likes jazz"]
+
+
+def test_forget_with_nothing_clear_deletes_nothing_and_the_reply_asks(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Never guess: a phrase that names nothing stored deletes nothing, and the reply says so."""
+    chat_engine.add("The user has a cat named Miso", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("bank", {"forget": ["my bank account number"]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "q", "I'd rather you didn't keep my bank account number")
+    assert _live(chat_engine) == ["The user has a cat named Miso"]
+    assert "nothing stored" in _last_chat_request(scripted_llm).system_text
+
+
+def test_a_correction_told_in_passing_replaces_the_fact_it_names(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """"Small correction: Ines turned 8 last week": the daughter's age is updated (the relation
+    comes from memory), never stored as the user's sister with the old age kept live."""
+    chat_engine.add("The user's daughter Ines is 7 years old", conversation_id="global", role="memory")
+    chat_engine.add("The user's son Pieter is 6 years old", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("Ines turned", {"facts": [
+        _fact("The user's daughter Ines is 8 years old", "Ines", "daughter", "Ines is 7 years old")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", "Small correction: Ines turned 8 last week")
+    assert _live(chat_engine) == ["The user's daughter Ines is 8 years old",
+                                  "The user's son Pieter is 6 years old"]
+
+
+def test_a_relation_the_model_invents_for_a_name_is_not_stored(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The 1.5B model wrote "the user's sister is named Pieter" after "my son Pieter is 6"."""
+    scripted_llm.script(*_understood("Pieter", {"facts": [
+        _fact("The user's sister is named Pieter", "Pieter", "sister"),
+        _fact("The user's son Pieter is 6 years old", "Pieter", "son"),
+        _fact("The user's brother Pieter is 6", "Pieter", "")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", "My son Pieter is 6")
+    assert _live(chat_engine) == ["The user's son Pieter is 6 years old"]
+
+
+def test_one_sentence_gives_one_fact_not_three(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    scripted_llm.script(*_understood("old canal", {"facts": [
+        _fact("The user lives in Utrecht"), _fact("The user lives in Utrecht, near the old canal"),
+        _fact("The user is near the old canal")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "home", "I live in Utrecht, near the old canal")
+    assert _live(chat_engine) == ["The user lives in Utrecht, near the old canal"]
+
+
+def _deleting_all(eng: MemoryEngine, scripted_llm: Any, olds: list[str], words: str, new: str) -> None:
+    """Facts ``olds`` stored; the message with ``words`` states ``new``, and the reconciliation
+    answers DELETE for every stored fact (what the 1.5B model did)."""
+    for text in olds:
+        eng.add(text, conversation_id="global", role="memory")
+    scripted_llm.script(*_understood(words, {"facts": [_fact(new)]}))
+    scripted_llm.script(RECONCILE, lambda body: json.dumps({"decisions": [
+        {"event": "DELETE", "id": str(i), "text": ""} for i in range(len(olds))]
+        + [{"event": "ADD", "id": "", "text": new}]}))
+    _script_rest(scripted_llm)
+
+
+def test_a_new_taste_never_deletes_the_other_tastes(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """"I like green tea" deleted four unrelated preferences: a DELETE must name what was said."""
+    _deleting_all(chat_engine, scripted_llm, ["The user likes jazz", "The user loves hiking",
+                                              "The user prefers window seats", "The user enjoys sushi"],
+                  "green tea", "The user likes green tea")
+    _tell(chat_engine, "tea", "I like green tea")
+    assert _live(chat_engine) == ["The user enjoys sushi", "The user likes green tea", "The user likes jazz",
+                                  "The user loves hiking", "The user prefers window seats"]
+
+
+def test_more_than_two_deletes_in_one_turn_wait_for_review(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    olds = ["The user works at Acme", "The user works at Acme as a tester",
+            "The user works at Acme on Mondays", "The user works at Acme in Ghent"]
+    _deleting_all(chat_engine, scripted_llm, olds, "Globex", "The user works at Globex")
+    outcomes: list[Any] = []
+    chat_engine.subscribe_outcomes(outcomes.append)
+    _tell(chat_engine, "job", "I work at Globex")
+    live = _live(chat_engine)
+    assert "The user works at Globex" in live
+    assert len([t for t in live if "Acme" in t]) == 2  # two deleted, two held
+    proposals, _broken = chat_engine.proposals()
+    assert sorted(p.event for p in proposals) == ["DELETE", "DELETE"]
+    assert {p.target_text for p in proposals} <= set(olds)
+    assert any("wait for your review" in n for n in outcomes[-1].notes)
