@@ -101,6 +101,7 @@ ENGINE_NOT_READS: dict[str, str] = {
     "cancel_write_path": "lifecycle", "subscribe_write_progress": "events",
     "resolve_held_back": "write (the user's answer)",
     "accept_proposal": "write (review mode: the user's answer)", "reject_proposal": "write (review mode)",
+    "tidy_up": "write (review proposals; their texts are live facts the shared view gave)",
     "note_sent": "write (the sent log: ids, endpoint, model; no text)",
     "apply_external_changes": "write (the watcher's)", "commit_all": "write", "reindex": "write",
     "open_index": "opens the index (returns counts)", "refresh": "re-reads the store (returns None)",
@@ -271,6 +272,7 @@ def test_no_rest_route_gives_out_a_held_back_hand_edit(store: HeldStore) -> None
 MCP_WRITES: dict[str, str] = {
     "add_memories": "write", "update_memory": "write", "delete_memories": "write", "restore_memory": "write",
     "review_memory_changes": "write (accept / reject a proposal; list is tested in test_review)",
+    "tidy_memory": "write (proposals only; tested in test_tidy)",
 }
 
 

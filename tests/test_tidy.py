@@ -238,3 +238,27 @@ def test_facts_beyond_the_limit_are_proposed_never_evicted(make_config: Callable
         assert len(_live(engine)) == 3
     finally:
         engine.close()
+
+
+def test_an_ai_tool_can_ask_for_a_tidy_up_over_mcp_and_it_only_proposes(
+        make_config: Callable[..., Any]) -> None:
+    import anyio
+
+    from tests.mcp_clients import call, stdio_session
+
+    with MemoryEngine(make_config()) as engine:
+        engine.add("The user is at a conference this week", source="llm",
+                   expires_at=utc_now() - timedelta(days=1))
+        root = engine.root
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with stdio_session(root) as s:
+            tidied = await call(s, "tidy_memory")
+            listed = await call(s, "review_memory_changes")
+        return tidied, listed
+
+    tidied, listed = anyio.run(scenario)
+    assert tidied["counts"]["stale"] == 1 and tidied["commit"]
+    assert [p["summary"] for p in listed["proposals"]] == [tidied["proposed"][0]["summary"]]
+    with MemoryEngine(make_config()) as reopened:
+        assert _live(reopened) == ["The user is at a conference this week"]

@@ -299,6 +299,18 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         return await backend.at_writer("review_memory_changes", {"action": action, "id": id, "text": text},
                                        client_of(ctx), lambda e: mcp_tools.review(e, action, id, text))
 
+    @server.tool(
+        name="tidy_memory",
+        description="Look at the whole memory and propose a clean-up: duplicates to merge, junk to "
+        "drop, stale facts to retire, facts the summaries state that no fact holds. Each becomes a "
+        "proposal with its reason that waits for the user (review_memory_changes lists them); "
+        "nothing changes until accepted. Slow with a local model (one call per similar pair).",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False),
+    )
+    async def tidy_memory(ctx: Context) -> dict[str, Any]:
+        return await backend.at_writer("tidy_memory", {}, client_of(ctx), mcp_tools.tidy)
+
     _register_connector_tools(server, backend)
 
     @server.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json",

@@ -271,3 +271,12 @@ def review(engine: MemoryEngine, action: str, proposal_id: str | None, text: str
     else:
         proposal, commit = engine.reject_proposal(proposal_id)
     return {action + "ed": {**asdict(proposal), "summary": proposal.describe()}, "commit": commit}
+
+
+def tidy(engine: MemoryEngine) -> dict[str, Any]:
+    """Propose a clean-up as review proposals (one commit); what was proposed and why."""
+    report = engine.tidy_up()
+    return {"proposed": [{**dict(p.extra.get("tidy", {})), "id": p.id, "summary": p.describe()}
+                         for p in report.proposals],
+            "counts": report.counts(), "not_proposed_again": report.skipped_rejected,
+            "already_waiting": report.skipped_pending, "commit": report.commit, "note": report.model_error}

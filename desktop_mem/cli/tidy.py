@@ -41,7 +41,7 @@ def cmd_tidy(args: argparse.Namespace, config: Config, open_engine: Opener) -> i
             return 130
         health = engine.memory_health()
     if args.json:
-        emit_json({"proposed": [{"id": p.id, "describe": p.describe(), **dict(p.extra.get("tidy", {}))}
+        emit_json({"proposed": [{**dict(p.extra.get("tidy", {})), "id": p.id, "summary": p.describe()}
                                 for p in report.proposals],
                    "counts": report.counts(), "skipped_rejected": report.skipped_rejected,
                    "skipped_pending": report.skipped_pending, "commit": report.commit,

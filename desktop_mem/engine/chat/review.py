@@ -57,7 +57,7 @@ class Proposal:
         """One line: "Update: The user lives in Ghent → The user lives in Leuven"."""
         tidy = self.extra.get(TIDY_KEY)
         if isinstance(tidy, Mapping) and isinstance(tidy.get("summary"), str):
-            return f"Tidy-up: {clip(tidy['summary'], 160)} ({clip(str(tidy.get('reason', '')), 60)})"
+            return f"Tidy-up: {clip(tidy['summary'], 200)}"
         if self.event == Decision.UPDATE:
             return f"Update: {clip(self.target_text or '?', 80)} → {clip(self.text, 80)}"
         if self.event == Decision.DELETE:

@@ -113,11 +113,14 @@ class Finding:
 
     def describe(self) -> str:
         if self.kind == "duplicate":
-            return f"Merge {len(self.targets)} duplicates → {clip(self.text or '', 90)}"
+            return f"Merge {len(self.targets)} duplicates → {clip(self.text or '', 90)} ({self.reason})"
         if self.kind == "gap":
-            return f"Add what the summary says: {clip(self.text or '', 100)}"
+            return f"Add {clip(self.text or '', 100)} ({self.reason})"
         if self.kind == "stale" and self.replaced_by is not None:
-            return f"Retire {clip(self.targets[0].text, 60)} (now: {clip(self.replaced_by.text, 60)})"
+            return (f"Retire {clip(self.targets[0].text, 60)} (now: {clip(self.replaced_by.text, 60)}; "
+                    f"{self.reason})")
+        if self.kind == "stale":
+            return f"Retire {clip(self.targets[0].text, 90)} ({self.reason})"
         return f"Drop {clip(self.targets[0].text, 90)} ({self.reason})"
 
 
