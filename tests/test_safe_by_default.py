@@ -181,6 +181,7 @@ CLI_NOT_READS: dict[str, str] = {
     "import": "write", "sync": "write (commit, pull, push)", "chat": "a chat turn (LLM)",
     "serve": "a server: its routes are checked below", "mcp": "a server: its tools are checked below",
     "endpoints": "finds model servers on this computer (reads no memory)",
+    "tidy": "write (review proposals made from the shared view; tested in test_tidy)",
 }
 
 
