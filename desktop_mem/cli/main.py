@@ -457,6 +457,8 @@ def cmd_diff(args: argparse.Namespace, config: Config) -> int:
 def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "doctor") as engine:
         report = engine.doctor()
+        if not engine.is_empty():
+            engine.open_index()  # the health line's duplicates are counted from the index's vectors
         health = engine.memory_health() if not engine.is_empty() else None
     if args.json:
         emit_json({**to_jsonable(report), "health": to_jsonable(health)})

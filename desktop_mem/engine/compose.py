@@ -377,3 +377,6 @@ class TidyView:
 
     def embed(self, texts: Sequence[str]) -> Any:
         return self._search_index.index.embedder.embed(texts)
+
+    def index_open(self) -> bool:
+        return self._search_index.is_open

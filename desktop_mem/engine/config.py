@@ -104,8 +104,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("retrieval.rerank_idle_release_s", int, 300, "Seconds without a rerank after which the cross-encoder "
       "is unloaded (~37 MB of memory back; the next rerank loads it again in ~0.25 s; 0: keep it "
       "once loaded). It is loaded on first use.", minimum=0, maximum=86400),
-    S("memory.max_entries", int, 500, "Most facts and turns per conversation: beyond it the oldest messages leave memory "
-      "(restorable); facts are never evicted, `desktop-mem tidy` proposes the oldest instead.",
+    S("memory.max_entries", int, 500, "Most facts and turns per conversation: beyond it the oldest "
+      "messages leave memory (restorable); facts are never evicted, `desktop-mem tidy` proposes "
+      "the oldest instead.",
       minimum=1),
     S("memory.extract_facts", bool, True, "Extract facts from each user message."),
     S("memory.enable_summarization", bool, True, "Keep a rolling summary per conversation."),

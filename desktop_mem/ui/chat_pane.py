@@ -36,7 +36,12 @@ from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.temporary_chat import TEMPORARY_CONVERSATION, TemporaryMarker, TemporaryToggle, mark_temporary
+from desktop_mem.ui.temporary_chat import (
+    TEMPORARY_CONVERSATION,
+    TemporaryMarker,
+    TemporaryToggle,
+    mark_temporary,
+)
 
 log = logging.getLogger(__name__)
 

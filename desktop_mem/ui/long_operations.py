@@ -17,7 +17,7 @@ from desktop_mem.ui.progress import ProgressPanel, ProgressReporter
 from desktop_mem.ui.task_runner import TaskRunner
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.api import ImportResult, MemoryEngine, SyncResult
+    from desktop_mem.engine.api import ImportResult, MemoryEngine, SyncResult, TidyReport
 
 REVEAL_MS = 400  # a quick operation never flashes a bar
 
@@ -43,6 +43,21 @@ def describe_import(result: ImportResult) -> str:
 def rebuild_index(engine: MemoryEngine, progress: Callable[[int, int], None]) -> int:
     """Run on the writer: drop and rebuild the derived indexes; returns how many were indexed."""
     return engine.reindex(progress).embedded
+
+
+def tidy_memory(engine: MemoryEngine, progress: Callable[[int, int], None]) -> TidyReport:
+    """Run on the writer: propose a clean-up (review proposals, one commit); Cancel proposes nothing."""
+    return engine.tidy_up(progress=lambda _step, done, total: progress(done, total))
+
+
+def describe_tidy(report: TidyReport) -> str:
+    """One line for the status bar."""
+    counts = ", ".join(f"{n} {kind}" for kind, n in report.counts().items() if n)
+    note = f" ({report.model_error})" if report.model_error else ""
+    if not report.proposals:
+        again = f"; {report.skipped_rejected} you rejected before" if report.skipped_rejected else ""
+        return f"Tidy-up found nothing to propose{again}.{note}"
+    return f"Tidy-up: {len(report.proposals)} proposals wait in Review ({counts}).{note}"
 
 
 def sync_store(engine: MemoryEngine, progress: Callable[[int, int], None]) -> SyncResult:

@@ -125,6 +125,7 @@ class MainWindow(QMainWindow):
                                           self._on_index_failed, self)
         self.store_actions.sync_finished.connect(self.sync_finished)
         self.store_actions.operation_finished.connect(self.operation_finished)
+        self.store_actions.tidy_proposed.connect(self._on_store_actions_tidy_proposed)
 
     def _setup_menus(self) -> None:
         bar = self.menuBar()
@@ -141,6 +142,10 @@ class MainWindow(QMainWindow):
         self.reindex_action = self._action(file_menu, "&Rebuild index", None, actions.reindex)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+        memories_menu = bar.addMenu("&Memories")
+        self.tidy_action = self._action(memories_menu, "&Tidy up…", None, actions.tidy_up)
+        self.tidy_action.setStatusTip("Propose merging duplicates, dropping junk and retiring stale facts; "
+                                      "nothing changes until you accept in Review")
         edit_menu = bar.addMenu("&Edit")
         self.find_action = self._action(edit_menu, "&Find memories", QKeySequence.StandardKey.Find,
                                         self._on_find_triggered)
@@ -157,6 +162,12 @@ class MainWindow(QMainWindow):
                                              self._on_shortcuts_triggered)
         self._action(help_menu, "C&onnect an AI tool…", None, self._on_connect_triggered)
         self._action(help_menu, "&About desktop-mem", None, self._on_about_triggered)
+
+    @Slot(int)
+    def _on_store_actions_tidy_proposed(self, count: int) -> None:
+        if count and getattr(self, "review_badge", None) is not None:
+            self.review_badge.refresh()
+            self.review_badge.open_review()
 
     def _action(self, menu: object, text: str, shortcut: QKeySequence.StandardKey | str | None,
                 slot: object) -> QAction:
@@ -276,6 +287,7 @@ class MainWindow(QMainWindow):
         self.review_badge = ReviewBadge(engine, self.runner, self)  # review mode: "Review (N)"
         self.status.addPermanentWidget(self.review_badge)
         self.bridge.store_changed.connect(self.review_badge.on_store_changed)
+        self.workspace.browser.health_bar.tidy_requested.connect(self.store_actions.tidy_up)
         # "Redact or keep?" for hand edits holding a likely secret, those found at start first.
         self.held_back_notice = HeldBackNotice(engine, self.runner, self)
         self._column.insertWidget(1, self.held_back_notice)

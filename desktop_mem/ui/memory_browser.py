@@ -265,6 +265,10 @@ class MemoryBrowser(QWidget):
         layout.addWidget(self.search_edit)
         layout.addLayout(filters)
         layout.addWidget(self.tabs, 1)
+        from desktop_mem.ui.memory_health import MemoryHealthBar
+
+        self.health_bar = MemoryHealthBar(self._engine, self._runner, self)
+        layout.addWidget(self.health_bar)
 
     def _combo(self, items: tuple[str, ...]) -> QComboBox:
         combo = QComboBox(self)
@@ -385,6 +389,7 @@ class MemoryBrowser(QWidget):
     def on_store_changed(self, change: StoreChange) -> None:
         """Something changed in the store (this app or an outside editor): reload soon."""
         self._search_timer.start()
+        self.health_bar.on_store_changed(change)
 
     # ---------------------------------------------------------------- slots
 

@@ -17,9 +17,11 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 from desktop_mem.ui.long_operations import (
     LongOperations,
     describe_import,
+    describe_tidy,
     import_file,
     rebuild_index,
     sync_store,
+    tidy_memory,
 )
 from desktop_mem.ui.progress import Cancelled, ProgressReporter
 from desktop_mem.ui.status_bar import StatusBar
@@ -27,7 +29,7 @@ from desktop_mem.ui.status_bar import StatusBar
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
-    from desktop_mem.engine.api import MemoryEngine, SyncResult
+    from desktop_mem.engine.api import MemoryEngine, SyncResult, TidyReport
 
 
 class StoreActions(QObject):
@@ -35,6 +37,7 @@ class StoreActions(QObject):
 
     sync_finished = Signal(str)  # what a sync did (or why it failed), as shown to the user
     operation_finished = Signal(str)  # what an import or index rebuild did, as shown to the user
+    tidy_proposed = Signal(int)  # how many tidy-up proposals now wait in Review
 
     def __init__(self, operations: LongOperations, status: StatusBar,
                  engine: Callable[[], MemoryEngine | None],
@@ -76,6 +79,24 @@ class StoreActions(QObject):
         return self._operations.run(f"Importing {path.name}", import_file, engine, path,
                                     on_result=lambda r: self._tell(describe_import(r)),
                                     on_error=lambda e: self._tell(f"Nothing was imported: {e}"))
+
+    @Slot()
+    def tidy_up(self) -> None:
+        """Propose a clean-up of the whole memory (on the writer, with progress and Cancel); the
+        proposals wait in Review and nothing else changes."""
+        engine = self._engine()
+        if engine is None or engine.read_only:
+            return
+        self._operations.run("Tidying up memory (proposals only)", tidy_memory, engine,
+                             on_result=self._on_tidied, on_error=self._on_tidy_failed)
+
+    def _on_tidied(self, report: TidyReport) -> None:
+        self._tell(describe_tidy(report))
+        self.tidy_proposed.emit(len(report.proposals))
+
+    def _on_tidy_failed(self, error: BaseException) -> None:
+        self._tell("Tidy-up cancelled: nothing was proposed." if isinstance(error, Cancelled)
+                   else f"Tidy-up failed: {error}")
 
     @Slot()
     def reindex(self) -> None:

@@ -85,6 +85,7 @@ class TidySource(Protocol):
     def list_memories(self, **filters: Any) -> list[Memory]: ...
     def lookup(self, memory_id: str) -> Memory | None: ...
     def vectors(self, memories: Sequence[Memory]) -> dict[str, npt.NDArray[np.float32]]: ...
+    def index_open(self) -> bool: ...
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
@@ -129,7 +130,7 @@ class Health:
     """Counts of what tidy-up would likely find, without the model (cheap: vectors and dates)."""
 
     facts: int
-    likely_duplicates: int
+    likely_duplicates: int | None  # None: the index is not open yet (counting would open it)
     likely_junk: int
     stale: int
     waiting: int  # tidy-up proposals waiting for review
@@ -137,7 +138,8 @@ class Health:
 
     def lines(self) -> list[str]:
         last = self.last_run[:16].replace("T", " ") if self.last_run else "never"
-        return [f"{self.facts} live facts: {self.likely_duplicates} likely duplicates, "
+        dups = "? (index not open yet)" if self.likely_duplicates is None else self.likely_duplicates
+        return [f"{self.facts} live facts: {dups} likely duplicates, "
                 f"{self.likely_junk} likely junk, {self.stale} stale",
                 f"tidy-up: last run {last}; {self.waiting} proposals wait for review"]
 
@@ -568,11 +570,13 @@ def health(source: TidySource) -> Health:
     """What tidy-up would likely find, from vectors, dates and source turns (no model)."""
     facts = _live_facts(source)
     expired = _expired(facts)
-    pairs = _similar_pairs(source, facts, LIKELY_DUPLICATE)
-    dup_ids = {m.id for _s, a, b in pairs for m in (a, b)}
+    duplicates: int | None = None
+    if source.index_open():  # a health line never opens (or embeds into) the index itself
+        pairs = _similar_pairs(source, facts, LIKELY_DUPLICATE)
+        duplicates = max(len({m.id for _s, a, b in pairs for m in (a, b)}) - _clusters(pairs), 0)
     junk = _ungrounded(source, facts)
     waiting = sum(1 for p in review.pending(source.root)[0] if TIDY_KEY in p.extra)
-    return Health(facts=len(facts), likely_duplicates=max(len(dup_ids) - _clusters(pairs), 0),
+    return Health(facts=len(facts), likely_duplicates=duplicates,
                   likely_junk=len(junk), stale=len(expired), waiting=waiting, last_run=last_run(source.root))
 
 

@@ -1,0 +1,49 @@
+"""Tidy-up in the window: Memories → Tidy up… runs on the writer with progress, its proposals open
+in Review, and the Memories pane's health line counts likely duplicates after the index is open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings
+
+from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.ui.main_window import MainWindow
+from desktop_mem.ui.task_runner import TaskRunner
+
+PAIR = "Compare fact A and fact B"
+
+
+def test_tidy_up_from_the_menu_opens_its_proposals_in_review_and_the_health_line_counts(
+        qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> None:
+    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
+    with MemoryEngine(config) as engine:
+        engine.add("The user lives in Utrecht", source="llm")
+        engine.add("The user lives in Utrecht.", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    settings = QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(config, TaskRunner(), settings=settings, confirm=lambda *_: True)
+    qtbot.addWidget(win)
+    win.show()
+    try:
+        with qtbot.waitSignal(win.index_ready, timeout=60000), \
+                qtbot.waitSignal(win.store_opened, timeout=30000):
+            win.open_store()
+        assert win.workspace is not None
+        win.show_tab(1)  # Memories
+        health = win.workspace.browser.health_bar
+        qtbot.waitUntil(lambda: "1 likely duplicates" in health.label.text(), timeout=30000)
+
+        with qtbot.waitSignal(win.operation_finished, timeout=60000) as done:
+            win.tidy_action.trigger()
+
+        assert "1 proposals wait in Review (1 duplicate)" in str(done.args[0])
+        qtbot.waitUntil(lambda: win.review_badge.dialog is not None and win.review_badge.dialog.isVisible(),
+                        timeout=10000)
+        dialog = win.review_badge.dialog
+        qtbot.waitUntil(lambda: dialog.list.count() == 1, timeout=10000)
+        assert dialog.list.item(0).text().startswith("Tidy-up: Merge 2 duplicates")
+        assert win.engine is not None and len(win.engine.list_memories(role="memory")) == 2  # nothing applied
+    finally:
+        win.shutdown()
