@@ -62,12 +62,10 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
     """Plan the import, print it for a dry run, else write it (one commit per 5,000 memories) and
     index it while it writes, each with progress and an ETA. Killed half way, the same command
     finishes it: what is already in the store is left out, and what was indexed stays indexed."""
-    from desktop_mem.engine.api import apply_import, iter_plan_lines, plan_import
-
     with MemoryEngine.open(config) as engine:
-        plan = plan_import(engine, args.file, args.format, extract=args.extract, secrets=args.secrets)
+        plan = engine.transfer.plan_import(args.file, args.format, extract=args.extract, secrets=args.secrets)
         if args.dry_run:
-            for line in iter_plan_lines(plan):
+            for line in engine.transfer.plan_lines(plan):
                 print(line)
             print("dry run: nothing was written")
             return 0
@@ -77,15 +75,15 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
         indexed_now = None
         if args.no_index:
             with eta_progress("writing", 0) as wrote:
-                result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
+                result = engine.transfer.apply_import(plan, wrote, batch_size=args.batch_size)
         else:
             with eta_progress("indexing", 1) as indexed:
                 # the store as it was in step first: quick, unless an import was interrupted
                 caught_up = engine.open_index(indexed).embedded
                 # the writing bar ends when the files are written, the indexing one after
-                with engine.index.background(indexed, expected=len(plan.entries), workers=args.workers) \
+                with engine.index_in_background(indexed, expected=len(plan.entries), workers=args.workers) \
                         as counts, eta_progress("writing", 0) as wrote:
-                    result = apply_import(engine, plan, wrote, batch_size=args.batch_size)
+                    result = engine.transfer.apply_import(plan, wrote, batch_size=args.batch_size)
             indexed_now = caught_up + counts[0]
     last = (result.commit or "")[:10]
     commits = f" ({len(result.commits)} commits, the last {last})" if len(result.commits) > 1 \
@@ -105,11 +103,9 @@ def cmd_import(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_export(args: argparse.Namespace, config: Config) -> int:
     """Write the JSON export or the zip of the Markdown tree."""
-    from desktop_mem.engine.api import export_json, export_zip
-
-    write = export_zip if args.format == "zip" else export_json
     with MemoryEngine.open(config, read_only=True) as engine:
-        result = write(engine, args.output, args.conversation, overwrite=args.force)
+        write = engine.transfer.export_zip if args.format == "zip" else engine.transfer.export_json
+        result = write(args.output, args.conversation, overwrite=args.force)
     print(f"exported {result.memories} memories ({result.deleted} deleted) in {result.conversations} "
           f"conversations to {result.path}")
     for path in result.held_back:
@@ -120,10 +116,8 @@ def cmd_export(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_sync(args: argparse.Namespace, config: Config) -> int:
     """Sync and say what came in, what went out and which memories conflicted."""
-    from desktop_mem.engine.api import sync
-
     with MemoryEngine.open(config) as engine:
-        result = sync(engine)
+        result = engine.transfer.sync()
     print(f"synced with {result.remote} ({result.branch}): {result.incoming_commits} commits in "
           f"({len(result.incoming_paths)} files), {result.outgoing_commits} out")
     for c in result.conflicts:

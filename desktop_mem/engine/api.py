@@ -5,14 +5,16 @@
 Plain delegation over the parts engine/compose.py builds and wires; every policy lives in its part
 (docs/architecture.md). Every mutation is one transaction: file write -> catalog -> one commit,
 then index and notify in commit order. Reads are safe by default: held-back hand edits are left
-out (`raw` names the files as they are). The front ends' other engine names come from here too,
-loaded on first use (engine/public_names.py).
+out (`raw` names the files as they are). The front ends' other engine names (value types, errors
+and pure helpers) are imported here by name, so a front end needs no engine module but this one,
+models, config and schema; what acts on the store is a method or a sub-facade (`engine.transfer`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +22,21 @@ from desktop_mem.engine import compose, public_names
 from desktop_mem.engine.chat import review, turn_memory
 from desktop_mem.engine.chat.apply_plan import apply_as_one_commit
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome, stored_messages
+from desktop_mem.engine.chat.context import STRATEGY_NAMES
+from desktop_mem.engine.chat.endpoint_discovery import FoundEndpoint, discover_endpoints, nothing_found_advice
 from desktop_mem.engine.chat.provenance import provenance
 from desktop_mem.engine.chat.sent_log import SentLog
 from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.doctor import DoctorReport, examine
 from desktop_mem.engine.history import as_of, timeline_actions
 from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
-from desktop_mem.engine.index.retrieval import RetrievalOverrides, Retriever, SearchFilters, SearchResult
+from desktop_mem.engine.index.retrieval import (
+    RetrievalOverrides,
+    Retriever,
+    ScoreBreakdown,
+    SearchFilters,
+    SearchResult,
+)
 from desktop_mem.engine.models import (
     CommitInfo,
     HeldBackChoice,
@@ -41,6 +51,9 @@ from desktop_mem.engine.public_names import import_index_modules
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.memory_writes import clean_client_name, client_meta, provenance_trailers
 from desktop_mem.engine.store.reads import MemoryPage
+from desktop_mem.engine.store.secrets_scan import SecretDetectedError
+from desktop_mem.engine.store.store_lock import describe_holder, read_holder
+from desktop_mem.engine.store.validity import parse_as_of
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied, Planned
@@ -53,8 +66,14 @@ if TYPE_CHECKING:
     from desktop_mem.engine.chat.write_progress import WriteProgress
 
 Listener = Callable[[StoreChange], None]
-__all__ = ["MemoryEngine", "clean_client_name", "import_index_modules", "provenance_trailers",
-           "validate_conversation_id", *public_names.NAMES, *public_names.MODULES]
+__all__ = [
+    "MemoryEngine", "clean_client_name", "import_index_modules", "provenance_trailers",
+    "validate_conversation_id",
+    # value types, errors and pure helpers the front ends use
+    "STRATEGY_NAMES", "ChatReply", "FoundEndpoint", "MemoryUsed", "RetrievalOverrides", "ScoreBreakdown",
+    "SearchFilters", "SecretDetectedError", "WriteOutcome", "describe_holder", "discover_endpoints",
+    "nothing_found_advice", "parse_as_of", "read_holder",
+    *public_names.NAMES, *public_names.MODULES]
 
 
 def __getattr__(name: str) -> Any:
@@ -74,6 +93,7 @@ class MemoryEngine:
         self.config, self.root, self.read_only = parts.config, parts.root, parts.read_only
         self.store, self.git, self.lock, self.writer = parts.store, parts.git, parts.lock, parts.writer
         self.manifest, self.catalog, self.raw = parts.manifest, parts.catalog, parts.raw
+        self.transfer = parts.transfer  # imports, exports, sync (transfer/transfer_facade.py)
         self._closed = False
 
     @classmethod
@@ -307,6 +327,12 @@ class MemoryEngine:
     def retriever(self) -> Retriever:
         """The read path over the open index."""
         return self._p.search_index.retriever
+
+    def index_in_background(self, progress: Progress | None = None, expected: int = 0,
+                            workers: int = 1) -> AbstractContextManager[list[int]]:
+        """Within the block, writes are embedded by worker threads while the next ones are written
+        (a bulk import); yields [indexed, expected], final when the block ends (index_sync.py)."""
+        return self._p.search_index.index.background(progress, expected, workers)
 
     def reindex(self, progress: Progress | None = None) -> SyncReport:
         """Drop the derived indexes and rebuild them from the Markdown files."""

@@ -46,6 +46,7 @@ from desktop_mem.engine.store.publisher import Publisher, notify
 from desktop_mem.engine.store.reads import MemoryReads
 from desktop_mem.engine.store.store_lock import StoreLock
 from desktop_mem.engine.store.transaction import StoreWriter
+from desktop_mem.engine.transfer.transfer_facade import Transfer
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.extraction import ChatModel
@@ -105,6 +106,7 @@ class Parts:
         self.writes = MemoryWrites(self.writer, self.raw)
         self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
         self.problem_files = ProblemFiles(self.store, self.writer, self.catalog.problems, self.outside.apply)
+        self.transfer = Transfer(self, self)  # engine.transfer: imports, exports, sync
         self._chat: ChatService | None = None
         self._watcher: StoreWatcher | None = None
         from desktop_mem.engine.chat.write_progress import WriteProgressHub

@@ -11,16 +11,12 @@ from typing import Any
 
 # name -> the engine module (below desktop_mem.engine) that defines it
 NAMES: dict[str, str] = {
-    **dict.fromkeys(["ChatReply", "MemoryUsed", "WriteOutcome"], "chat.chat_types"),
     **dict.fromkeys(["LLMClient", "LLMEndpoint"], "chat.llm_client"),
     "LLMError": "chat.llm_errors",
-    **dict.fromkeys(["FoundEndpoint", "discover_endpoints", "nothing_found_advice"],
-                    "chat.endpoint_discovery"),
     **dict.fromkeys(["reconcile", "kind_of"], "chat.extraction"),
     **dict.fromkeys(["TurnMemory", "learned_in", "scope_of"], "chat.turn_memory"),
-    "STRATEGY_NAMES": "chat.context", "Planned": "chat.decisions", "Provenance": "chat.provenance",
+    "Planned": "chat.decisions", "Provenance": "chat.provenance",
     "Proposal": "chat.review",
-    **dict.fromkeys(["RetrievalOverrides", "ScoreBreakdown", "SearchFilters"], "index.retrieval"),
     **dict.fromkeys(["Lineage", "LineageStep", "lineage"], "history.lineage"),
     **dict.fromkeys(["SOURCE_APP", "SOURCE_OUTSIDE", "commit_source"], "history.timeline"),
     **dict.fromkeys(["TimelineCursor", "TimelinePage", "TimelineQuery", "DiffOp", "FieldChange",
@@ -32,8 +28,7 @@ NAMES: dict[str, str] = {
     **dict.fromkeys(["ImportResult", "apply_import", "plan_import", "iter_plan_lines"], "transfer.importers"),
     **dict.fromkeys(["export_json", "export_zip"], "transfer.exporters"),
     **dict.fromkeys(["SyncResult", "sync"], "transfer.git_sync"),
-    "SecretDetectedError": "store.secrets_scan", "FrontMatterError": "store.front_matter",
-    "parse_as_of": "store.validity", **dict.fromkeys(["describe_holder", "read_holder"], "store.store_lock"),
+    "FrontMatterError": "store.front_matter",
     "create_demo_store": "demo",
     **dict.fromkeys(["project_scope", "project_name", "project_of_folder"], "store.projects"),
 }

@@ -17,8 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-import httpx
-
 MAX_BODY = 1024 * 1024  # a models list is a few KB; a bigger answer is not one
 MAX_MODELS = 200
 _MODEL_ID = re.compile(r"[^\x00-\x1f\x7f-\x9f]{1,200}")
@@ -97,6 +95,8 @@ def discover_endpoints(env: Mapping[str, str], configured_url: str = "", configu
 
 def probe(endpoint: FoundEndpoint, api_key: str = "", timeout: float = 1.0) -> FoundEndpoint:
     """Ask `endpoint` for its models; the endpoint back with models, or with why it failed."""
+    import httpx  # here, not at the top: the engine's API names this module and stays light
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client, \
