@@ -43,7 +43,10 @@ STOPPED = 128 + signal.SIGTERM
 class WindowProcess:
     """`desktop-mem --store STORE` (the window) in a process of its own, talking to `llm`."""
 
-    def __init__(self, store: Path, llm: ScriptedLLM, log: Path) -> None:
+    def __init__(self, store: Path, llm: ScriptedLLM, log: Path, sigint: Any = signal.SIG_DFL) -> None:
+        """`sigint` is the SIGINT disposition the window inherits: SIG_DFL from a terminal, SIG_IGN
+        when started in the background by a shell without job control (`nohup desktop-mem &`).
+        Set explicitly, so the test is the same wherever the suite itself runs."""
         self.store = store
         self.log = log
         self._log = log.open("wb")
@@ -53,7 +56,8 @@ class WindowProcess:
         for name, value in settings.items():
             args += ["--set", f"{name}={value}"]
         self.proc = subprocess.Popen(args, env=cli_env(QT_QPA_PLATFORM="offscreen"), cwd=ROOT,
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+                                     stdout=self._log, stderr=subprocess.STDOUT,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
 
     def wait_serving(self, timeout: float = 120) -> str:
         """The endpoint it published once its store and index are open (the window is idle)."""
@@ -90,22 +94,39 @@ def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 @pytest.fixture
-def window(tmp_path: Path, scripted_llm: ScriptedLLM, folders: dict[str, Path]) -> Iterator[WindowProcess]:
+def window(request: pytest.FixtureRequest, tmp_path: Path, scripted_llm: ScriptedLLM,
+           folders: dict[str, Path]) -> Iterator[WindowProcess]:
     scripted_llm.script(is_chat, "Nice!")
-    started = WindowProcess(tmp_path / "store", scripted_llm, tmp_path / "window.log")
+    sigint = getattr(request, "param", signal.SIG_DFL)
+    started = WindowProcess(tmp_path / "store", scripted_llm, tmp_path / "window.log", sigint)
     try:
         yield started
     finally:
         started.end()
 
 
+@pytest.fixture(params=[signal.default_int_handler, signal.SIG_IGN], ids=["foreground", "background"])
+def inherited_sigint(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """SIGINT's handler before the window sets its own: Python's default from a terminal, ignored
+    under `nohup ... &` (a shell without job control). Set here, whatever the suite inherited, and
+    put back after, so the test asks the same wherever it runs."""
+    outer = signal.signal(signal.SIGINT, request.param)
+    try:
+        yield request.param
+    finally:
+        signal.signal(signal.SIGINT, outer)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
                          ids=["SIGTERM", "SIGHUP", "SIGINT"])
-def test_a_stop_signal_wakes_an_idle_event_loop_and_closes_once(qapp: Any, signum: signal.Signals) -> None:
+def test_a_stop_signal_wakes_an_idle_event_loop_and_closes_once(
+    qapp: Any, signum: signal.Signals, inherited_sigint: Any,
+) -> None:
     """Two stop signals while the event loop waits, with no Python code of its own to run: the
-    close runs at once, on the GUI thread, once, and the loop ends with 143 (130 for Ctrl+C;
-    without the wakeup the handler waited for the 5 s safety net to end the loop, and the close
-    never ran; Ctrl+C raised KeyboardInterrupt in a slot and the loop went on)."""
+    close runs at once, on the GUI thread, once, and the loop ends with 143 (130 for Ctrl+C, even
+    when SIGINT was ignored before, as under `nohup ... &`; without the wakeup the handler waited
+    for the 5 s safety net to end the loop, and the close never ran; Ctrl+C raised
+    KeyboardInterrupt in a slot and the loop went on). SIGINT's handler is put back after."""
     from PySide6.QtCore import QTimer
 
     from desktop_mem.ui.stop_signal_wakeup import close_on_stop_signals
@@ -136,7 +157,7 @@ def test_a_stop_signal_wakes_an_idle_event_loop_and_closes_once(qapp: Any, signu
     expected = signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM
     assert status == 128 + expected
     assert received == [expected]  # SIGHUP is handled as SIGTERM, as in serve, mcp and chat
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back after
+    assert signal.getsignal(signal.SIGINT) is inherited_sigint  # put back after
     assert [thread for _, thread in closes] == [threading.main_thread()]
     assert closes[0][0] - started < 2
 
@@ -195,15 +216,19 @@ def _assert_released(store: Path) -> None:
         assert not engine.read_only
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
-                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
+@pytest.mark.parametrize(("signum", "window"), [
+    (signal.SIGTERM, signal.SIG_DFL), (signal.SIGHUP, signal.SIG_DFL), (signal.SIGINT, signal.SIG_DFL),
+    (signal.SIGINT, signal.SIG_IGN),
+], ids=["SIGTERM", "SIGHUP", "SIGINT", "SIGINT-started-in-background"], indirect=["window"])
 def test_a_stop_signal_closes_the_window_and_frees_the_store(
     window: WindowProcess, folders: dict[str, Path], signum: signal.Signals,
 ) -> None:
     """`kill` (or a closed terminal, a logout, Ctrl+C in it) while the window is open and idle: it
     closes as its close button does, within seconds, status 143 (130 for Ctrl+C); the store is
     free for the next process and the endpoint's 0700 socket folder is gone (it stayed behind,
-    with the lock's note; Ctrl+C printed a KeyboardInterrupt and left the window open)."""
+    with the lock's note; Ctrl+C printed a KeyboardInterrupt and left the window open). A window
+    started in the background with SIGINT ignored (`nohup desktop-mem &`) still closes on an
+    explicit `kill -INT`: it sets its own handler whatever it inherited."""
     endpoint = window.wait_serving()
     socket_folder = Path(endpoint[len(UNIX_PREFIX):]).parent
     assert socket_folder.parent == folders["run"] and socket_folder.is_dir()
