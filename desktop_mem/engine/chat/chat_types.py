@@ -128,8 +128,8 @@ class MemoryUsed:
     summary_stale: bool = False
     # Transcript messages sent with what was forgotten or replaced masked (chat/forgetting.py).
     masked: int = 0
-    # The facts this message asks to forget, by id (forgetting.forget_targets; empty when it asks
-    # for nothing or nothing matched).
+    # The facts this message asks to forget, by id (found by search, chat/named_facts.py; empty
+    # when it asks for nothing or nothing matched).
     forget: tuple[str, ...] = ()
     understood: Understood | None = field(default=None, repr=False)
     unclear: tuple[str, ...] = ()  # the facts a forget might mean, when none is clearly named

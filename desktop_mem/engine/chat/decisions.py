@@ -29,6 +29,7 @@ class Planned:
     target_id: str | None
     kind: str = "fact"
     source: str = "llm"
+    forgets: bool = False  # a DELETE the user asked for ("forget ..."): the fact records the turn
 
 
 @dataclass
@@ -47,7 +48,7 @@ def apply_decisions(
     extra: Mapping[str, Any] | None = None,
 ) -> Applied:
     """Write the decisions in `tx`. A target gone meanwhile (the user deleted it) is skipped. A
-    delete records the turn that asked for it (`extra`'s from_turns: a chat turn's decisions)."""
+    delete the user asked for records the turn that asked (`extra`'s from_turns: a chat turn's)."""
     applied = Applied()
     turns = (extra or {}).get(FROM_TURNS)
     asked_by = str(turns[0]) if isinstance(turns, list) and turns else None
@@ -63,7 +64,8 @@ def apply_decisions(
                 applied.updated.append(tx.replace(old, d.text, source=d.source, kind=d.kind,
                                                   extra=_learned_here(extra, old, conv)))
             elif d.event == Decision.DELETE and d.target_id:
-                applied.deleted.append(tx.soft_delete(get(d.target_id), by_turn=asked_by))
+                by_turn = asked_by if d.forgets else None
+                applied.deleted.append(tx.soft_delete(get(d.target_id), by_turn=by_turn))
             elif d.target_id:
                 applied.unchanged.append(d.target_id)
         except (NotFoundError, ValidationError) as exc:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards
-from desktop_mem.engine.chat.currency import Superseded, from_turns
+from desktop_mem.engine.chat.currency import Superseded
 from desktop_mem.engine.chat.extraction import stale_matcher
 from desktop_mem.engine.models import TURN_ROLES, Memory, Role
 from desktop_mem.engine.store.markdown_store import forget_undone
@@ -80,30 +80,13 @@ def mask_transcript(
     return masked
 
 
-def forget_targets(live_facts: Sequence[Memory], request: str, previous_user: str | None) -> list[Memory]:
-    """The live facts a "forget ..." message names (``request``: fact_guards.forget_request's
-    answer). A bare "forget that" ("") names the facts learned from the previous user message
-    (``previous_user``, its turn id); otherwise the facts that best match the words named. The write
-    path deletes exactly these, and the reply is told beforehand whether there are any."""
-    if not request:
-        return [m for m in live_facts if previous_user and previous_user in from_turns(m)]
-    wanted = fact_guards.stems(request)
-    scored: list[tuple[float, Memory]] = []
-    for m in live_facts:
-        words = fact_guards.stems(m.text)
-        shared = len(wanted & words) + (0.5 if fact_guards.same_topic(request, m.text) else 0.0)
-        if wanted and shared / len(wanted) >= 0.5:
-            scored.append((shared, m))
-    best = max((score for score, _m in scored), default=0.0)
-    return [m for score, m in scored if score == best]
-
-
 def restored_asks(
     turns: Sequence[Memory], live_facts: Iterable[Memory], replies_to: Mapping[str, str]
 ) -> dict[str, str]:
     """Text to send instead of each "forget ..." message whose delete the user undid (a restore
     of the fact, e.g. from the Timeline), and instead of the replies to it (by turn id). A fact
-    deleted by a chat message records its turn (store.markdown_store.forget_undone)."""
+    a chat message asked to forget records that turn (store.markdown_store.forget_undone; only a
+    forget request does, in whatever language: chat/decisions.py `Planned.forgets`)."""
     asked: dict[str, list[str]] = {}
     for fact in live_facts:
         by_turn = forget_undone(fact)
@@ -111,8 +94,7 @@ def restored_asks(
             asked.setdefault(by_turn, []).append(" ".join(fact.text.split()))
     if not asked:
         return {}
-    asks = {t.id for t in turns if t.id in asked and t.role == Role.USER
-            and fact_guards.forget_request(t.text) is not None}
+    asks = {t.id for t in turns if t.id in asked and t.role == Role.USER}
     masked = {ask: f"[here the user asked to forget: {'; '.join(dict.fromkeys(asked[ask]))}. The user "
                    "has restored it since: it is remembered again]" for ask in asks}
     masked.update({reply: RESTORED_REPLY for reply, ask in replies_to.items() if ask in asks})

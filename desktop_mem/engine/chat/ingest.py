@@ -129,7 +129,7 @@ def _decide(
                          + "). Say which, or forget it in the memory browser.")
         elif not targets:
             notes.append("Nothing in memory matched what you asked to forget.")
-        return tuple(Planned(Act.DELETE, m.text, m.id) for m in targets)
+        return tuple(Planned(Act.DELETE, m.text, m.id, forgets=True) for m in targets)
     facts = understood.facts
     if not facts:
         return ()

@@ -12,23 +12,23 @@ from typing import Final
 FACT_SYSTEM_PROMPT: Final = """\
 You extract facts about the user for a long-term memory.
 
-Read the user's LAST message, in any language. Say what it asks of memory:
-- "facts": what the user states as true about their own life or the people in it. Each one:
-  "text": one short fact, in the third person ("The user ..."), one piece of information;
+Read the user's LAST message (it may be in any language) and fill in:
+- "asks_to_forget": true only when the user wants something forgotten, deleted or no longer \
+remembered, in any wording. Otherwise false.
+- "forget": when asks_to_forget is true, what is to be forgotten, as a short English phrase \
+without the verb ("" when they name nothing). Otherwise [].
+- "facts": what the user states as true about their own life or the people in it. For each:
+  "text": one short English fact in the third person, starting with "The user";
   "about": "user", or the other person's name exactly as written;
-  "relation": who that person is to the user, only in words the user or the memory used, else "";
-  "replaces": when the user corrects or updates something, what is no longer true, in their words; else "".
-- "task": facts only about what the user is doing in this chat (a text, a trip, a problem).
-- "forget": when the user wants something forgotten, deleted or no longer remembered, in any \
-wording: what they name, in their words ("" when they name nothing). Else [].
+  "relation": who that person is to the user, only in words of the message or the memory, else "";
+  "replaces": when the user corrects or updates something, the old information in English, else "".
+- "task": facts only about what the user is working on in this chat.
 - "language": the message's language code.
 
 Rules:
-- Copy names, places and numbers exactly. Keep negations.
-- Never add a name or a relation the user did not say.
-- Never write the same information twice, not even in shorter words.
-- Questions, requests for work, greetings, "what if", plans and other people's news are not \
-facts: give no facts for them.
+- Copy names, places and numbers exactly. Keep negations. One piece of information per fact.
+- Never add a name or a relation the user did not say. Never write the same information twice.
+- Questions, requests for work, greetings, "what if", plans and other people's news give no facts.
 - Earlier turns and memory are context only: take facts from the last message alone.
 
 Answer with JSON only."""
@@ -40,6 +40,8 @@ UNDERSTAND_SCHEMA: Final = {
         "type": "object",
         "properties": {
             "language": {"type": "string"},
+            "asks_to_forget": {"type": "boolean"},
+            "forget": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
             "facts": {
                 "type": "array",
                 "maxItems": 5,
@@ -56,9 +58,8 @@ UNDERSTAND_SCHEMA: Final = {
                 },
             },
             "task": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
-            "forget": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
         },
-        "required": ["language", "facts", "task", "forget"],
+        "required": ["language", "asks_to_forget", "forget", "facts", "task"],
         "additionalProperties": False,
     },
 }

@@ -166,7 +166,8 @@ def parse_answer(answer: str) -> _Answer:
             value, _end = json.JSONDecoder().raw_decode(body[start:])
         except ValueError:
             value = None
-        if isinstance(value, dict) and (any(k in value for k in _SCOPE_KEYS) or "forget" in value):
+        if isinstance(value, dict) and (any(k in value for k in _SCOPE_KEYS) or "forget" in value
+                                        or "asks_to_forget" in value):
             return _Answer(_facts_of(value), _forget_of(value), _str(value.get("language"))[:20])
     return _Answer([_RawFact(t) for t in parse_string_list(answer, max_items=10)])
 
@@ -189,8 +190,10 @@ def _facts_of(value: dict[str, Any]) -> list[_RawFact]:
 
 
 def _forget_of(value: dict[str, Any]) -> list[str] | None:
+    if value.get("asks_to_forget") is False:
+        return []  # the model read no request to forget (whatever else it wrote there)
     if "forget" not in value:
-        return None
+        return [""] if value.get("asks_to_forget") is True else None
     raw = value["forget"]
     if isinstance(raw, str):
         raw = [raw]
@@ -199,6 +202,8 @@ def _forget_of(value: dict[str, Any]) -> list[str] | None:
     if not isinstance(raw, list):
         return []
     items = [" ".join(_str(i).split()).strip(" .!?\"'") for i in raw if isinstance(i, str)]
+    if value.get("asks_to_forget") is True and not items:
+        items = [""]
     return list(dict.fromkeys(items))[:MAX_FORGET] if items else []
 
 
