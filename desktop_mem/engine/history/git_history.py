@@ -20,6 +20,7 @@ from pathlib import Path
 import git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
+from desktop_mem.engine.history.git_env import isolated_env, user_identity
 from desktop_mem.engine.models import EngineError
 
 TRAILER_PREFIX = "Desktop-Mem-"
@@ -43,7 +44,6 @@ _LOG_FORMAT = "%H%x00%an%x00%ct%x00%P%x00%B"
 # A revision named by the user: never an option (no leading '-'), no whitespace or control bytes.
 _REVISION = re.compile(r"[A-Za-z0-9_./~^@{}:+][A-Za-z0-9_./~^@{}:+-]{0,199}")
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree
-_APP_AUTHOR = ("desktop-mem", "desktop-mem@localhost")
 logger = logging.getLogger(__name__)
 
 
@@ -53,6 +53,15 @@ AfterCommit = Callable[["GitHistory", str, int], None]
 
 class GitHistoryError(EngineError):
     """A git operation failed; the message carries git's own reason."""
+
+
+class StoreIsUserRepoError(GitHistoryError):
+    """The store folder is one of the user's own git repositories: refused, nothing touched."""
+
+
+_OWN_KEY = "desktop-mem.store"  # set in the repository config of every store the app made
+# What a store's repository tracks: the memories, review proposals and the app's .gitignore.
+_OWN_TOP_LEVEL = frozenset({"entries", "review", ".gitignore"})
 
 
 @dataclass(frozen=True)
@@ -130,7 +139,10 @@ class GitHistory:
         with self._lock:
             if self._repo is None:
                 try:
-                    self._repo = git.Repo(self.root)
+                    repo = git.Repo(self.root)
+                    # the user's git config never applies (history/git_env.py)
+                    repo.git.update_environment(**isolated_env())
+                    self._repo = repo
                 except (InvalidGitRepositoryError, NoSuchPathError):
                     raise GitHistoryError(
                         f"{self.root} is not a git repository yet; run `desktop-mem --store {self.root} "
@@ -150,13 +162,25 @@ class GitHistory:
         return (self.root / ".git").exists()
 
     def init(self) -> None:
-        """Create the repository and its .gitignore if missing; idempotent."""
+        """Create the repository and its .gitignore if missing; idempotent. A store that is one of
+        the user's own repositories is refused before anything in it is touched (StoreIsUserRepoError)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.exists():
             with contextlib.suppress(OSError):  # a new store is private to its user (issue #22)
                 os.chmod(self.root, 0o700)
             with self._lock:
-                self._repo = git.Repo.init(self.root)
+                init = git.Git(self.root)
+                init.update_environment(**isolated_env())  # no global config
+                init.init("--quiet", "--template=")  # and no template (hooks) copied in
+                self._mark_own()
+        elif (why := self.foreign()) is not None:
+            raise StoreIsUserRepoError(
+                f"{self.root} is a git repository of your own ({why}): desktop-mem keeps its history in "
+                "a repository of its own and never touches yours (its index, config, .gitignore or "
+                f"staged work). Choose a folder outside it, e.g. --store {self.root / 'desktop-mem'} "
+                "is inside it too, so pick an empty folder elsewhere.")
+        else:
+            self._mark_own()
         ignore = self.root / ".gitignore"
         # The app owns .gitignore: one edited by hand or brought by an old sync (e.g. one that
         # ignores entries/, which would switch versioning off silently) is put back (issue #22).
@@ -169,16 +193,37 @@ class GitHistory:
             with self.repo.config_writer("repository") as writer:
                 writer.set_value("core", "symlinks", "false")
         reader = self.repo.config_reader("repository")
-        if not reader.has_option("user", "name") and not self._global_identity():
+        if not reader.has_option("user", "name"):  # the user's own identity, read once, else the app's
+            name, email = user_identity()
             with self.repo.config_writer("repository") as writer:
-                writer.set_value("user", "name", _APP_AUTHOR[0])
-                writer.set_value("user", "email", _APP_AUTHOR[1])
+                writer.set_value("user", "name", name)
+                writer.set_value("user", "email", email)
 
-    def _global_identity(self) -> bool:
+    def foreign(self) -> str | None:
+        """Why the repository at the store root is not the app's (None when it is): `.git` that is
+        a link or a file (a worktree or submodule), or files tracked outside the store's layout.
+        A repository the app made is marked in its config; an older store of the app's (unmarked)
+        tracks nothing but its layout and is marked the first time it is opened."""
+        dot_git = self.root / ".git"
+        if dot_git.is_symlink() or not dot_git.is_dir():
+            return ".git is not a folder here: a worktree, a submodule or a link"
         try:
-            return bool(self.repo.git.config("--get", "user.name"))
+            if self.repo.git.config("--local", "--get", _OWN_KEY).strip() == "true":
+                return None
         except GitCommandError:
-            return False
+            pass  # not marked
+        try:
+            tracked = self.repo.git.ls_files("-z", "--cached").split("\0")
+        except GitCommandError as exc:
+            return f"git cannot read it: {_reason(exc)}"
+        outside = sorted({p.split("/", 1)[0] for p in tracked if p} - _OWN_TOP_LEVEL)
+        if outside:
+            return f"it tracks {', '.join(outside[:3])}{' …' if len(outside) > 3 else ''}"
+        return None
+
+    def _mark_own(self) -> None:
+        with contextlib.suppress(GitCommandError):
+            self.repo.git.config("--local", _OWN_KEY, "true")
 
     def close(self) -> None:
         """Stop GitPython's helper processes."""

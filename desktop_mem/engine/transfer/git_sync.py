@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from git.exc import GitCommandError
 
 from desktop_mem.engine.chat import review
+from desktop_mem.engine.history.git_env import with_credential_helpers
 from desktop_mem.engine.history.git_history import format_message
 from desktop_mem.engine.models import EngineError, Memory, Operation, Role, ValidationError
 from desktop_mem.engine.store import layout
@@ -126,14 +127,13 @@ def check_remote(url: str, branch: str) -> None:
 
 @contextlib.contextmanager
 def _quiet_git(repo: git.Repo) -> Iterator[None]:
-    # Never wait on a password prompt: sync runs from the app and from scripts.
+    # Never wait on a password prompt: sync runs from the app and from scripts. The repository's
+    # git runs isolated from the user's config (history/git_env.py), which already keeps the
+    # transports that run a command or read a descriptor off; the user's credential helpers are
+    # carried over so an https remote still authenticates.
     ssh = os.environ.get("GIT_SSH_COMMAND") or "ssh -o BatchMode=yes"
-    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": ssh}
-    if "GIT_CONFIG_COUNT" not in os.environ:
-        # The transports that run a command or read a descriptor stay off even if a URL slipped
-        # past check_remote (e.g. a remote configured by hand in .git/config).
-        env.update(GIT_CONFIG_COUNT="2", GIT_CONFIG_KEY_0="protocol.ext.allow", GIT_CONFIG_VALUE_0="never",
-                   GIT_CONFIG_KEY_1="protocol.fd.allow", GIT_CONFIG_VALUE_1="never")
+    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": ssh,
+           **with_credential_helpers(dict(repo.git.environment()))}
     with repo.git.custom_environment(**env):
         yield
 
