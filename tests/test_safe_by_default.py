@@ -113,6 +113,12 @@ ENGINE_NOT_READS: dict[str, str] = {
     "subscribe_outcomes": "events", "chat_service": "a part (its reads go through these doors)",
     "index": "a part", "memory_llm": "a part (the summary model)",
     "retriever": "a part (its lookup is the safe `lookup`)",
+    "index_in_background": "lifecycle (a bulk import's indexing block)",
+    "acquire_lock": "lifecycle (the store lock)", "release_lock": "lifecycle (the store lock)",
+    "save_derived": "write (the index manifest)", "publish_endpoint": "write (the store lock's note)",
+    "withdraw_endpoint": "write (the store lock's note)", "llm_models": "probes the LLM endpoint",
+    "count_tokens": "counts the tokens of the text it is given",
+    "reconcile": "asks the memory model about the texts it is given; writes nothing",
 }
 
 

@@ -89,7 +89,7 @@ class LoopbackEndpoint:
             else:  # 127.0.0.1 behind the run secret's handshake
                 sock, key, self.key_note, self.url = verified_listener(self.port)
                 note["endpoint_key"] = self.key_note
-            self.engine.lock.publish(endpoint=self.url, **note)
+            self.engine.publish_endpoint(self.url, **note)
         except Exception:  # the app works without it; MCP tools then cannot write while it is open
             log.exception("could not start the app's loopback endpoint")
             remove_private(self.key_note)
@@ -141,7 +141,7 @@ class LoopbackEndpoint:
     def _withdraw(self, sock: socket.socket) -> None:
         """Take the endpoint out of the lock note, then close and remove the listener."""
         with contextlib.suppress(Exception):
-            self.engine.lock.withdraw("endpoint", "endpoint_key")
+            self.engine.withdraw_endpoint()
         remove_private(self.key_note)
         sock.close()
         remove_private_socket(self.url)

@@ -338,7 +338,7 @@ def private_server_class() -> type[Any]:
         async def shutdown(self, sockets: Any = None) -> None:
             if self.engine is not None:
                 with contextlib.suppress(Exception):
-                    self.engine.lock.withdraw("endpoint", "endpoint_key")
+                    self.engine.withdraw_endpoint()
             remove_private(self.key_note)  # a forwarder can no longer verify anyone there
             try:
                 await super().shutdown(sockets=sockets)

@@ -168,7 +168,7 @@ class StdioBackend:
         engine = self._warm_writer
         if engine is not None:
             try:
-                engine.lock.acquire()
+                engine.acquire_lock()
             except StoreLockedError:
                 return None
             if self._stamp is not None and self._stamp == self._stamp_of(engine, dirty=True):
@@ -188,18 +188,18 @@ class StdioBackend:
         """Give the lock back, after writing what is pending and closing the index."""
         try:
             engine.close_index()
-            engine.manifest.flush()
+            engine.save_derived()
             self._stamp = self._stamp_of(engine, dirty=False) if self.config["store.git_versioning"] else None
         except Exception:  # never keep a writer we cannot vouch for
             self._stamp = None
             raise
         finally:
-            engine.lock.release()
+            engine.release_lock()
 
     def _stamp_of(self, engine: MemoryEngine, *, dirty: bool) -> tuple[Any, ...] | None:
         """What changes when anybody else writes: HEAD, the derived files, and (when checking)
         files edited by hand that no commit holds yet (a new engine would commit those)."""
-        if dirty and engine.git.dirty_paths():
+        if dirty and engine.dirty_paths():
             return None
         stats = []
         for name in DERIVED:
@@ -208,7 +208,7 @@ class StdioBackend:
                 stats.append((st.st_mtime_ns, st.st_size))
             except OSError:
                 stats.append(None)
-        return (engine.git.head(), *stats)
+        return (engine.head(), *stats)
 
     def _close_writer(self) -> None:
         engine, self._warm_writer, self._stamp = self._warm_writer, None, None

@@ -23,7 +23,7 @@ import anyio
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from desktop_mem.engine.api import layout
+from desktop_mem.engine.api import in_deleted, is_memory_file
 from desktop_mem.engine.models import Operation, StoreChange
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ async def _watch(root: Path, snapshot: Any, feed: ChangeFeed, stop: anyio.Event)
 
     def memory_files(_change: Any, path: str) -> bool:
         rel = Path(path).relative_to(root).as_posix() if Path(path).is_relative_to(root) else ""
-        return layout.is_memory_file(rel)
+        return is_memory_file(rel)
 
     # The watch waits in a thread that a cancel cannot interrupt: cancelled alone, it ended only
     # at its 5 s timeout, and a session whose client closed stdin outlived the client's 2 s grace
@@ -146,7 +146,7 @@ async def _watch(root: Path, snapshot: Any, feed: ChangeFeed, stop: anyio.Event)
         ids = {i for r in rels if (i := before.get(r) or after.get(r))}
         uris = {LIST_URI, *(memory_uri(i) for i in ids)}
         uris |= {summary_uri(c) for r in rels if (c := _summary_conversation(r))}
-        live_before = {i for p, i in before.items() if not layout.in_deleted(p)}
-        live_after = {i for p, i in after.items() if not layout.in_deleted(p)}
+        live_before = {i for p, i in before.items() if not in_deleted(p)}
+        live_after = {i for p, i in after.items() if not in_deleted(p)}
         before = after
         await feed.publish(uris, live_before != live_after)

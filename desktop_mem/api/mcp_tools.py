@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
-from desktop_mem.engine.api import MemoryEngine, SearchFilters, parse_as_of
+from desktop_mem.engine.api import MemoryEngine, Planned, SearchFilters, kind_of, parse_as_of
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -76,8 +76,6 @@ def add(
     against similar stored ones by the memory LLM, as a chat turn's facts are (ADD / UPDATE /
     DELETE / NONE); without a reachable LLM they are added as they are.
     """
-    from desktop_mem.engine.api import kind_of
-
     items = [t.strip() for t in texts if t and t.strip()]
     if not items:
         raise ValidationError("nothing to add: give `text` or a non-empty `texts` list")
@@ -100,14 +98,12 @@ def _add_reconciled(
 ) -> dict[str, Any]:
     """Reconcile against the similar stored facts (the LLM runs without the lock), then apply
     every decision as ONE commit through the write path's own apply step."""
-    from desktop_mem.engine.api import Planned, kind_of, reconcile
-
     existing: dict[str, str] = {}
     for text in items:  # the neighbourhood a chat turn's facts are reconciled against
         for r in engine.search(text, conversation_id=conv, top_k=NEIGHBOURS,
                                filters=SearchFilters(roles=("memory",)), use_mmr=False):
             existing.setdefault(r.memory.id, r.memory.text)
-    result = reconcile(engine.chat_service.memory_llm, items, list(existing.items()))
+    result = engine.reconcile(items, list(existing.items()))
     planned = [Planned(str(d.event), d.text, d.target_id, kind or str(kind_of(d.text)), SOURCE)
                for d in result.decisions]
     applied = engine.apply_decisions(conv, planned, source=SOURCE, client=client, secrets=policy)

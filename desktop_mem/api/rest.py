@@ -184,7 +184,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
-        ids = engine.chat_service.llm.list_models()
+        ids = engine.llm_models()
         return {"object": "list",
                 "data": [{"id": i, "object": "model", "created": 0, "owned_by": "upstream"} for i in ids]}
 
@@ -381,7 +381,7 @@ class _Turn:
         if reply.error:
             return llm_error_response(reply.error_kind, reply.error)
         prompt = reply.used.tokens_after
-        done = self.engine.chat_service.counter.count(reply.text)
+        done = self.engine.count_tokens(reply.text)
         return JSONResponse({
             "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
@@ -573,7 +573,7 @@ def serve(
             sockets = [settings.bind_socket(), private]
             server = private_server_class()(settings)  # leaves the lock note before the port closes
             server.engine, server.private_endpoint, server.key_note = engine, endpoint, key_note
-            engine.lock.publish(endpoint=endpoint, **note)
+            engine.publish_endpoint(endpoint, **note)
             server.run(sockets=sockets)
         finally:
             remove_private_socket(endpoint)

@@ -23,7 +23,10 @@ from desktop_mem.engine.chat import review, turn_memory
 from desktop_mem.engine.chat.apply_plan import apply_as_one_commit
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome, stored_messages
 from desktop_mem.engine.chat.context import STRATEGY_NAMES
+from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.endpoint_discovery import FoundEndpoint, discover_endpoints, nothing_found_advice
+from desktop_mem.engine.chat.extraction import kind_of
+from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.provenance import provenance
 from desktop_mem.engine.chat.sent_log import SentLog
 from desktop_mem.engine.config import Config, load_config
@@ -49,15 +52,17 @@ from desktop_mem.engine.models import (
 )
 from desktop_mem.engine.public_names import import_index_modules
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.layout import in_deleted, is_memory_file
 from desktop_mem.engine.store.memory_writes import clean_client_name, client_meta, provenance_trailers
+from desktop_mem.engine.store.projects import project_name, project_of_folder, project_scope
 from desktop_mem.engine.store.reads import MemoryPage
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.engine.store.store_lock import describe_holder, read_holder
 from desktop_mem.engine.store.validity import parse_as_of
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.chat.decisions import Applied, Planned
-    from desktop_mem.engine.chat.extraction import ChatModel
+    from desktop_mem.engine.chat.decisions import Applied
+    from desktop_mem.engine.chat.extraction import ChatModel, ReconcileResult
     from desktop_mem.engine.chat.provenance import Provenance
     from desktop_mem.engine.chat.review import Proposal
     from desktop_mem.engine.chat.service import ChatService
@@ -72,7 +77,8 @@ __all__ = [
     # value types, errors and pure helpers the front ends use
     "STRATEGY_NAMES", "ChatReply", "FoundEndpoint", "MemoryUsed", "RetrievalOverrides", "ScoreBreakdown",
     "SearchFilters", "SecretDetectedError", "WriteOutcome", "describe_holder", "discover_endpoints",
-    "nothing_found_advice", "parse_as_of", "read_holder",
+    "nothing_found_advice", "parse_as_of", "read_holder", "Planned", "LLMError", "in_deleted",
+    "is_memory_file", "kind_of", "project_name", "project_of_folder", "project_scope",
     *public_names.NAMES, *public_names.MODULES]
 
 
@@ -410,6 +416,21 @@ class MemoryEngine:
         """Probe the chat endpoint; raises LLMError with a message a user can act on."""
         return self._p.chat.llm.check()
 
+    def llm_models(self) -> list[str]:
+        """The models the chat endpoint offers; raises LLMError as llm_check does."""
+        return self._p.chat.llm.list_models()
+
+    def count_tokens(self, text: str) -> int:
+        """`text`'s tokens as the context strategies count them (context.tokenizer_path)."""
+        return self._p.chat.counter.count(text)
+
+    def reconcile(self, new_facts: Sequence[str], existing: Sequence[tuple[str, str]]) -> ReconcileResult:
+        """ADD / UPDATE / DELETE / NONE for `new_facts` against `existing` (id, text), decided by
+        the memory model (a fallback adds them all); nothing is written (apply_decisions does)."""
+        from desktop_mem.engine.chat.extraction import reconcile
+
+        return reconcile(self._p.chat.memory_llm, new_facts, existing)
+
     # -------------------------------------------------------- conversations
 
     def conversations(self) -> list[str]:
@@ -493,6 +514,36 @@ class MemoryEngine:
     def held_back_left_out(self, **filters: Any) -> int:
         """How many held-back hand edits `list_memories(**filters)` leaves out (a count, never text)."""
         return self._p.held_back_left_out(**filters)
+
+    # ------------------------------------------------ the store lock, for a parked writer
+
+    def acquire_lock(self) -> None:
+        """Take the store lock back after release_lock (StoreLockedError if another has it)."""
+        self._p.lock.acquire()
+
+    def release_lock(self) -> None:
+        """Let another process write while this engine is parked (save_derived first)."""
+        self._p.lock.release()
+
+    def save_derived(self) -> None:
+        """Write the index manifest now, as close does (a writer about to park)."""
+        self._p.manifest.flush()
+
+    def head(self) -> str | None:
+        """The store's newest commit, if any."""
+        return self._p.git.head()
+
+    def dirty_paths(self) -> list[str]:
+        """Files that differ from the newest commit (edited since, by anyone)."""
+        return self._p.git.dirty_paths()
+
+    def publish_endpoint(self, endpoint: str, **note: str) -> None:
+        """Name this process's loopback endpoint in the store lock's note (forwarders find it)."""
+        self._p.lock.publish(endpoint=endpoint, **note)
+
+    def withdraw_endpoint(self) -> None:
+        """Take the endpoint (and its key note) out of the store lock's note."""
+        self._p.lock.withdraw("endpoint", "endpoint_key")
 
     def doctor(self) -> DoctorReport:
         """Problems, lock holder, git health and uncommitted changes."""

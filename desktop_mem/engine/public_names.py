@@ -12,10 +12,8 @@ from typing import Any
 # name -> the engine module (below desktop_mem.engine) that defines it
 NAMES: dict[str, str] = {
     **dict.fromkeys(["LLMClient", "LLMEndpoint"], "chat.llm_client"),
-    "LLMError": "chat.llm_errors",
-    **dict.fromkeys(["reconcile", "kind_of"], "chat.extraction"),
     **dict.fromkeys(["TurnMemory", "learned_in", "scope_of"], "chat.turn_memory"),
-    "Planned": "chat.decisions", "Provenance": "chat.provenance",
+    "Provenance": "chat.provenance",
     "Proposal": "chat.review",
     **dict.fromkeys(["Lineage", "LineageStep", "lineage"], "history.lineage"),
     **dict.fromkeys(["SOURCE_APP", "SOURCE_OUTSIDE", "commit_source"], "history.timeline"),
@@ -30,11 +28,10 @@ NAMES: dict[str, str] = {
     **dict.fromkeys(["SyncResult", "sync"], "transfer.git_sync"),
     "FrontMatterError": "store.front_matter",
     "create_demo_store": "demo",
-    **dict.fromkeys(["project_scope", "project_name", "project_of_folder"], "store.projects"),
 }
 # whole modules the front ends use by name
 MODULES: dict[str, str] = {"turn_memory": "chat.turn_memory", "sent_log": "chat.sent_log",
-                           "validity": "store.validity", "layout": "store.layout"}
+                           "validity": "store.validity"}
 
 
 def load(name: str, where: str) -> Any:
