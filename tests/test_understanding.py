@@ -210,3 +210,20 @@ def test_a_taste_replaced_by_reconciliation_leaves_its_message_as_it_was_after_a
     _tell(chat_engine, "food", "What food do I like?")
     sent = json.dumps(_last_chat_request(scripted_llm).body["messages"], ensure_ascii=False)
     assert "These days I hate pizza" in sent and "asked to forget" not in sent
+
+
+def test_when_the_reply_cannot_wait_for_the_memory_model_the_write_path_reads_the_message(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The understanding call failed on the reply path (a server error there): the reply goes on
+    without it, and the write path reads the message itself, so a Dutch forget still forgets."""
+    from tests.scripted_llm import Fault
+
+    chat_engine.add("The user lives in Utrecht", conversation_id="global", role="memory")
+    rule, answer = _understood("vergeten", {"language": "nl", "forget": ["where the user lives"]})
+    scripted_llm.script(rule, Fault.status(500, "busy"), times=1)
+    scripted_llm.script(rule, answer)
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "nl", "Wil je alsjeblieft vergeten waar ik woon?")
+    assert FORGET_NOTE not in _last_chat_request(scripted_llm).system_text  # the reply went on without it
+    assert _live(chat_engine) == []

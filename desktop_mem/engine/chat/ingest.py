@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from desktop_mem.engine.chat import fact_guards, scopes, summary_state
 from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
@@ -27,7 +28,7 @@ from desktop_mem.engine.chat.extraction import (
     reconcile,
     update_summary,
 )
-from desktop_mem.engine.chat.named_facts import find_named
+from desktop_mem.engine.chat.named_facts import find_named, forget_targets
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.understanding import understand
@@ -110,8 +111,16 @@ def _decide(
     if not ports.config["memory.extract_facts"]:
         return ()
     understood = turn.understood
-    if understood is None:  # not read on the reply path: read it here (the same one call)
+    if understood is None or (llm is not None and not understood.by_model and not turn.forget):
+        # not read on the reply path, or its model call failed there (it waits less): read here
         understood = understand(llm, turn.user.text)
+        if understood.asks_forget and not turn.forget:
+            previous = [m for m in snap.transcript(conv) if m.role == Role.USER and m.id != turn.user.id]
+            live = [m for m in _facts(snap, conv) if not m.deleted]
+            named = forget_targets(ports.search, conv, live, understood.forget or (),
+                                   previous[-1].id if previous else None)
+            turn = replace(turn, forget=tuple(m.id for m in named.clear),
+                           unclear=tuple(m.id for m in named.maybe))
     if understood.error:
         notes.append(understood.error)
     elif llm is None:

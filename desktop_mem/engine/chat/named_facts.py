@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from desktop_mem.engine.chat.currency import from_turns
 from desktop_mem.engine.chat.ports import Search
 from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
@@ -24,7 +25,7 @@ from desktop_mem.engine.models import Memory
 
 log = logging.getLogger(__name__)
 CLEAR = 0.5  # cross-encoder relevance from which a fact is what the phrase names
-MAYBE = 0.05  # from here up to CLEAR: what the phrase might name (asked about, never acted on)
+MAYBE = 0.01  # from here up to CLEAR: what the phrase might name (asked about, never acted on)
 GAP = 1.5  # log-odds below the best fact within which another fact is named too
 CLEAR_DENSE = 0.86  # without a cross-encoder: the dense cosine that counts as named
 MAYBE_DENSE = 0.80
@@ -71,6 +72,23 @@ def find_named(search: Search, conversation_id: str, live: Sequence[Memory], phr
     if clear:
         return Named(tuple(list(clear.values())[:MAX_NAMED]))
     return Named((), tuple(list(maybe.values())[:MAX_NAMED]))
+
+
+def forget_targets(
+    search: Search, conversation_id: str, live: Sequence[Memory], phrases: Sequence[str],
+    previous_user: str | None,
+) -> Named:
+    """What a request to forget names (``phrases``: what the model read it names). "Forget that"
+    (nothing named, or one word that names nothing: "dat") means the facts the previous user
+    message (``previous_user``, its turn id) stored."""
+    named = find_named(search, conversation_id, live, [p for p in phrases if p.strip()])
+    if named.clear:
+        return named
+    if all(len(p.split()) <= 1 for p in phrases):
+        stored = [m for m in live if previous_user and previous_user in from_turns(m)]
+        if stored:
+            return Named(tuple(stored))
+    return named
 
 
 def relevance(result: SearchResult) -> tuple[float, float, float, float]:

@@ -29,7 +29,6 @@ from desktop_mem.engine.chat.context import (
 from desktop_mem.engine.chat.currency import (
     CurrentView,
     Superseded,
-    from_turns,
     prefer_current,
     stale_notes,
     superseded_by_turn,
@@ -38,7 +37,7 @@ from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
-from desktop_mem.engine.chat.named_facts import find_named
+from desktop_mem.engine.chat.named_facts import forget_targets
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
@@ -69,6 +68,7 @@ TokenCallback = Callable[[str], None]
 UsedCallback = Callable[[MemoryUsed], None]
 OutcomeListener = Callable[[WriteOutcome], None]
 MAX_CROSS_SESSION = 3
+UNDERSTAND_TIMEOUT_S = 45.0  # most the reply waits for the memory model to read the message
 CLIENT_TURN_ID = "client_turn_id"  # front matter of a user turn: the sender's id for the message
 
 
@@ -94,6 +94,9 @@ class ChatService:
         main, summary = endpoints(ports.config)
         self.llm = LLMClient(main)
         self.memory_llm = LLMClient(summary)
+        # The reply waits for the understanding step: it gives up sooner (the pattern rules
+        # answer, and the write path reads the message again with the full timeout).
+        self.understand_llm = LLMClient(replace(summary, timeout=min(summary.timeout, UNDERSTAND_TIMEOUT_S)))
         self.sent_log = SentLog(ports.config.store_path.expanduser().resolve())  # where memories went
         self.counter: TokenCounter = make_counter(_opt_path(ports.config["context.tokenizer_path"]))
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="write-path")
@@ -395,7 +398,7 @@ class ChatService:
     ) -> Understood:
         """What `message` asks of memory, read with the turns before it (as the model is sent
         them: what was forgotten masked) and what memory holds about the names it mentions."""
-        llm = self.memory_llm if self.ports.config["llm.base_url"] else None
+        llm = self.understand_llm if self.ports.config["llm.base_url"] else None
         recent = [(str(m.role), masked.get(m.id, m.text)) for m in turns if m.role in TURN_ROLES]
         names = names_and_numbers(f"x {message}")
         known = [m.text for m in live if names & words_of(m.text)] if names else []
@@ -404,21 +407,12 @@ class ChatService:
     def _forget_targets(
         self, conv: str, understood: Understood | None, live: Sequence[Memory], own: Sequence[Memory]
     ) -> tuple[list[Memory], list[Memory]]:
-        """(the facts a forget names, those it might mean when none is clear). Found by the read
-        path (chat/named_facts.py); "forget that" (nothing named, or a word that names nothing)
-        means what the previous message stored."""
+        """(the facts a forget names, those it might mean when none is clear): by search."""
         if understood is None or understood.forget is None:
             return [], []
-        phrases = [p for p in understood.forget if p.strip()]
-        named = find_named(self.ports.search, conv, live, phrases) if phrases else None
-        if named is not None and named.clear:
-            return list(named.clear), []
-        if all(len(p.split()) <= 1 for p in phrases):  # "forget that", "vergeet dat"
-            previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
-            stored = [m for m in live if previous_user and previous_user in from_turns(m)]
-            if stored:
-                return stored, []
-        return [], list(named.maybe) if named is not None else []
+        previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
+        named = forget_targets(self.ports.search, conv, live, understood.forget, previous_user)
+        return list(named.clear), list(named.maybe)
 
     def _cross_session(self, snap: ConversationSnapshot, conv: str) -> list[tuple[str, str]]:
         summaries = [m for m in snap.list_memories(role="summary") if m.conversation_id != conv]
