@@ -227,3 +227,31 @@ def test_when_the_reply_cannot_wait_for_the_memory_model_the_write_path_reads_th
     _tell(chat_engine, "nl", "Wil je alsjeblieft vergeten waar ik woon?")
     assert FORGET_NOTE not in _last_chat_request(scripted_llm).system_text  # the reply went on without it
     assert _live(chat_engine) == []
+
+
+# -- the grounding checks alone (no model, no store) -------------------------------------------
+
+
+def test_names_and_numbers_are_grounded_in_any_script() -> None:
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    # Arabic-Indic digits are the same number; a Cyrillic name in its inflected form is the name
+    facts, rejected = ground([_RawFact("The user is 30 years old"), _RawFact("Иван is 6", "Иван", "сын"),
+                              _RawFact("The user is 31 years old")],
+                             "Мне ٣٠ лет, моему сыну Ивану 6", "", english=False)
+    assert [f.text for f in facts] == ["The user is 30 years old", "Иван is 6"]
+    assert rejected == [("The user is 31 years old", "names or numbers the user did not say (31)")]
+
+
+def test_a_person_or_relation_must_come_from_the_users_words_or_from_memory() -> None:
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "Kleine correctie: Ines is vorige week 8 geworden"
+    known = "The user's daughter Ines is 7 years old"
+    facts, rejected = ground([_RawFact("Ines is 8 years old", "Ines", "daughter"),
+                              _RawFact("Ines is 8 years old", "Ines", "zus"),
+                              _RawFact("Pieter is 8 years old", "Pieter", "")],
+                             said, f"{said} {known}", english=False)
+    assert [f.text for f in facts] == ["Ines is 8 years old"]
+    assert [why for _f, why in rejected] == ["a relation the user did not say (zus)",
+                                             "a person the user did not name (Pieter)"]

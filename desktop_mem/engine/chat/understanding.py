@@ -329,7 +329,13 @@ def _found(word: str, words: set[str]) -> bool:
     """``word`` is among ``words``, or one of them shares its stem (inflection: Pieters, Ghent's)."""
     if word in words:
         return True
-    if any(c.isdigit() for c in word) or len(word) < 4:
+    if any(c.isdigit() for c in word) or len(word) < 3:
+        return False
+    # an ending added or dropped (son/sons, сын/сыну, zus/zusje)
+    if any(len(w) >= 3 and (w.startswith(word) or word.startswith(w)) and abs(len(w) - len(word)) <= 2
+           for w in words):
+        return True
+    if len(word) < 4:
         return False
     stem = word[:max(4, len(word) - 2)]
     return any(w.startswith(stem) or word.startswith(w[:max(4, len(w) - 2)]) and len(w) >= 4 for w in words)
