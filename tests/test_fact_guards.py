@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from desktop_mem.engine.chat import fact_guards
@@ -108,3 +110,28 @@ def test_drop_invented_numbers_keeps_numbers_from_the_sources_only() -> None:
     assert drop_invented_numbers(summary, sources) == "She has 02 cats.\n- Since 2019 a nurse."
     assert drop_invented_numbers("Mara lives in Leuven.", []) == "Mara lives in Leuven."
     assert drop_invented_numbers("Mara is 29.", ["Mara is 29"]) == "Mara is 29."
+
+
+def test_a_summary_sentence_naming_what_the_user_never_said_is_dropped() -> None:
+    from desktop_mem.engine.chat.extraction import drop_invented_names
+
+    summary = "The user lives in Utrecht, Netherlands. The user works at Acme.\n- Mara's cat is Pip."
+    sources = ["user: I live in Utrecht and work at acme", "fact: The user's name is Mara",
+               "The user has a cat called Pip"]
+    assert drop_invented_names(summary, sources) == "The user works at Acme.\n- Mara's cat is Pip."
+    # any script with case; a name's inflection counts as said
+    assert drop_invented_names("Пользователь живёт в Москве.", ["я живу в Москва"]) == (
+        "Пользователь живёт в Москве.")
+    assert drop_invented_names("Пользователь живёт в Казани.", ["я живу в Москве"]) == ""
+
+
+def test_a_summary_keeps_no_place_only_the_models_reply_named(scripted_llm: Any) -> None:
+    from desktop_mem.engine.chat.extraction import update_summary
+    from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
+    from tests.llm_roles import SUMMARY
+
+    scripted_llm.script(SUMMARY, "The user is moving house. The user is moving to Utrecht.")
+    llm = LLMClient(LLMEndpoint(scripted_llm.base_url, "", "test-model", timeout=10))
+    result = update_summary(llm, None, ["user: I am moving house next month",
+                                        "assistant: Moving to Utrecht is a great choice!"])
+    assert result.text == "The user is moving house."

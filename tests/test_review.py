@@ -53,7 +53,7 @@ def test_an_update_waits_for_the_user_and_survives_a_restart(
         notes: list[str] = []
         _move(engine, scripted_llm, notes)
         assert _facts(engine) == ["The user lives in Ghent"]  # nothing changed yet
-        assert "1 memory change wait for your review (review mode is on)." in notes
+        assert "1 memory change waits for your review (review mode is on)." in notes
         [proposal], broken = engine.proposals()
         assert broken == [] and proposal.event == "UPDATE"
         assert proposal.describe() == "Update: The user lives in Ghent → The user lives in Leuven"
@@ -212,5 +212,42 @@ def test_an_ai_tools_reconciled_update_waits_too(make_config: Callable[..., Any]
         [proposal], _ = engine.proposals()
         assert proposal.describe() == "Update: The user lives in Ghent → The user lives in Leuven"
         assert _facts(engine) == ["The user likes jazz", "The user lives in Ghent"]
+    finally:
+        engine.close()
+
+
+def test_what_waits_reaches_no_summary_and_the_chat_line_names_it(
+        make_config: Callable[..., Any], scripted_llm: Any) -> None:
+    engine = MemoryEngine(make_config(**{
+        "llm.base_url": scripted_llm.base_url, "llm.model": "test-model", "llm.api_key": "test",
+        "llm.timeout": 5, "memory.review": "all", "memory.summary_threshold": 2}))
+    engine.open_index()
+    try:
+        lines: list[str] = []
+        engine.subscribe_outcomes(lambda outcome: lines.append(outcome.describe()))
+        scripted_llm.script(FACTS, "[]", times=1)
+        scripted_llm.script(is_chat, "Hello!", times=1)
+        engine.chat("talk", "Hi there")  # a first turn: the second one's summary covers 4 messages
+        assert engine.wait_idle(30)
+        scripted_llm.script(FACTS, '["The user lives in Utrecht"]')
+        scripted_llm.script(RECONCILE, '[{"event": "ADD", "text": "The user lives in Utrecht"}]')
+        scripted_llm.script(SUMMARY, "The user lives in Utrecht. The user asked about tea.")
+        scripted_llm.script(is_chat, "Nice city!")
+        engine.chat("talk", "I live in Utrecht")
+        assert engine.wait_idle(30)
+        assert _facts(engine) == []  # nothing applied before the user says so
+        summary = engine.summary("talk")
+        assert summary is not None and "Utrecht" not in summary.text and "tea" in summary.text
+        assert lines and "waits for your review (Review pane): Add: The user lives in Utrecht" in lines[-1]
+        record = list(engine.turn_memories("talk").values())[-1]
+        assert record.waiting == ("Add: The user lives in Utrecht",)
+        # an edited accept is committed and described with the accepted text
+        [proposal], _ = engine.proposals()
+        accepted, commit = engine.accept_proposal(proposal.id, text="The user lives in Utrecht, Lombok")
+        assert accepted.text == "The user lives in Utrecht, Lombok"
+        subject = subprocess.run(["git", "-C", str(engine.root), "log", "-1", "--format=%s", commit],
+                                 capture_output=True, text=True, check=True).stdout
+        assert "Utrecht, Lombok" in subject
+        assert _facts(engine) == ["The user lives in Utrecht, Lombok"]
     finally:
         engine.close()

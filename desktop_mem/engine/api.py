@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from desktop_mem.engine import compose, public_names
 from desktop_mem.engine.chat import review, turn_memory
 from desktop_mem.engine.chat.apply_plan import apply_as_one_commit
-from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, WriteOutcome, stored_messages
+from desktop_mem.engine.chat.chat_types import (
+    ChatReply,
+    MemoryUsed,
+    WriteOutcome,
+    stored_messages,
+    updated_line,
+)
 from desktop_mem.engine.chat.context import STRATEGY_NAMES
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.endpoint_discovery import FoundEndpoint, discover_endpoints, nothing_found_advice
@@ -78,7 +84,7 @@ __all__ = [
     "STRATEGY_NAMES", "ChatReply", "FoundEndpoint", "MemoryUsed", "RetrievalOverrides", "ScoreBreakdown",
     "SearchFilters", "SecretDetectedError", "WriteOutcome", "describe_holder", "discover_endpoints",
     "nothing_found_advice", "parse_as_of", "read_holder", "Planned", "LLMError", "in_deleted",
-    "is_memory_file", "kind_of", "project_name", "project_of_folder", "project_scope",
+    "is_memory_file", "kind_of", "project_name", "project_of_folder", "project_scope", "updated_line",
     *public_names.NAMES, *public_names.MODULES]
 
 

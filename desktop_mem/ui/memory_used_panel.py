@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
-from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown, TurnMemory, learned_in, scope_of
+from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown, TurnMemory, learned_in, scope_of, updated_line
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.memory_model import first_line
 
@@ -102,7 +102,7 @@ def describe_record_update(record: TurnMemory) -> str:
         parts.append("deleted " + "; ".join(f"“{first_line(m.text, 48)}”" for m in record.deleted))
     if record.summary_changed:
         parts.append("summary updated")
-    return "Memory updated: " + " · ".join(parts) if parts else "Memory unchanged"
+    return updated_line(parts, record.waiting)
 
 
 class MemoryUsedPanel(QWidget):

@@ -82,13 +82,14 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
         tx.adopt(turn.user, turn.assistant, *turn.written)
         # the conversation's decisions, then the user's facts (read in every conversation,
         # learned in this one)
+        waiting: list[review.Proposal] = []
         applied = _held_or_applied(ports, tx, [(conv, plan.decisions, origin),
                                                (GLOBAL_CONVERSATION, plan.user_facts, learned)],
-                                   turn.user.id, notes)
+                                   turn.user.id, notes, waiting)
         for d in plan.held:
             target = ports.lookup(d.target_id) if d.target_id else None
-            review.propose(ports.config, ports.lookup, tx, target.conversation_id if target else conv, [d],
-                           origin, turn.user.id)
+            waiting += review.propose(ports.config, ports.lookup, tx,
+                                      target.conversation_id if target else conv, [d], origin, turn.user.id)
         summary = ports.summary(conv)
         if plan.summary_text is not None:
             summary = tx.write_summary(conv, plan.summary_text, plan.summary_count)
@@ -108,6 +109,7 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
             added=tuple(applied.added), updated=tuple(applied.updated), deleted=tuple(applied.deleted),
             evicted=tuple(evicted), expired=tuple(expired), summary_changed=plan.summary_text is not None,
             summary=summary, notes=tuple(notes), turn_id=turn.user.id,
+            waiting=tuple(p.describe() for p in waiting),
         )
         _record(tx, turn, outcome)
         change = tx.publish()
@@ -137,13 +139,14 @@ def apply_as_one_commit(
 
 def _held_or_applied(
     ports: ChatPorts, tx: Transaction, scopes: Sequence[tuple[str, Sequence[Planned], Mapping[str, Any]]],
-    turn_id: str, notes: list[str],
+    turn_id: str, notes: list[str], waiting: list[review.Proposal],
 ) -> Applied:
     """For each (conversation, decisions, front matter) in turn: review mode's proposals for what
     it holds (in `tx`), the rest applied; what all of them changed."""
     applied = Applied()
     for conv, decisions, extra in scopes:
-        now = review.hold_for_review(ports.config, ports.lookup, tx, conv, decisions, extra, turn_id, notes)
+        now = review.hold_for_review(ports.config, ports.lookup, tx, conv, decisions, extra, turn_id, notes,
+                                     waiting)
         done = apply_decisions(tx, ports.get, conv, now, extra)
         applied.added += done.added
         applied.updated += done.updated

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, NotRequired, TypedDict
 
@@ -81,6 +81,7 @@ class UpdatedRecord(TypedDict):
     deleted: list[ChangedItem]
     summary_changed: bool
     notes: list[str]
+    waiting: NotRequired[list[str]]  # what waits for review, described
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,7 @@ class WriteOutcome:
     commit: str | None = None
     notes: tuple[str, ...] = ()
     turn_id: str | None = None  # the user turn's id: ties this outcome to its ChatReply
+    waiting: tuple[str, ...] = ()  # what waits for the user's review, described ("Add: ...")
 
     @property
     def changed_memory(self) -> bool:
@@ -183,9 +185,15 @@ class WriteOutcome:
             parts.append(f"dropped {len(self.expired)} expired")
         if self.summary_changed:
             parts.append("summary updated")
-        if not parts:
-            return "Memory unchanged"
-        return "Memory updated: " + " · ".join(parts)
+        return updated_line(parts, self.waiting)
+
+
+def updated_line(parts: Sequence[str], waiting: Sequence[str]) -> str:
+    """'Memory updated: …' (or 'Memory unchanged'), then what waits for review, each named."""
+    line = "Memory updated: " + " · ".join(parts) if parts else "Memory unchanged"
+    if waiting:
+        line += " · waits for your review (Review pane): " + "; ".join(clip(w, 90) for w in waiting)
+    return line
 
 
 @dataclass(frozen=True)

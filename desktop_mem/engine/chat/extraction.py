@@ -426,6 +426,7 @@ def update_summary(
     text = drop_superseded(drop_transcript_lines(text, material), superseded)
     sources = [previous or "", *new_material, *(f"{old} {new or ''}" for old, new in superseded)]
     text = drop_invented_numbers(text, sources)
+    text = drop_invented_names(text, [s for s in sources if not s.casefold().startswith("assistant:")])
     if not text:
         return SummaryResult(None, "The summary was not updated: the model gave an empty answer.")
     if len(text) > MAX_SUMMARY_CHARS:
@@ -516,6 +517,24 @@ def drop_invented_numbers(summary: str, sources: Sequence[str]) -> str:
 
 
 _DIGITS = re.compile(r"\d+")
+
+
+def drop_invented_names(summary: str, sources: Sequence[str]) -> str:
+    """``summary`` without the sentences that name something none of ``sources`` says.
+
+    Seen with a 1.5B model: "The user lives in Utrecht, Netherlands." when the user said Utrecht,
+    and a city nobody said taken from the model's own reply. A name is a capitalised word after
+    a sentence's first (fact_guards.specifics: any script with case); it is known when a word of
+    the sources starts like it (Leuven, Leuven's). The caller leaves the assistant's words out of
+    ``sources``: a summary remembers what the user said, not what the model supposed.
+    """
+    said = {w.casefold().split("'")[0] for text in sources for w in fact_guards.words(text)}
+
+    def invented(sentence: str) -> bool:
+        names = {n for n in fact_guards.specifics(sentence) if not any(c.isdigit() for c in n)}
+        return any(not any(w.startswith(n[:5]) for w in said) for n in names)
+
+    return _drop_sentences(summary, invented)
 
 
 def _drop_sentences(summary: str, bad: Callable[[str], bool]) -> str:

@@ -115,6 +115,11 @@ def _topics(words: Iterable[str]) -> set[int]:
             if len(w) >= 3 and any(w.startswith(g) or g.startswith(w) for g in group)}
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` (any script; an apostrophe's suffix kept with its word)."""
+    return _WORD.findall(text.replace("’", "'"))
+
+
 def specifics(text: str) -> set[str]:
     """Names and numbers in ``text`` (capitalised words after the first, digits), lower-cased."""
     words = _WORD.findall(text.replace("’", "'"))

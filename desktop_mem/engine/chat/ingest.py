@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from desktop_mem.engine.chat import fact_guards, scopes, summary_state
+from desktop_mem.engine.chat import fact_guards, review, scopes, summary_state
 from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
 from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.decisions import Planned
@@ -84,10 +84,17 @@ def plan_turn(
     try:
         track.stage(EXTRACTING)
         decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track, held)
-        superseded = _superseded(snap, decisions)
-        new_texts = [d.text for d in decisions if d.event in (Act.ADD, Act.UPDATE)]
+        # what review mode holds reaches no summary until it is accepted: neither as a new fact
+        # nor as a replacement or a forget (the summary follows it once the fact changes)
+        waits = review.held_events(ports.config)
+        now = [d for d in decisions if d.event not in waits]
+        superseded = _superseded(snap, now)
+        new_texts = [d.text for d in now if d.event in (Act.ADD, Act.UPDATE)]
+        withheld = [d.text for d in [*decisions, *held] if d not in now and d.event in (Act.ADD, Act.UPDATE)]
+        withheld += _waiting_texts(ports)
         track.stage(SUMMARIZING)
-        summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm)
+        summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm,
+                                                            withheld)
         track.stage(SAVING)
     except WriteCancelled:
         decisions, summary_text, summary_count, note = (), None, 0, None
@@ -177,6 +184,12 @@ def _decide(
     return _capped(decisions, held, notes)
 
 
+def _waiting_texts(ports: ChatPorts) -> list[str]:
+    """The new texts earlier turns left waiting for review (proposals not answered yet)."""
+    found, _broken = review.pending(ports.config.store_path.expanduser().resolve())
+    return [p.text for p in found if p.event in (Act.ADD, Act.UPDATE)]
+
+
 def _capped(decisions: list[Planned], held: list[Planned], notes: list[str]) -> tuple[Planned, ...]:
     """The decisions with at most MAX_DELETES deletes the user did not name; the rest are held
     for review (``held``), with a note. A reconciliation that wants to delete many facts for one
@@ -262,7 +275,7 @@ def _neighbourhood(
 
 def _summary_update(
     ports: ChatPorts, snap: ConversationSnapshot, conv: str, new_facts: list[str],
-    superseded: list[tuple[str, str | None]], llm: ChatModel | None,
+    superseded: list[tuple[str, str | None]], llm: ChatModel | None, withheld: Sequence[str] = (),
 ) -> tuple[str | None, int, str | None]:
     """001 §4.4 + 000: fold the new turns, new facts and replacements into the rolling summary.
 
@@ -272,7 +285,8 @@ def _summary_update(
     ``memory.summary_threshold`` messages are not covered yet, and then reads every message not
     covered yet (the user's words, an excerpt of each complete reply), so its count is the whole
     history. A reply that was interrupted or cut is never read (000: no partial responses).
-    ``superseded`` facts are removed from the summary: it follows replacements.
+    ``superseded`` facts are removed from the summary: it follows replacements. Sentences stating
+    a ``withheld`` fact (one waiting for review) are removed too: the turn's words may say it.
     """
     current = ports.summary(conv)
     if not ports.config["memory.enable_summarization"] or llm is None:
@@ -318,6 +332,10 @@ def _summary_update(
         return None, covered, note
     if not text.strip():
         text = _facts_summary(live, conv, new_facts, superseded)
+    if withheld:
+        keep = frozenset(n for m in live for n in fact_guards.specifics(m.text))
+        text = drop_gone(text, [(t, None) for t in withheld], keep) or _facts_summary(
+            live, conv, new_facts, superseded)
     text, _found = ports.writer.redact(text)
     return text, len(turns), note
 

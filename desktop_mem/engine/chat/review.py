@@ -78,28 +78,31 @@ def held_events(config: Config) -> frozenset[str]:
 def hold_for_review(
     config: Config, lookup: Callable[[str], Memory | None], tx: Transaction, conv: str,
     decisions: Sequence[Planned], extra: Mapping[str, Any] | None, turn_id: str | None = None,
-    notes: list[str] | None = None,
+    notes: list[str] | None = None, waiting: list[Proposal] | None = None,
 ) -> list[Planned]:
     """Write the decisions review mode holds as proposals in `tx`; return the ones to apply now.
-    `notes` is told how many wait ("2 memory changes wait for your review")."""
+    `notes` is told how many wait ("2 memory changes wait for your review"), `waiting` which."""
     held = held_events(config)
     if not held:
         return list(decisions)
     now = [d for d in decisions if d.event not in held]
-    waiting = propose(config, lookup, tx, conv, [d for d in decisions if d.event in held], extra, turn_id)
-    if waiting and notes is not None:
-        notes.append(f"{waiting} memory change{'s' if waiting > 1 else ''} wait for your review "
+    written = propose(config, lookup, tx, conv, [d for d in decisions if d.event in held], extra, turn_id)
+    if written and notes is not None:
+        n = len(written)
+        notes.append(f"{n} memory change{'s wait' if n > 1 else ' waits'} for your review "
                      "(review mode is on).")
+    if waiting is not None:
+        waiting.extend(written)
     return now
 
 
 def propose(
     config: Config, lookup: Callable[[str], Memory | None], tx: Transaction, conv: str,
     decisions: Sequence[Planned], extra: Mapping[str, Any] | None, turn_id: str | None = None,
-) -> int:
+) -> list[Proposal]:
     """Write each decision as a proposal in `tx` (whatever the review setting: the caller holds
-    it); a change whose fact is gone is dropped. Returns how many wait."""
-    written = 0
+    it); a change whose fact is gone is dropped. Returns the proposals written."""
+    written: list[Proposal] = []
     for d in decisions:
         target = lookup(d.target_id) if d.target_id else None
         if d.event != Decision.ADD and target is None:
@@ -112,7 +115,7 @@ def propose(
         )
         write(config.store_path.expanduser().resolve(), proposal)
         tx.touch([proposal.path])
-        written += 1
+        written.append(proposal)
     return written
 
 
@@ -181,7 +184,8 @@ def find(root: Path, proposal_id: str) -> Proposal:
 
 def accept(source: MemorySource, proposal_id: str, text: str | None = None) -> tuple[Proposal, str | None]:
     """Apply a proposal (with the user's `text` instead of the model's, if given) and remove it:
-    one commit. Refused when its fact changed or went away since it was proposed."""
+    one commit. Refused when its fact changed or went away since it was proposed. Returns the
+    proposal as accepted (with the user's text: what the commit subject and the UI describe)."""
     proposal = find(source.root, proposal_id)
     new_text = text.strip() if text is not None else proposal.text
     if proposal.event != Decision.DELETE and not new_text:
@@ -217,7 +221,7 @@ def accept(source: MemorySource, proposal_id: str, text: str | None = None) -> t
         accepted = replace(proposal, text=new_text) if proposal.event != Decision.DELETE else proposal
         tx.subject = f"Accept proposal: {accepted.describe()}"
         change = tx.publish()
-    return proposal, change.commit
+    return accepted, change.commit
 
 
 def reject(source: MemorySource, proposal_id: str) -> tuple[Proposal, str | None]:

@@ -21,6 +21,7 @@ turn and is readable in any editor:
       deleted: [{id: ..., text: ...}]
       summary_changed: true
       notes: [...]
+      waiting: ["Add: The user lives in Utrecht"]   # held for review (memory.review)
 
 `scope` says whose memory it is: `user` (the user's own facts, read in every conversation),
 `conversation` (this conversation's), `other` (another conversation's turn or fact). The shape is
@@ -97,6 +98,7 @@ class TurnMemory:
     deleted: tuple[ChangedMemory, ...] = ()
     summary_changed: bool = False
     notes: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()  # what the turn left waiting for review, described
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -135,6 +137,7 @@ def updated_front_matter(outcome: WriteOutcome) -> UpdatedRecord:
         "deleted": [{"id": m.id, "scope": scope_of(m, conv), "text": _clip(m.text)} for m in outcome.deleted],
         "summary_changed": outcome.summary_changed,
         "notes": [_clip(n, 400) for n in outcome.notes],
+        "waiting": [_clip(w, 400) for w in outcome.waiting],
     }
 
 
@@ -165,6 +168,7 @@ def read(user_turn_id: str, holder_memory: Memory) -> TurnMemory | None:
         deleted=tuple(_changed(i) for i in _maps(w.get("deleted"))),
         summary_changed=w.get("summary_changed") is True,
         notes=tuple(_str(n) for n in _list(w.get("notes")) if _str(n)),
+        waiting=tuple(_str(n) for n in _list(w.get("waiting")) if _str(n)),
     )
 
 
