@@ -20,7 +20,7 @@ def _understood(words: str, answer: dict[str, Any]) -> tuple[Any, str]:
     full = {"language": "en", "asks_to_forget": bool(answer.get("forget")), "forget": [], "facts": [],
             "task": [], **answer}
     return (lambda body: FACTS in json.dumps(body["messages"][0])
-            and words in body["messages"][-1]["content"],
+            and words in body["messages"][-1]["content"].rsplit("LAST message:", 1)[-1],
             json.dumps(full))
 
 
@@ -255,3 +255,35 @@ def test_a_person_or_relation_must_come_from_the_users_words_or_from_memory() ->
     assert [f.text for f in facts] == ["Ines is 8 years old"]
     assert [why for _f, why in rejected] == ["a relation the user did not say (zus)",
                                              "a person the user did not name (Pieter)"]
+
+
+def test_forget_that_with_nothing_named_forgets_what_the_previous_message_stored(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    chat_engine.add("The user likes jazz", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("allergic", {"facts": [_fact("The user is allergic to peanuts")]}))
+    scripted_llm.script(*_understood("Vergeet", {"language": "nl", "forget": [""]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "health", "I'm allergic to peanuts")
+    assert _live(chat_engine) == ["The user is allergic to peanuts", "The user likes jazz"]
+    _tell(chat_engine, "health", "Vergeet dat maar weer")
+    assert _live(chat_engine) == ["The user likes jazz"]
+
+
+def test_an_unclear_forget_deletes_nothing_and_the_reply_asks_which_fact(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Never guess: "the tea thing" might mean the green tea (measured relevance 0.016, between
+    MAYBE and CLEAR): the reply asks, naming it, and the Memory updated line says why."""
+    chat_engine.add("The user likes green tea", conversation_id="global", role="memory")
+    chat_engine.add("The user has a cat named Miso", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("tea thing", {"forget": ["the tea thing"]}))
+    _script_rest(scripted_llm)
+    outcomes: list[Any] = []
+    chat_engine.subscribe_outcomes(outcomes.append)
+    _tell(chat_engine, "q", "Can you scrap the tea thing?")
+    assert _live(chat_engine) == ["The user has a cat named Miso", "The user likes green tea"]
+    system = _last_chat_request(scripted_llm).system_text
+    assert "not clear which stored fact" in system and '"The user likes green tea"' in system
+    assert "Miso" not in system.split("not clear which stored fact")[1]
+    assert any(n.startswith("Not forgotten") for n in outcomes[-1].notes)
