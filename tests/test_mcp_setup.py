@@ -177,3 +177,98 @@ def test_the_packaged_app_points_the_client_at_its_own_executable(
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     monkeypatch.setattr(sys, "executable", str(app))
     assert server_command(tmp_path / "s") == (str(app), ["--store", str(tmp_path / "s"), "mcp"])
+
+
+def _setup_cli(tmp_path: Path, client: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(tmp_path / "s"), "mcp",
+                           "setup", client, "--config", str(path), *extra], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_symlinked_config_is_written_at_its_target_and_stays_a_link(tmp_path: Path, client: str) -> None:
+    """A config kept in a dotfiles repository and linked into place: the link stays a link and the
+    repository's file gets our entry (it was replaced by a regular file, cut off from the repo)."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / ("config.toml" if client == "codex" else "mcp.json")
+    target.write_text(EXISTING[client], encoding="utf-8")
+    link = tmp_path / "app" / target.name
+    link.parent.mkdir()
+    link.symlink_to(Path("..") / "dotfiles" / target.name)  # relative, as dotfile managers make them
+    out = _setup_cli(tmp_path, client, link)
+    assert out.returncode == 0, out.stderr
+    assert link.is_symlink() and link.resolve() == target
+    assert "desktop-mem" in _servers(client, target) and "files" in _servers(client, target)
+    assert [p.name for p in link.parent.iterdir()] == [target.name]  # no backup, no temp beside the link
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_read_only_config_is_left_alone_and_the_snippet_is_printed(tmp_path: Path, client: str) -> None:
+    """`chmod a-w` on a config means "do not touch": it is not rewritten (it was: the rename went
+    through the writable folder, even as root), exit 1, and the entry to paste is printed."""
+    path = tmp_path / ("config.toml" if client == "codex" else "mcp.json")
+    path.write_text(EXISTING[client], encoding="utf-8")
+    path.chmod(0o444)
+    out = _setup_cli(tmp_path, client, path)
+    assert out.returncode == 1 and "read-only" in out.stderr and "Traceback" not in out.stderr
+    assert path.read_text(encoding="utf-8") == EXISTING[client]
+    assert oct(path.stat().st_mode & 0o777) == "0o444"
+    assert [p.name for p in tmp_path.iterdir() if p.name != "s"] == [path.name]  # no backup either
+    if client == "codex":
+        assert tomllib.loads(out.stdout)["mcp_servers"]["desktop-mem"]["args"][-1] == "mcp"
+    else:
+        pasted = json.loads(out.stdout)
+        assert pasted["servers" if client == "vscode" else "mcpServers"]["desktop-mem"]["args"][-1] == "mcp"
+
+
+SECRET = "ghp_0123456789abcdefSECRETxyz"
+OTHERS = {  # another server's token next to where our entry goes, in layouts people write
+    "one line": '{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "%s"}}}, "n": 1.50e2}',
+    "pretty": '{\n  "mcpServers": {\n    "gh": {\n      "command": "gh-mcp",\n'
+              '      "env": {"GITHUB_TOKEN": "%s"}\n    }\n  },\n  "theme": "caf\\u00e9"\n}\n',
+    "ours between two": '{\n\t"mcpServers": {\n\t\t"a": {"env": {"T": "%s"}},\n'
+                        '\t\t"desktop-mem": {"command": "old", "args": [], "env": {"KEEP": "yes"}},\n'
+                        '\t\t"b": {"env": {"T": "%s"}}\n\t}\n}',
+    "no servers yet": '{\n    "key": "%s"\n}',
+    "empty servers": '{"mcpServers": {}, "key": "%s"}',
+}
+
+
+@pytest.mark.parametrize("layout", list(OTHERS))
+def test_only_our_entry_changes_and_no_other_entrys_secret_is_printed(tmp_path: Path, layout: str) -> None:
+    """The file is edited, not re-serialised: take our entry out of the new text and what is left
+    is the old text without ours, byte for byte (number spellings, escapes, tabs, key order). The
+    printed diff shows our entry and never another entry's token (the whole file was printed
+    again before, tokens and all)."""
+    text = OTHERS[layout].replace("%s", SECRET)
+    path = tmp_path / "mcp.json"
+    path.write_text(text, encoding="utf-8")
+    out = _setup_cli(tmp_path, "cursor", path)
+    assert out.returncode == 0, out.stderr
+    assert SECRET not in out.stdout + out.stderr
+    assert '"desktop-mem"' in out.stdout and '"mcp"' in out.stdout
+    after = path.read_text(encoding="utf-8")
+    doc = json.loads(after)
+    ours = doc["mcpServers"].pop("desktop-mem")
+    assert ours["args"][-1] == "mcp" and (layout != "ours between two" or ours["env"] == {"KEEP": "yes"})
+    old = json.loads(text)
+    old.get("mcpServers", {}).pop("desktop-mem", None)
+    assert doc == {**old, "mcpServers": old.get("mcpServers", {})}
+    if layout != "no servers yet":  # otherwise the servers object itself is new
+        assert _without_ours(after) == _without_ours(text)  # every other byte, white space aside
+    assert '1.50e2' in after or layout != "one line"
+    assert '"caf\\u00e9"' in after or layout != "pretty"
+
+
+def _without_ours(text: str) -> str:
+    """The text with our member (key, value and one comma) cut out and white space removed."""
+    start = text.find('"desktop-mem"')
+    if start >= 0:
+        value_at = text.index(":", start) + 1
+        value_at += len(text[value_at:]) - len(text[value_at:].lstrip())
+        _, end = json.JSONDecoder().raw_decode(text, value_at)
+        rest = text[end:].lstrip()
+        text = text[:start] + (rest[1:] if rest.startswith(",") else rest)
+        text = text.rstrip() if not rest.startswith(",") else text
+    return "".join(text.split()).replace(",}", "}")

@@ -9,9 +9,12 @@ Each client keeps its servers in its own file and format (checked against their 
   %APPDATA%\\Code\\User, ~/Library/Application Support/Code/User, ~/.config/Code/User.
 - Codex: `$CODEX_HOME/config.toml` (default ~/.codex/config.toml), a `[mcp_servers.NAME]` table.
 
-The file is merged, never replaced: the user's other servers and keys stay as they are (in TOML
-their comments too; only our table's lines change). The old file is kept as a timestamped backup
-next to it, the new one is written atomically, and the change is shown as a diff. A file that
+The file is edited, never re-serialised: only our entry's text changes, every other byte (other
+servers, keys, layout, TOML comments) stays as it was. A symlinked config (dotfiles) is written at
+its target; a read-only one is not written at all (the snippet to paste is printed instead). The
+old file is kept as a timestamped backup next to it, the new one is written atomically, and the
+change is shown as a diff in which only our entry's lines show their values (another server's
+token never reaches the terminal). A file that
 does not parse is an error and is left untouched. The command written is absolute and works
 outside any virtualenv: the installed `desktop-mem` script beside this Python, else this Python
 with `-m desktop_mem.cli` (the packaged app: its own executable).
@@ -19,11 +22,11 @@ with `-m desktop_mem.cli` (the packaged app: its own executable).
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -31,6 +34,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from desktop_mem.cli.json_text_edit import JSONTextError, find_member, set_member
+from desktop_mem.cli.masked_diff import masked_diff
 
 SERVER_NAME = "desktop-mem"
 CLIENTS = ("claude-desktop", "cursor", "vscode", "codex")
@@ -42,6 +48,24 @@ class SetupError(Exception):
     """A config file we must not change (it does not parse, or has an unexpected shape)."""
 
 
+class ReadOnlyConfig(SetupError):
+    """The user made the config file read-only: we do not write it; the snippet is theirs to paste."""
+
+    def __init__(self, path: Path, snippet: str) -> None:
+        super().__init__(f"{path} is read-only; nothing was changed. Add this to it by hand:")
+        self.snippet = snippet
+
+
+def _read_only(path: Path) -> bool:
+    """No write permission bit at all (what `chmod a-w` does; root could still write it, so the
+    bits are asked, not only access()), or no access for this user."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return False
+    return not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK)
+
+
 @dataclass(frozen=True)
 class SetupPlan:
     """What `setup` would write: the file, its text before and after, and the entry itself."""
@@ -51,17 +75,16 @@ class SetupPlan:
     before: str | None  # None: the file does not exist yet
     after: str
     snippet: str  # what to paste by hand, in the client's format
+    own_after: tuple[int, int] = (0, 0)  # where our entry is in `after` (offsets)
+    own_before: tuple[int, int] = (0, 0)  # and where it was in `before` (empty: it was not)
 
     @property
     def changed(self) -> bool:
         return self.before != self.after
 
     def diff(self) -> str:
-        old = (self.before or "").splitlines(keepends=True)
-        new = self.after.splitlines(keepends=True)
-        label = str(self.path)
-        return "".join(difflib.unified_diff(old, new, f"{label} (before)" if self.before is not None
-                                            else "/dev/null", f"{label} (after)"))
+        """The change as a unified diff in which only our own entry's lines show their values."""
+        return masked_diff(self.before, self.after, str(self.path), self.own_before, self.own_after)
 
 
 # ----------------------------------------------------------------------------- where, what
@@ -121,17 +144,23 @@ def plan(client: str, command: str, args: Sequence[str], path: Path | None = Non
     file that does not parse or whose servers are not a table."""
     if client not in CLIENTS:
         raise SetupError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
-    path = path or config_path(client)
+    # A config kept in a dotfiles repository is a symlink to it: the file written is its target
+    # (os.replace on the link would put a regular file in its place and cut it off).
+    path = Path(os.path.realpath(path or config_path(client)))
+    snippet = snippet_for(client, command, args)
+    if _read_only(path):
+        raise ReadOnlyConfig(path, snippet)
     try:
         before = path.read_text(encoding="utf-8") if path.exists() else None
     except (OSError, UnicodeDecodeError) as exc:
         raise SetupError(f"cannot read {path}: {exc}") from exc
     entry = entry_for(client, command, args)
-    snippet = snippet_for(client, command, args)
     if client == "codex":
-        return SetupPlan(client, path, before, _merge_toml(path, before, entry), snippet)
+        after, own_after, own_before = _merge_toml(path, before, entry)
+        return SetupPlan(client, path, before, after, snippet, own_after, own_before)
     key = "servers" if client == "vscode" else "mcpServers"
-    return SetupPlan(client, path, before, _merge_json(path, before, key, entry), snippet)
+    after, own_after, own_before = _merge_json(path, before, key, entry)
+    return SetupPlan(client, path, before, after, snippet, own_after, own_before)
 
 
 def snippet_for(client: str, command: str, args: Sequence[str]) -> str:
@@ -143,34 +172,39 @@ def snippet_for(client: str, command: str, args: Sequence[str]) -> str:
     return json.dumps({key: {SERVER_NAME: entry}}, indent=2) + "\n"
 
 
-def _merge_json(path: Path, before: str | None, key: str, entry: dict[str, Any]) -> str:
+Merged = tuple[str, tuple[int, int], tuple[int, int]]
+
+
+def _merge_json(path: Path, before: str | None, key: str, entry: dict[str, Any]) -> Merged:
+    """Our server's entry set by editing the text (json_text_edit): every other byte of the file
+    stays as it was. Returns the new text and the spans of our entry in it and in the old text."""
     if before is None or not before.strip():
-        data: dict[str, Any] = {}
-    else:
-        try:
-            loaded = json.loads(before)
-        except json.JSONDecodeError as exc:
-            hint = (" (comments or trailing commas are not rewritten: add the snippet by hand)"
-                    if "//" in before or "/*" in before else "")
-            raise SetupError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                             f"{exc.msg}){hint}; nothing was changed") from exc
-        if not isinstance(loaded, dict):
-            raise SetupError(f"{path} holds a JSON {type(loaded).__name__}, not an object; "
-                             "nothing was changed")
-        data = loaded
-    servers = data.get(key, {})
+        text = json.dumps({key: {SERVER_NAME: entry}}, indent=2) + "\n"
+        return text, (0, len(text)), (0, 0)
+    try:
+        loaded = json.loads(before)
+    except json.JSONDecodeError as exc:
+        hint = (" (comments or trailing commas are not rewritten: add the snippet by hand)"
+                if "//" in before or "/*" in before else "")
+        raise SetupError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}){hint}; nothing was changed") from exc
+    if not isinstance(loaded, dict):
+        raise SetupError(f"{path} holds a JSON {type(loaded).__name__}, not an object; "
+                         "nothing was changed")
+    servers = loaded.get(key, {})
     if not isinstance(servers, dict):
         raise SetupError(f"{path}: {key!r} is a {type(servers).__name__}, not an object; nothing was changed")
     old = servers.get(SERVER_NAME)
     merged = {**old, **entry} if isinstance(old, dict) else entry  # keep the user's extra keys (env ...)
-    data = {**data, key: {**servers, SERVER_NAME: merged}}
-    indent = _json_indent(before) if before else 2
-    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
-
-
-def _json_indent(text: str) -> int:
-    match = re.search(r"\n( +)\S", text)
-    return len(match.group(1)) if match else 2
+    try:
+        after, span = set_member(before, (key, SERVER_NAME), merged)
+        same = json.loads(after) == {**loaded, key: {**servers, SERVER_NAME: merged}}
+    except (JSONTextError, json.JSONDecodeError):
+        same = False
+    if not same:
+        raise SetupError(f"could not merge into {path} without changing other settings; add this "
+                         f"by hand:\n{json.dumps({key: {SERVER_NAME: merged}}, indent=2)}")
+    return after, span, find_member(before, (key, SERVER_NAME)) or (0, 0)
 
 
 _TABLE = re.compile(r"^\s*\[\s*mcp_servers\s*\.\s*(?:\"desktop-mem\"|'desktop-mem'|desktop-mem)\s*(\.|\])")
@@ -199,7 +233,7 @@ def _toml_table(entry: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _merge_toml(path: Path, before: str | None, entry: dict[str, Any]) -> str:
+def _merge_toml(path: Path, before: str | None, entry: dict[str, Any]) -> Merged:
     """Replace (or append) our `[mcp_servers.desktop-mem]` table's lines; everything else, the
     user's comments included, stays byte for byte. The result must parse to the old document with
     only our server changed, else nothing is written."""
@@ -221,6 +255,7 @@ def _merge_toml(path: Path, before: str | None, entry: dict[str, Any]) -> str:
                              f"to:\n{table}")
         sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
         new_text = f"{text}{sep}{table}"
+        own_after, own_before = (len(text) + len(sep), len(new_text)), (0, 0)
     else:
         end = start + 1
         while end < len(lines) and not _HEADER.match(lines[end]):
@@ -236,6 +271,9 @@ def _merge_toml(path: Path, before: str | None, entry: dict[str, Any]) -> str:
                 continue
             kept.append(line)
         new_text = "".join(lines[:start]) + table + "".join(kept) + "".join(lines[end:])
+        head = len("".join(lines[:start]))
+        own_after = (head, head + len(table) + len("".join(kept)))
+        own_before = (head, len("".join(lines[:end])))
     try:
         new_doc = tomllib.loads(new_text)
     except tomllib.TOMLDecodeError as exc:  # pragma: no cover - a bug here must never reach the file
@@ -244,7 +282,7 @@ def _merge_toml(path: Path, before: str | None, entry: dict[str, Any]) -> str:
     if {**old_doc, "mcp_servers": expected_servers} != new_doc:
         raise SetupError(f"could not merge into {path} without changing other settings; add this "
                          f"by hand:\n{table}")
-    return new_text
+    return new_text, own_after, own_before
 
 
 # ---------------------------------------------------------------------------------- write
@@ -256,6 +294,8 @@ def apply(setup: SetupPlan, *, now: datetime | None = None) -> Path | None:
     if not setup.changed:
         return None
     path = setup.path
+    if _read_only(path):
+        raise ReadOnlyConfig(path, setup.snippet)
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
     if setup.before is not None:
@@ -298,6 +338,10 @@ def run(client: str, store: Path, *, config_file: Path | None = None, target: Pa
             print(f"(dry run: {setup.path} was not changed)", file=out)
             return 0
         backup = apply(setup)
+    except ReadOnlyConfig as exc:
+        print(f"desktop-mem: {exc}", file=sys.stderr)
+        print(exc.snippet, end="", file=out)
+        return 1
     except (SetupError, OSError) as exc:
         print(f"desktop-mem: {exc}", file=sys.stderr)
         return 1
