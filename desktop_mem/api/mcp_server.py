@@ -221,10 +221,15 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         ctx: Context,
         id: Annotated[str, Field(description="The memory to change.")],  # noqa: A002
         text: Annotated[str, Field(description="The corrected text.")],
+        expected_hash: Annotated[str | None, Field(
+            max_length=128, description="The content_hash of the memory as you read it: if its "
+            "file changed since (e.g. the user edited it), the update is refused with what "
+            "changed.")] = None,
     ) -> dict[str, Any]:
         info = client_of(ctx)
-        return await backend.at_writer("update_memory", {"id": id, "text": text}, info,
-                                       lambda e: mcp_tools.update(e, id, text, client_name(info)))
+        arguments = {"id": id, "text": text, **({"expected_hash": expected_hash} if expected_hash else {})}
+        return await backend.at_writer("update_memory", arguments, info,
+                                       lambda e: mcp_tools.update(e, id, text, client_name(info), expected_hash))
 
     @server.tool(
         name="delete_memories",
@@ -260,10 +265,14 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
     async def restore_memory(
         ctx: Context,
         id: Annotated[str, Field(description="The deleted memory's id.")],  # noqa: A002
+        expected_hash: Annotated[str | None, Field(
+            max_length=128, description="The content_hash of the deleted memory as you read it "
+            "(refused with what changed if its file changed since).")] = None,
     ) -> dict[str, Any]:
         info = client_of(ctx)
-        return await backend.at_writer("restore_memory", {"id": id}, info,
-                                       lambda e: mcp_tools.restore(e, id, client_name(info)))
+        arguments = {"id": id, **({"expected_hash": expected_hash} if expected_hash else {})}
+        return await backend.at_writer("restore_memory", arguments, info,
+                                       lambda e: mcp_tools.restore(e, id, client_name(info), expected_hash))
 
     @server.tool(
         name="memory_history",

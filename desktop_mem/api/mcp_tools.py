@@ -19,6 +19,7 @@ from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
     CommitInfo,
+    ConflictError,
     NotFoundError,
     SecretsPolicy,
     ValidationError,
@@ -144,15 +145,19 @@ def get(engine: MemoryEngine, memory_id: str) -> MemoryJSON:
     return memory_json(engine.get(memory_id))
 
 
-def update(engine: MemoryEngine, memory_id: str, text: str, client: str) -> dict[str, Any]:
-    """UPDATE as the write path does it: the old memory is kept as a tombstone, a new id is made."""
+def update(engine: MemoryEngine, memory_id: str, text: str, client: str,
+           expected_hash: str | None = None) -> dict[str, Any]:
+    """UPDATE as the write path does it: the old memory is kept as a tombstone, a new id is made.
+    `expected_hash`: the content_hash the client read; other content now is a ConflictError that
+    names what changed (without it a change made outside the app is committed first)."""
     if not text.strip():
         raise ValidationError("text is empty")
     current = engine.get(memory_id)
     if current.deleted:
         raise ValidationError(f"memory {current.id} is deleted; restore_memory it first")
     policy = SecretsPolicy.unattended(engine.config["security.secrets"])
-    tomb, new = engine.replace(current.id, text, source=SOURCE, secrets=policy, client=client)
+    tomb, new = engine.replace(current.id, text, source=SOURCE, secrets=policy, client=client,
+                               expected_hash=expected_hash)
     return {"updated": memory_json(new), "replaced": tomb.id}
 
 
@@ -170,16 +175,20 @@ def delete(engine: MemoryEngine, ids: Sequence[str], client: str) -> dict[str, A
         if current.deleted:
             skipped.append({"id": current.id, "reason": "already deleted"})
             continue
-        deleted.append(memory_json(engine.delete(current.id, source=SOURCE, client=client)))
+        try:
+            deleted.append(memory_json(engine.delete(current.id, source=SOURCE, client=client)))
+        except ConflictError as exc:  # e.g. its file was deleted by hand meanwhile (committed)
+            skipped.append({"id": current.id, "reason": str(exc)})
     return {"deleted": deleted, "skipped": skipped}
 
 
-def restore(engine: MemoryEngine, memory_id: str, client: str) -> dict[str, Any]:
-    """Bring a soft-deleted memory back."""
+def restore(engine: MemoryEngine, memory_id: str, client: str, expected_hash: str | None = None) -> dict[str, Any]:
+    """Bring a soft-deleted memory back (`expected_hash`: as for update)."""
     current = engine.get(memory_id)
     if not current.deleted:
         raise ValidationError(f"memory {current.id} is not deleted")
-    return {"restored": memory_json(engine.restore(current.id, source=SOURCE, client=client))}
+    return {"restored": memory_json(engine.restore(current.id, source=SOURCE, client=client,
+                                                   expected_hash=expected_hash))}
 
 
 def history(engine: MemoryEngine, memory_id: str | None, limit: int | None) -> dict[str, Any]:

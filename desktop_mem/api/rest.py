@@ -133,6 +133,10 @@ class MemoryChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: str
     secrets: Literal["keep", "redact"] | None = None
+    # the `content_hash` of the memory this change was based on: a file that holds other content
+    # now answers 409 naming what changed; without it, a change made outside the app since is
+    # committed first and this one applied on top (issue #34)
+    expected_hash: str | None = Field(default=None, max_length=128)
 
 
 class MemoryToolCall(BaseModel):
@@ -297,11 +301,12 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.patch("/api/memories/{memory_id}")
     def edit_memory(memory_id: str, body: MemoryChange) -> dict[str, Any]:
-        return memory_json(engine.edit(memory_id, text=body.content, secrets=body.secrets))
+        return memory_json(engine.edit(memory_id, text=body.content, secrets=body.secrets,
+                                       expected_hash=body.expected_hash))
 
     @app.post("/api/memories/{memory_id}/restore")
-    def restore_memory(memory_id: str) -> dict[str, Any]:
-        return memory_json(engine.restore(memory_id))
+    def restore_memory(memory_id: str, expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
+        return memory_json(engine.restore(memory_id, expected_hash=expected_hash))
 
     @app.post("/api/claude-memory")
     def claude_memory_command(body: MemoryToolCall) -> dict[str, Any]:
@@ -315,11 +320,11 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
             return {"result": f"Error: {exc}"}
 
     @app.delete("/api/memories/{memory_id}")
-    def delete_memory(memory_id: str) -> dict[str, Any]:
+    def delete_memory(memory_id: str, expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
         current = engine.get(memory_id)
         if current.deleted:  # the engine's words (a CLI delete forwarded here prints them)
             raise ConflictError(f"memory {current.id} is already deleted")
-        return memory_json(engine.delete(memory_id))
+        return memory_json(engine.delete(memory_id, expected_hash=expected_hash))
 
     return app
 
@@ -491,12 +496,20 @@ def _error_of(exc: Exception) -> tuple[int, dict[str, Any]]:
         status = _LLM_STATUS.get(exc.kind, 502)
         return status, _error_body(status, exc.message, exc.kind, "upstream_error")["error"]
     status = next((s for t, s in _ENGINE_STATUS if isinstance(exc, t)), 500)
-    message = str(exc) if status != 500 else f"internal error: {type(exc).__name__}: {exc}"
+    message = str(exc) if status != 500 else f"internal error: {type(exc).__name__}: {_no_paths(exc)}"
     error = _error_body(status, message, None, "invalid_request_error" if status < 500 else "server_error")
     if isinstance(exc, SecretDetectedError):  # what was found (masked): the client can ask its user
         error["error"].update(code="secret_detected",
                               findings=[{"kind": f.kind, "masked": f.masked} for f in exc.findings])
     return status, error["error"]
+
+
+def _no_paths(exc: Exception) -> str:
+    """An unexpected error's words without the file names an OSError carries (no absolute path
+    of the user's disk goes to a client)."""
+    if isinstance(exc, OSError):
+        return exc.strerror or "an operating-system error"
+    return str(exc)
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -107,15 +107,15 @@ class RemoteWriter(_Holder):
         body = {"content": text, "conversation_id": conversation_id, "type": kind, "secrets": secrets}
         return self._call("POST", "/api/memories", body)
 
-    def edit(self, memory_id: str, *, text: str, secrets: str | None) -> Memory:
-        body = {"content": text, "secrets": secrets}
+    def edit(self, memory_id: str, *, text: str, secrets: str | None, expected_hash: str | None = None) -> Memory:
+        body = {"content": text, "secrets": secrets, "expected_hash": expected_hash}
         return self._call("PATCH", f"/api/memories/{_segment(memory_id)}", body)
 
-    def delete(self, memory_id: str) -> Memory:
-        return self._call("DELETE", f"/api/memories/{_segment(memory_id)}", None)
+    def delete(self, memory_id: str, *, expected_hash: str | None = None) -> Memory:
+        return self._call("DELETE", f"/api/memories/{_segment(memory_id)}{_if_hash(expected_hash)}", None)
 
-    def restore(self, memory_id: str) -> Memory:
-        return self._call("POST", f"/api/memories/{_segment(memory_id)}/restore", None)
+    def restore(self, memory_id: str, *, expected_hash: str | None = None) -> Memory:
+        return self._call("POST", f"/api/memories/{_segment(memory_id)}/restore{_if_hash(expected_hash)}", None)
 
 
 class RemoteMemoryTool(_Holder):
@@ -187,6 +187,10 @@ def _segment(memory_id: str) -> str:
     from urllib.parse import quote
 
     return quote(memory_id, safe="")
+
+
+def _if_hash(expected_hash: str | None) -> str:
+    return f"?{urlencode({'expected_hash': expected_hash})}" if expected_hash else ""
 
 
 def _error(status: int, answer: Any, endpoint: Endpoint) -> EngineError:

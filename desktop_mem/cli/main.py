@@ -68,9 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
 
+    if_hash = ("refuse (exit 1, naming what changed) unless the memory's file still has this "
+               "content_hash (`show --json` prints it); without it, a change made outside the app "
+               "since is committed first")
     p = sub.add_parser("edit", help="change a memory's text")
     p.add_argument("id")
     p.add_argument("--text", required=True)
+    p.add_argument("--expected-hash", help=if_hash)
     p.add_argument("--json", action="store_true")
     _add_secret_flags(p)
 
@@ -78,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                             ("restore", "restore a soft-deleted memory")):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("id")
+        p.add_argument("--expected-hash", help=if_hash)
         p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("history", help="classified history of memory changes, newest first")
@@ -406,7 +411,8 @@ def cmd_show(args: argparse.Namespace, config: Config) -> int:
 def cmd_edit(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "edit") as engine:
         try:
-            memory = engine.edit(args.id, text=args.text, secrets=args.secrets)
+            memory = engine.edit(args.id, text=args.text, secrets=args.secrets,
+                                 expected_hash=args.expected_hash)
         except SecretDetectedError as exc:
             return _secret_refused(exc)
         _print_memory(memory, args)
@@ -415,13 +421,13 @@ def cmd_edit(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_delete(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "delete") as engine:
-        _print_memory(engine.delete(args.id), args)
+        _print_memory(engine.delete(args.id, expected_hash=args.expected_hash), args)
     return 0
 
 
 def cmd_restore(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "restore") as engine:
-        _print_memory(engine.restore(args.id), args)
+        _print_memory(engine.restore(args.id, expected_hash=args.expected_hash), args)
     return 0
 
 

@@ -258,9 +258,11 @@ class MemoryEngine:
         return self._p.writes.edit(memory_id, **options)
 
     def delete(self, memory_id: str, *, operation: Operation = Operation.DELETE, source: str | None = None,
-               client: str | None = None) -> Memory:
-        """Soft-delete: move under deleted/, stamp deleted_at, commit."""
-        return self._p.writes.delete(memory_id, operation=operation, source=source, client=client)
+               client: str | None = None, expected_hash: str | None = None) -> Memory:
+        """Soft-delete: move under deleted/, stamp deleted_at, commit. A change made outside the
+        app since is committed first; with `expected_hash`, ConflictError if the file differs."""
+        return self._p.writes.delete(memory_id, operation=operation, source=source, client=client,
+                                     expected_hash=expected_hash)
 
     def delete_many(self, memory_ids: Sequence[str], *, source: str | None = None,
                     client: str | None = None) -> list[Memory]:
@@ -272,12 +274,14 @@ class MemoryEngine:
         """New front-matter values (not texts) for several memories, as one commit."""
         return self._p.writes.retag_many(changes, source=source, client=client)
 
-    def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
-        """Move a soft-deleted memory back and commit."""
-        return self._p.writes.restore(memory_id, source=source, client=client)
+    def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None,
+                expected_hash: str | None = None) -> Memory:
+        """Move a soft-deleted memory back and commit (`expected_hash`: as for delete)."""
+        return self._p.writes.restore(memory_id, source=source, client=client, expected_hash=expected_hash)
 
     def replace(self, memory_id: str, new_text: str, **options: Any) -> tuple[Memory, Memory]:
-        """UPDATE: tombstone with replaced_by + the new memory, one commit (source, secrets, client)."""
+        """UPDATE: tombstone with replaced_by + the new memory, one commit (source, secrets, client,
+        expected_hash)."""
         return self._p.writes.replace(memory_id, new_text, **options)
 
     def apply_decisions(self, conversation_id: str, decisions: Sequence[Planned], *, source: str | None,

@@ -103,7 +103,7 @@ class Parts:
             p.path for p in self.catalog.problems() if dirty is None or p.path in dirty} | {
             p for p in (dirty or ()) if (m := self.catalog.at_path(p)) is not None
             and secrets_scan.in_names(m)}  # a key in a file name or front matter: never committed
-        self.writes = MemoryWrites(self.writer, self.raw)
+        self.writes = MemoryWrites(self.writer, self.raw, self.outside.apply)
         self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
         self.problem_files = ProblemFiles(self.store, self.writer, self.catalog.problems, self.outside.apply)
         self.transfer = Transfer(self, self)  # engine.transfer: imports, exports, sync

@@ -1,16 +1,39 @@
 """The plain writes of one memory: add, edit, delete, restore, replace; each one transaction,
-one commit, with who asked for it in the commit trailers (`source`, `client`)."""
+one commit, with who asked for it in the commit trailers (`source`, `client`).
+
+A write of an existing memory starts from its file as it is on disk, never from the catalog's
+copy alone (issue #34): an outside editor may have saved it a moment before (temp file + rename)
+before the watcher saw it. Such a change is first recorded as its own "Edit outside the app"
+commit; then a caller that named the content it based its write on (`expected_hash`) and sees
+other content gets ConflictError naming what changed, and one that named none has its write
+applied on top. A file removed meanwhile: its removal is committed and ConflictError says so.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Role, ValidationError, utc_now
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    ConflictError,
+    Memory,
+    Operation,
+    Role,
+    StoreChange,
+    ValidationError,
+    utc_now,
+)
+from desktop_mem.engine.store.markdown_store import content_hash
 from desktop_mem.engine.store.ports import MemoryView, Writer
-from desktop_mem.engine.store.secrets_scan import SecretDetectedError
+from desktop_mem.engine.store.secrets_scan import SecretDetectedError, redact
 from desktop_mem.engine.store.transaction import clip, noun
+
+# Record files changed outside the app (OutsideEdits.apply): one commit of exactly those paths.
+FollowOutside = Callable[[Sequence[str]], "StoreChange | None"]
+# The front-matter fields a "what changed" message names.
+_FIELDS = ("kind", "source", "expires_at", "valid_from", "valid_to", "replaced_by", "summarized_count")
 
 
 def clean_client_name(client: str | None) -> str | None:
@@ -41,9 +64,45 @@ def client_meta(client: str | None) -> dict[str, str] | None:
 class MemoryWrites:
     """Writes of single memories through the writer; `raw` finds what they change."""
 
-    def __init__(self, writer: Writer, raw: MemoryView) -> None:
+    def __init__(self, writer: Writer, raw: MemoryView, follow_outside: FollowOutside | None = None) -> None:
         self._writer = writer
         self._raw = raw
+        self._follow = follow_outside
+
+    def as_on_disk(self, memory_id: str, expected_hash: str | None = None) -> Memory:
+        """The memory as its file is now (call it inside the write's transaction).
+
+        A change made outside the app that the catalog has not seen yet is committed first, as
+        its own "Edit outside the app". ConflictError if the file went away meanwhile (its removal
+        is committed) or, with `expected_hash` (the content the caller based its write on), if the
+        file holds other content now; the message names what changed."""
+        current = self._raw.get(memory_id)
+        on_disk = self._disk_hash(current)
+        fresh: Memory | None = current
+        commit = None
+        if on_disk != current.content_hash and self._follow is not None:
+            change = self._follow([current.path])
+            commit = change.commit if change is not None else None
+            fresh = self._raw.lookup(current.id)
+            if fresh is not None and fresh.path != current.path:
+                fresh = None
+        recorded = f" (recorded as commit {commit[:10]})" if commit else ""
+        if on_disk is None or fresh is None:
+            what = ("deleted outside the app" if on_disk is None
+                    else "changed outside the app and no longer reads as a memory (`desktop-mem doctor`)")
+            raise ConflictError(f"memory {current.id} was {what} while this change was on its way"
+                                f"{recorded}; nothing was changed")
+        if expected_hash is not None and fresh.content_hash != expected_hash:
+            base = current if current.content_hash == expected_hash else None
+            raise ConflictError(f"memory {fresh.id} changed since it was read: {_what_changed(base, fresh)}"
+                                f"{recorded}; your change was not applied: reload it and try again")
+        return fresh
+
+    def _disk_hash(self, memory: Memory) -> str | None:
+        try:
+            return content_hash(self._writer.store.abspath(memory.path).read_bytes())
+        except FileNotFoundError:
+            return None
 
     def add(
         self,
@@ -144,22 +203,22 @@ class MemoryWrites:
             if locked in updates:
                 raise ValidationError(f"{locked} cannot be edited; it follows from the file's place")
         with writer.transaction(Operation.EDIT, trailers=provenance_trailers(source, client)) as tx:
-            current = self._raw.get(memory_id)
+            current = self.as_on_disk(memory_id, expected_hash)
             if text is not None and text.strip() == current.text and not updates:
                 return current
             updates["updated_at"] = utc_now()
-            memory = tx.rewrite(current, updates, text, expected_hash=expected_hash)
+            memory = tx.rewrite(current, updates, text, expected_hash=current.content_hash)
             tx.subject = f"Edit {noun(memory)}: {clip(memory.text)}"
             tx.conversation = memory.conversation_id
         return memory
 
     def delete(
         self, memory_id: str, *, operation: Operation = Operation.DELETE, source: str | None = None,
-        client: str | None = None,
+        client: str | None = None, expected_hash: str | None = None,
     ) -> Memory:
         """Soft-delete: move under deleted/, stamp deleted_at, commit."""
         with self._writer.transaction(operation, trailers=provenance_trailers(source, client)) as tx:
-            current = self._raw.get(memory_id)
+            current = self.as_on_disk(memory_id, expected_hash)
             tomb = tx.soft_delete(current)
             verb = "Evict" if operation == Operation.EVICT else "Delete"
             tx.subject = f"{verb} {noun(current)}: {clip(current.text)}"
@@ -197,10 +256,11 @@ class MemoryWrites:
             tx.conversation = done[0].conversation_id
         return done
 
-    def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None) -> Memory:
+    def restore(self, memory_id: str, *, source: str | None = None, client: str | None = None,
+                expected_hash: str | None = None) -> Memory:
         """Move a soft-deleted memory back and commit."""
         with self._writer.transaction(Operation.RESTORE, trailers=provenance_trailers(source, client)) as tx:
-            current = self._raw.get(memory_id)
+            current = self.as_on_disk(memory_id, expected_hash)
             live = tx.restore(current)
             tx.subject = f"Restore {noun(live)}: {clip(live.text)}"
             tx.conversation = live.conversation_id
@@ -208,7 +268,7 @@ class MemoryWrites:
 
     def replace(
         self, memory_id: str, new_text: str, *, source: str = "manual", secrets: str | None = None,
-        client: str | None = None,
+        client: str | None = None, expected_hash: str | None = None,
     ) -> tuple[Memory, Memory]:
         """UPDATE: tombstone the old memory with replaced_by, add the new one, one commit."""
         writer = self._writer
@@ -216,8 +276,21 @@ class MemoryWrites:
         new_text = writer.check_secrets(new_text, secrets)
         trailers = provenance_trailers(source, client) if client else None
         with writer.transaction(Operation.UPDATE, trailers=trailers) as tx:
-            current = self._raw.get(memory_id)
+            current = self.as_on_disk(memory_id, expected_hash)
             tomb, new = tx.replace(current, new_text, source=source, extra=client_meta(client))
             tx.subject = f"Update {noun(current)}: {clip(current.text)} -> {clip(new.text)}"
             tx.conversation = current.conversation_id
         return tomb, new
+
+
+def _what_changed(before: Memory | None, now: Memory) -> str:
+    """One line naming what differs (text previews with likely secrets redacted)."""
+    now_text = clip(redact(now.text))
+    if before is None:
+        return f"it now reads “{now_text}”"
+    parts = [f"its text (now “{now_text}”)"] if before.text != now.text else []
+    fields = [f for f in _FIELDS if getattr(before, f) != getattr(now, f)]
+    fields += sorted(k for k in {*before.extra, *now.extra} if before.extra.get(k) != now.extra.get(k))
+    if fields:
+        parts.append("its front matter (" + ", ".join(fields[:6]) + ")")
+    return " and ".join(parts) or "its file's bytes (spacing or layout)"

@@ -49,6 +49,9 @@ class Writer(Protocol):
     @property
     def lock(self) -> RLock: ...
 
+    @property
+    def store(self) -> StoreFiles: ...
+
     def require_writer(self) -> None: ...
 
     def transaction(

@@ -153,8 +153,8 @@ class StoreWriter:
                     tx.publish()
         finally:
             self._depth.n = depth
-        if depth == 0:  # the lock is free: index and announce what was committed, in order
-            self.publisher.drain()
+            if depth == 0:  # the lock is free: index and announce what was committed, in order
+                self.publisher.drain()  # (an inner commit of a block that then raised included)
 
     def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
         """Text written with nobody to ask (turns, extracted facts, summaries): redact unless `keep`."""
