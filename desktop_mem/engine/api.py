@@ -363,11 +363,12 @@ class MemoryEngine:
                                            filters=filters, use_mmr=use_mmr, overrides=overrides,
                                            rerank=rerank)
 
-    def match_similarity(self) -> float:
-        """From which dense similarity a search result counts as close in meaning (per model)."""
+    def match_similarity(self, facts: bool = False) -> float:
+        """From which dense similarity a search result (a fact, with `facts`) counts as close in
+        meaning (per model)."""
         from desktop_mem.engine.index.index_factory import match_similarity  # chromadb, onnxruntime
 
-        return match_similarity(self.config)
+        return match_similarity(self.config, facts)
 
     def index_status(self) -> str:
         """One line about the search index."""

@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine, ScoreBreakdown, SearchFilters
-from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, StoreChange
+from desktop_mem.engine.api import MemoryEngine, ScoreBreakdown, SearchFilters, SearchResult
+from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, Role, StoreChange
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.flow_layout import FlowLayout, group
 from desktop_mem.ui.memory_model import (
@@ -52,6 +52,12 @@ SEARCH_TOP_K = 100
 # A text this short matches by keyword only: the embedding of "Understood." or "Thanks!" is
 # generic and came as close as 0.43 to "daughter" (MiniLM), above the 0.35 cut-off.
 SHORT_TEXT_WORDS = 3
+# Facts come first, and a fact has its own, lower cut-off (MemoryEngine.match_similarity(facts=
+# True)): a question shares few words with "The user lives in Ghent". A fact within this much of
+# the best fact's similarity is shown too, down to this much under the fact cut-off, so the best
+# fact is not hidden (benchmarks/fact_cutoff.py: e5 keeps 97% of the relevant facts, ~5 of 33
+# others shown; 0.78 kept 76%).
+NEAR_BEST_FACT = 0.03
 ANY = "Any"
 # Fixed widths of the short columns (Conversation, Type, Created, Status, Score): the Text
 # column stretches over the rest and so keeps most of the table at 1280 px.
@@ -119,11 +125,27 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
     results = engine.search(query.text, top_k=SEARCH_TOP_K, filters=filters, use_mmr=False)
     if query.conversation_id is not None:  # the read path adds global memories to a scope
         results = [r for r in results if r.memory.conversation_id == query.conversation_id]
-    threshold = engine.match_similarity()
-    shown = results if query.show_all_ranked else [r for r in results
-                                                   if is_match(r.scores, threshold, r.memory.text)]
+    shown = results if query.show_all_ranked else _matches(results, engine.match_similarity(),
+                                                           engine.match_similarity(facts=True))
+    shown = facts_first(shown)
     return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
                        problems, below_cutoff=len(results) - len(shown), searched=True)
+
+
+def _matches(results: list[SearchResult], threshold: float, fact_threshold: float) -> list[SearchResult]:
+    """The results that match: turns and summaries at `threshold`, facts at `fact_threshold` or
+    near the best fact (NEAR_BEST_FACT, never under `fact_threshold` - NEAR_BEST_FACT)."""
+    best = max((r.scores.dense for r in results if r.memory.role == Role.MEMORY and r.scores.dense is not None),
+               default=None)
+    fact_cut = fact_threshold if best is None else max(min(fact_threshold, best - NEAR_BEST_FACT),
+                                                       fact_threshold - NEAR_BEST_FACT)
+    return [r for r in results
+            if is_match(r.scores, fact_cut if r.memory.role == Role.MEMORY else threshold, r.memory.text)]
+
+
+def facts_first(results: list[SearchResult]) -> list[SearchResult]:
+    """The user's facts above the turns that say the same thing; each part in rank order."""
+    return sorted(results, key=lambda r: r.memory.role != Role.MEMORY)
 
 
 def _same_listing(a: BrowserQuery, b: BrowserQuery) -> bool:

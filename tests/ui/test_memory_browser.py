@@ -250,3 +250,23 @@ def test_a_change_to_the_store_keeps_the_rows_the_reader_scrolled_to(
     browser.kind_combo.setCurrentIndex(browser.kind_combo.findData("fact"))  # another listing
     settle(runner)
     assert model.fetched() == 5
+
+
+def test_search_shows_the_users_facts_first_and_never_hides_them_under_the_cut(
+        qtbot: Any, indexed_engine: Any, runner: Any, settle: Any) -> None:
+    # issue #39: "where do I live" showed chat turns only; the facts were under the cut-off
+    indexed_engine.add("The user lives in Ghent")
+    indexed_engine.add("The user works as a nurse")
+    indexed_engine.add("The user's car is a blue Volvo")
+    for said in ("Where do I live again? I keep forgetting things", "I live in Ghent, near the river",
+                 "Do you know where I could live cheaply?"):
+        indexed_engine.add(said, conversation_id="trip", role="user")
+    browser = _browser(qtbot, indexed_engine, runner, settle)
+    qtbot.keyClicks(browser.search_edit, "where do I live")
+    qtbot.waitUntil(lambda: browser.model.searching, timeout=5000)
+    settle(runner)
+    shown = _texts(browser)
+    assert shown[0] == "The user lives in Ghent", shown
+    roles = [browser.model.memory_at(r).role for r in range(len(shown))]  # type: ignore[union-attr]
+    assert roles == sorted(roles, key=lambda role: role != "memory"), "facts above turns"
+    assert "The user's car is a blue Volvo" not in shown

@@ -107,6 +107,11 @@ class LocalModel:
     # (240 questions against every turn of their conversation), keeping most relevant turns:
     # MiniLM 0.35 keeps 80% / drops 73% of the others; e5 0.78 keeps 94% / drops 65%.
     match_similarity: float = 0.35
+    # The same for a FACT (a short third-person sentence a question shares few words with),
+    # measured by benchmarks/fact_cutoff.py on 32 facts and their questions: e5 0.75 keeps 94% of
+    # the relevant facts where 0.78 keeps 76%; MiniLM 0.20 (0.35 keeps 53%). The browser also
+    # shows the facts near the best one (docs/benchmarks.md, "The Memories pane's cut-off on facts").
+    fact_match_similarity: float = 0.20
     # The vectors' size, known without loading the model: the session loads on the first embed
     # (a start with nothing to embed never loads it). None: read from the model when built.
     dim: int | None = None
@@ -131,7 +136,7 @@ class LocalModel:
 # cost per query (both are 384-d; e5 has 12 thinner layers vs MiniLM's 6).
 LOCAL_MODELS: dict[str, LocalModel] = {
     "e5-small-v2": LocalModel("e5-small-v2", "e5-small-v2-int8-onnx", "mean", "query: ", "passage: ",
-                              match_similarity=0.78, dim=384),
+                              match_similarity=0.78, fact_match_similarity=0.75, dim=384),
     "all-MiniLM-L6-v2": LocalModel("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8-onnx", "mean", dim=384),
 }
 DEFAULT_LOCAL_MODEL = "e5-small-v2"

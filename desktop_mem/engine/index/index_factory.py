@@ -115,13 +115,14 @@ def scratch_index(root: Path) -> tuple[Path, Manifest, bool]:
     return scratch, Manifest(scratch / MANIFEST_NAME), False
 
 
-def match_similarity(config: Config) -> float:
-    """The cosine similarity from which a memory is close in meaning to a query, for the model the
-    settings pick (the local models are measured; OpenAI embeddings use MiniLM's figure)."""
+def match_similarity(config: Config, facts: bool = False) -> float:
+    """The cosine similarity from which a memory (a fact, with `facts`) is close in meaning to a
+    query, for the model the settings pick (the local models are measured; OpenAI embeddings use
+    MiniLM's figures)."""
     if config["embedding.provider"] == "onnx":
         from desktop_mem.engine.index.embedder import LOCAL_MODELS
 
         spec = LOCAL_MODELS.get(config["embedding.local_model"])
         if spec is not None:
-            return spec.match_similarity
-    return 0.35
+            return spec.fact_match_similarity if facts else spec.match_similarity
+    return 0.20 if facts else 0.35
