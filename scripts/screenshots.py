@@ -97,7 +97,7 @@ def shoot(window: object, path: Path) -> None:
 def take(out: Path) -> None:
     from PySide6.QtCore import QSettings
 
-    from desktop_mem.engine.api import MemoryEngine, create_demo_store
+    from desktop_mem.engine.api import MemoryEngine
     from desktop_mem.engine.config import load_config
     from desktop_mem.ui.app import application
     from desktop_mem.ui.main_window import MainWindow
@@ -122,7 +122,7 @@ def take(out: Path) -> None:
         os.environ.pop(name, None)
     config = load_config()
     engine = MemoryEngine.open(config)
-    create_demo_store(engine)
+    engine.create_demo()
     engine.close()
 
     app = application([])

@@ -18,13 +18,15 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from desktop_mem.engine import compose, public_names
+from desktop_mem.engine import compose
 from desktop_mem.engine.chat import review, turn_memory
 from desktop_mem.engine.chat.apply_plan import apply_as_one_commit
 from desktop_mem.engine.chat.chat_types import (
     ChatReply,
     MemoryUsed,
     WriteOutcome,
+    learned_in,
+    scope_of,
     stored_messages,
     updated_line,
 )
@@ -32,12 +34,29 @@ from desktop_mem.engine.chat.context import STRATEGY_NAMES
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.endpoint_discovery import FoundEndpoint, discover_endpoints, nothing_found_advice
 from desktop_mem.engine.chat.extraction import kind_of
+from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
-from desktop_mem.engine.chat.provenance import provenance
+from desktop_mem.engine.chat.provenance import Provenance, provenance
+from desktop_mem.engine.chat.review import Proposal
 from desktop_mem.engine.chat.sent_log import SentLog
+from desktop_mem.engine.chat.sent_log import summary as sent_summary
+from desktop_mem.engine.chat.turn_memory import TurnMemory
+from desktop_mem.engine.chat.turn_memory import records as turn_records
 from desktop_mem.engine.config import Config, load_config
 from desktop_mem.engine.doctor import DoctorReport, examine
 from desktop_mem.engine.history import as_of, timeline_actions
+from desktop_mem.engine.history.lineage import Lineage, LineageStep
+from desktop_mem.engine.history.timeline import SOURCE_APP, SOURCE_OUTSIDE, commit_source
+from desktop_mem.engine.history.timeline_query import (
+    DiffOp,
+    FieldChange,
+    TimelineCursor,
+    TimelinePage,
+    TimelineQuery,
+    event_texts,
+    front_matter_changes,
+    word_diff,
+)
 from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
@@ -56,41 +75,61 @@ from desktop_mem.engine.models import (
     StoreChange,
     StoredMessage,
 )
-from desktop_mem.engine.public_names import import_index_modules
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.layout import in_deleted, is_memory_file
 from desktop_mem.engine.store.memory_writes import clean_client_name, client_meta, provenance_trailers
 from desktop_mem.engine.store.projects import project_name, project_of_folder, project_scope
 from desktop_mem.engine.store.reads import MemoryPage
 from desktop_mem.engine.store.secrets_scan import SecretDetectedError
 from desktop_mem.engine.store.store_lock import describe_holder, read_holder
-from desktop_mem.engine.store.validity import parse_as_of
+from desktop_mem.engine.store.validity import VALID_FROM, VALID_TO, parse_as_of
+from desktop_mem.engine.store.validity import normalize as normalize_validity
+from desktop_mem.engine.store.validity import span as validity_span
+from desktop_mem.engine.store.validity import start as validity_start
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied
     from desktop_mem.engine.chat.extraction import ChatModel, ReconcileResult
-    from desktop_mem.engine.chat.provenance import Provenance
-    from desktop_mem.engine.chat.review import Proposal
     from desktop_mem.engine.chat.service import ChatService
-    from desktop_mem.engine.chat.tidy import Health, TidyReport
-    from desktop_mem.engine.chat.turn_memory import TurnMemory
+    from desktop_mem.engine.chat.tidy import Health
+
+    # value types front ends name in annotations only (their modules load numpy or are large)
+    from desktop_mem.engine.chat.tidy import TidyReport as TidyReport
     from desktop_mem.engine.chat.write_progress import WriteProgress
+    from desktop_mem.engine.history.git_history import RawCommit
+    from desktop_mem.engine.transfer.git_sync import SyncResult as SyncResult
+    from desktop_mem.engine.transfer.importers import ImportResult as ImportResult
 
 Listener = Callable[[StoreChange], None]
 __all__ = [
     "MemoryEngine", "clean_client_name", "import_index_modules", "provenance_trailers",
     "validate_conversation_id",
-    # value types, errors and pure helpers the front ends use
-    "STRATEGY_NAMES", "ChatReply", "FoundEndpoint", "MemoryUsed", "RetrievalOverrides", "ScoreBreakdown",
-    "SearchFilters", "SecretDetectedError", "WriteOutcome", "describe_holder", "discover_endpoints",
-    "nothing_found_advice", "parse_as_of", "read_holder", "Planned", "LLMError", "in_deleted",
-    "is_memory_file", "kind_of", "project_name", "project_of_folder", "project_scope", "updated_line",
-    *public_names.NAMES, *public_names.MODULES]
+    # value types, errors and pure helpers the front ends use (each imported above by name)
+    "STRATEGY_NAMES", "SOURCE_APP", "SOURCE_OUTSIDE", "VALID_FROM", "VALID_TO", "ChatReply", "DiffOp",
+    "FieldChange", "FoundEndpoint", "FrontMatterError", "LLMEndpoint", "LLMError", "Lineage", "LineageStep",
+    "MemoryUsed", "Planned", "Proposal", "Provenance", "RetrievalOverrides", "ScoreBreakdown",
+    "SearchFilters", "SecretDetectedError", "TimelineCursor", "TimelinePage", "TimelineQuery", "TurnMemory",
+    "WriteOutcome", "check_endpoint", "commit_source", "describe_holder", "discover_endpoints",
+    "event_texts", "front_matter_changes", "in_deleted", "is_memory_file", "kind_of", "learned_in",
+    "normalize_validity", "nothing_found_advice", "parse_as_of", "project_name", "project_of_folder",
+    "project_scope", "read_holder", "scope_of", "sent_summary", "turn_records", "validity_span",
+    "updated_line", "validity_start", "word_diff",
+]
 
 
-def __getattr__(name: str) -> Any:
-    """The front ends' other engine names (public_names.py), imported when first asked for."""
-    return public_names.load(name, __name__)
+def import_index_modules() -> None:
+    """Import chromadb, onnxruntime and the index modules (seconds of imports) ahead of opening
+    the index, so saves made meanwhile do not wait for them. Imports only: no state is touched."""
+    import desktop_mem.engine.index.index_factory  # noqa: F401
+
+
+def check_endpoint(endpoint: LLMEndpoint) -> str:
+    """Ask `endpoint` for its models (Settings' Test connection): a line saying what answered;
+    LLMError with a message a user can act on. Loads the LLM client (openai) on first use."""
+    from desktop_mem.engine.chat.llm_client import LLMClient
+
+    return LLMClient(endpoint).check()
 
 
 class MemoryEngine:
@@ -106,6 +145,7 @@ class MemoryEngine:
         self.store, self.git, self.lock, self.writer = parts.store, parts.git, parts.lock, parts.writer
         self.manifest, self.catalog, self.raw = parts.manifest, parts.catalog, parts.raw
         self.transfer = parts.transfer  # imports, exports, sync (transfer/transfer_facade.py)
+        self.timeline = parts.timeline  # the history's pages and actions (history/timeline_facade.py)
         self._closed = False
 
     @classmethod
@@ -158,6 +198,11 @@ class MemoryEngine:
         """By id or unique prefix (live or deleted); NotFoundError, or HeldBackError for a held-back
         hand edit (the editor asks `engine.raw.get`)."""
         return self._p.shared.get(memory_id)
+
+    def get_raw(self, memory_id: str) -> Memory:
+        """By id or unique prefix, as its file is written: a held-back hand edit too (the editor's
+        view, asked for by name; every other read leaves it out)."""
+        return self._p.raw.get(memory_id)
 
     def lookup(self, memory_id: str) -> Memory | None:
         """Exactly this id, or None (also for a held-back one)."""
@@ -304,6 +349,21 @@ class MemoryEngine:
     def file_at(self, memory: Memory, revision: str) -> bytes:
         """The bytes of a memory's file at a revision, wherever it lived then."""
         return self._p.recorder.file_at(memory, revision)
+
+    def version_at(self, memory: Memory, revision: str) -> Memory:
+        """A memory as its file was at a revision (ValueError or EngineError if it had none)."""
+        return self._p.store.memory_from_bytes(memory.path, self.file_at(memory, revision))
+
+    def newest_commit(self) -> RawCommit | None:
+        """The newest commit without its files (cheap whatever it touched), or None."""
+        return self._p.git.newest() if self._p.git.exists() else None
+
+    def create_demo(self) -> None:
+        """Fill an empty store with a small demo: conversations, facts, a replacement, a soft
+        delete and a summary with two versions, each a real commit (engine/demo.py)."""
+        from desktop_mem.engine.demo import create_demo_store
+
+        create_demo_store(self._p.writes, self._p.conversations, self._p.writer)
 
     def commit_all(self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None, *,
                    dirty: Sequence[str] | None = None) -> str | None:

@@ -22,6 +22,7 @@ from desktop_mem.engine.config import Config
 from desktop_mem.engine.history import commit_summaries
 from desktop_mem.engine.history.git_history import GitHistory
 from desktop_mem.engine.history.recorder import HistoryRecorder
+from desktop_mem.engine.history.timeline_facade import Timeline
 from desktop_mem.engine.index.read_path import SearchIndex
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
@@ -107,6 +108,7 @@ class Parts:
         self.conversations = Conversations(self.store, self.catalog, self.writer, self.raw)
         self.problem_files = ProblemFiles(self.store, self.writer, self.catalog.problems, self.outside.apply)
         self.transfer = Transfer(self, self)  # engine.transfer: imports, exports, sync
+        self.timeline = Timeline(self)  # engine.timeline: the history's pages and actions
         self._chat: ChatService | None = None
         self._watcher: StoreWatcher | None = None
         from desktop_mem.engine.chat.write_progress import WriteProgressHub

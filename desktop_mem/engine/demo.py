@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import Operation, Role, utc_now
+from desktop_mem.engine.store.conversations import Conversations
+from desktop_mem.engine.store.memory_writes import MemoryWrites
+from desktop_mem.engine.store.transaction import StoreWriter
 
 _TURNS = {
     "trip-to-lisbon": [
@@ -21,27 +23,27 @@ _TURNS = {
 }
 
 
-def create_demo_store(engine: MemoryEngine) -> None:
+def create_demo_store(writes: MemoryWrites, conversations: Conversations, writer: StoreWriter) -> None:
     """Fill an (empty) store with conversations, facts, a replacement, a soft delete and summaries."""
     start = utc_now() - timedelta(days=20)
-    engine.add("The user's name is Sam", kind="fact", created_at=start)
-    engine.add("The user prefers short answers with examples", kind="preference",
+    writes.add("The user's name is Sam", kind="fact", created_at=start)
+    writes.add("The user prefers short answers with examples", kind="preference",
                created_at=start + timedelta(hours=1))
-    old_job = engine.add("The user works as a teacher in Porto", kind="fact",
+    old_job = writes.add("The user works as a teacher in Porto", kind="fact",
                          created_at=start + timedelta(days=1))
-    engine.new_conversation("Trip to Lisbon")
-    engine.new_conversation("Garden")
-    engine.new_conversation("Work notes")
+    conversations.new("Trip to Lisbon")
+    conversations.new("Garden")
+    conversations.new("Work notes")
     for conv, turns in _TURNS.items():
         for role, text in turns:
-            engine.add(text, conversation_id=conv, role=role, source="manual" if role == Role.USER else "llm")
-    engine.add("The user travels with their sister Anna", conversation_id="trip-to-lisbon")
-    engine.add("The user likes quiet places and seafood", conversation_id="trip-to-lisbon", kind="preference")
-    engine.add("The user waters the tomatoes in the evening", conversation_id="garden")
-    engine.add("The user's tomato plants have yellow leaves", conversation_id="garden", kind="context")
-    engine.replace(old_job.id, "The user works as a data analyst in Lisbon")
-    scratch = engine.add("The user wants to learn Portuguese", conversation_id="work-notes")
-    engine.delete(scratch.id)
+            writes.add(text, conversation_id=conv, role=role, source="manual" if role == Role.USER else "llm")
+    writes.add("The user travels with their sister Anna", conversation_id="trip-to-lisbon")
+    writes.add("The user likes quiet places and seafood", conversation_id="trip-to-lisbon", kind="preference")
+    writes.add("The user waters the tomatoes in the evening", conversation_id="garden")
+    writes.add("The user's tomato plants have yellow leaves", conversation_id="garden", kind="context")
+    writes.replace(old_job.id, "The user works as a data analyst in Lisbon")
+    scratch = writes.add("The user wants to learn Portuguese", conversation_id="work-notes")
+    writes.delete(scratch.id)
     versions = (
         ("Sam plans a May trip to **Lisbon** with their sister Anna. They like quiet places and "
          "seafood; suggested Alfama (mornings) and Cais do Sodré (evenings).", 2),
@@ -49,6 +51,6 @@ def create_demo_store(engine: MemoryEngine) -> None:
          "seafood\n- Alfama in the mornings, Cais do Sodré for dinner", 4),
     )
     for text, covered in versions:  # two versions, so the summary pane has a history to diff
-        with engine.writer.transaction(Operation.SUMMARY, "Update summary of trip-to-lisbon",
-                                       "trip-to-lisbon") as tx:
+        subject = "Update summary of trip-to-lisbon"
+        with writer.transaction(Operation.SUMMARY, subject, "trip-to-lisbon") as tx:
             tx.write_summary("trip-to-lisbon", text, summarized_count=covered)

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, TurnMemory, WriteOutcome, turn_memory
+from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, TurnMemory, WriteOutcome, turn_records
 from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat_message import ChatMessage
 from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
@@ -79,7 +79,7 @@ class StoredTurn:
 def load_history(engine: MemoryEngine, conversation_id: str) -> list[StoredTurn]:
     """Run in a worker: the stored turns, oldest first, each reply with its memory record."""
     turns = engine.transcript(conversation_id)
-    records = turn_memory.records(turns)
+    records = turn_records(turns)
     shown: list[StoredTurn] = []
     user_id: str | None = None
     for m in turns:

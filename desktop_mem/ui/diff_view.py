@@ -32,7 +32,6 @@ from desktop_mem.engine.api import (
     FieldChange,
     FrontMatterError,
     MemoryEngine,
-    event_bytes,
     event_texts,
     front_matter_changes,
     word_diff,
@@ -62,7 +61,7 @@ class EventDetails:
 
 def load_event_details(engine: MemoryEngine, event: TimelineEvent) -> EventDetails:
     """Read both sides of an event and compare their front matter (runs on the read pool)."""
-    old_raw, new_raw = event_bytes(engine, event)
+    old_raw, new_raw = engine.timeline.event_bytes(event)
     fields: tuple[FieldChange, ...] = ()
     error = None
     try:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import Lineage, LineageStep, MemoryEngine, lineage
+from desktop_mem.engine.api import Lineage, LineageStep, MemoryEngine
 from desktop_mem.engine.models import CommitInfo, Memory
 from desktop_mem.ui.memory_model import first_line, when
 from desktop_mem.ui.row_table_model import RowTableModel
@@ -136,7 +136,7 @@ class LineageView(QWidget):
         self.model.set_lineage(None)
         self.note_label.setText(f"Reading the lineage of {memory_id[:12]}…")
         # Keyed per view: the pane's view and an open dialog never supersede each other.
-        self._runner.submit(lineage, self._engine, memory_id, key=f"lineage-{id(self)}",
+        self._runner.submit(self._engine.timeline.lineage, memory_id, key=f"lineage-{id(self)}",
                             on_result=self._on_loaded, on_error=self._on_failed)
 
     def clear(self, note: str = "Select an event to see its memory's lineage") -> None:

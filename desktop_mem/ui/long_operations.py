@@ -24,11 +24,9 @@ REVEAL_MS = 400  # a quick operation never flashes a bar
 
 def import_file(engine: MemoryEngine, path: Path, progress: Callable[[int, int], None]) -> ImportResult:
     """Run on the writer: plan and apply an import (all or nothing)."""
-    from desktop_mem.engine.api import apply_import, plan_import
-
-    plan = plan_import(engine, path)
+    plan = engine.transfer.plan_import(path)
     # one commit (the CLI commits every 5,000): Cancel in the window still means nothing was imported
-    return apply_import(engine, plan, progress, batch_size=max(1, len(plan.entries)))
+    return engine.transfer.apply_import(plan, progress, batch_size=max(1, len(plan.entries)))
 
 
 def describe_import(result: ImportResult) -> str:
@@ -62,10 +60,8 @@ def describe_tidy(report: TidyReport) -> str:
 
 def sync_store(engine: MemoryEngine, progress: Callable[[int, int], None]) -> SyncResult:
     """Run on the writer: git sync has no steps to count, so the bar stays busy."""
-    from desktop_mem.engine.api import sync
-
     del progress
-    return sync(engine)
+    return engine.transfer.sync()
 
 
 class LongOperations(QObject):

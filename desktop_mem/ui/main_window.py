@@ -395,10 +395,8 @@ class MainWindow(QMainWindow):
     def _on_welcome_demo_requested(self) -> None:
         if self.engine is None or self.welcome is None:
             return
-        from desktop_mem.engine.api import create_demo_store
-
         self.welcome.set_busy("Creating the demo store…")
-        self.runner.submit_write(create_demo_store, self.engine, on_result=lambda _: self._show_workspace(),
+        self.runner.submit_write(self.engine.create_demo, on_result=lambda _: self._show_workspace(),
                                  on_error=self._on_demo_failed)
 
     def _on_demo_failed(self, error: BaseException) -> None:

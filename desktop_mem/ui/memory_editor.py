@@ -31,7 +31,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine, Provenance, SecretDetectedError, sent_log, validity
+from desktop_mem.engine.api import (
+    VALID_FROM,
+    VALID_TO,
+    MemoryEngine,
+    Provenance,
+    SecretDetectedError,
+    normalize_validity,
+    sent_summary,
+    validity_span,
+    validity_start,
+)
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
@@ -240,9 +250,9 @@ class MemoryEditor(QWidget):
                           f"({when(created)}); untick Expires for no expiry.")
         if self._memory is not None and self._memory.role == Role.MEMORY:
             try:
-                since = validity.normalize(values.valid_from, validity.VALID_FROM)
-                until = validity.normalize(values.valid_to, validity.VALID_TO)
-                if since and until and validity.start(until) < validity.start(since):
+                since = normalize_validity(values.valid_from, VALID_FROM)
+                until = normalize_validity(values.valid_to, VALID_TO)
+                if since and until and validity_start(until) < validity_start(since):
                     errors.append("“True until” is before “True from”.")
             except ValidationError as exc:
                 errors.append(f"{exc}.")
@@ -265,10 +275,10 @@ class MemoryEditor(QWidget):
         if values.expires_at != memory.expires_at:
             meta["expires_at"] = values.expires_at
         if memory.role == Role.MEMORY:
-            for key, typed, held in ((validity.VALID_FROM, values.valid_from, memory.valid_from),
-                                     (validity.VALID_TO, values.valid_to, memory.valid_to)):
+            for key, typed, held in ((VALID_FROM, values.valid_from, memory.valid_from),
+                                     (VALID_TO, values.valid_to, memory.valid_to)):
                 try:
-                    value = validity.normalize(typed, key)
+                    value = normalize_validity(typed, key)
                 except ValidationError:
                     value = typed  # validate() reports it; it still counts as an edit
                 if value != held:
@@ -313,7 +323,7 @@ class MemoryEditor(QWidget):
         """Drop the form's edits and show the file as it is on disk now."""
         if self._memory is None:
             return
-        self._runner.submit(self._engine.raw.get, self._memory.id, key="editor-load",
+        self._runner.submit(self._engine.get_raw, self._memory.id, key="editor-load",
                             on_result=self._show, on_error=self._on_failed)
 
     @Slot()
@@ -327,7 +337,7 @@ class MemoryEditor(QWidget):
             return
         self.banner.hide()
         self._begin_write(self.save_button, "Saving…")
-        self._runner.submit(self._engine.raw.get, self._memory.id, key="editor-load",
+        self._runner.submit(self._engine.get_raw, self._memory.id, key="editor-load",
                             on_result=self._on_keep_mine_loaded, on_error=self._on_keep_mine_failed)
 
     @Slot()
@@ -358,7 +368,7 @@ class MemoryEditor(QWidget):
 
     def _on_provenance_loaded(self, found: Provenance) -> None:
         if self._memory is not None and found.memory.id == self._memory.id:
-            self.sent_label.setText(f"{found.how} · {sent_log.summary(list(found.sent_to))}")
+            self.sent_label.setText(f"{found.how} · {sent_summary(list(found.sent_to))}")
 
     def on_store_changed(self, change: StoreChange) -> None:
         """Reload the open memory when it changed elsewhere, or flag a conflict if edited here."""
@@ -448,7 +458,7 @@ class MemoryEditor(QWidget):
         if memory.replaced_by:
             parts.append(f"replaced by {memory.replaced_by[:8]}")
         if memory.role == Role.MEMORY and (memory.valid_from or memory.valid_to):
-            parts.append(validity.span(memory))
+            parts.append(validity_span(memory))
         parts.append(memory.path)
         return " · ".join(parts)
 

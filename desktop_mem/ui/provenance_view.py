@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine, Provenance, sent_log
+from desktop_mem.engine.api import MemoryEngine, Provenance, sent_summary
 from desktop_mem.engine.models import Memory
 from desktop_mem.ui.memory_model import first_line, when
 from desktop_mem.ui.task_runner import TaskRunner
@@ -80,7 +80,7 @@ class ProvenanceDialog(QDialog):
         if found.missing_turns:
             lines.append(f"{len(found.missing_turns)} source turn(s) no longer exist: "
                          + ", ".join(t[:8] for t in found.missing_turns))
-        lines.append(sent_log.summary(list(found.sent_to)).capitalize())
+        lines.append(sent_summary(list(found.sent_to)).capitalize())
         lines += [f"  {s.label()} · last {when(s.last)}" for s in found.sent_to]
         self.summary_label.setText("\n".join(lines))
         self.turns_list.clear()

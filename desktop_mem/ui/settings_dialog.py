@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import LLMEndpoint
+from desktop_mem.engine.api import LLMEndpoint, check_endpoint
 from desktop_mem.engine.config import SETTINGS, Config, Setting, default_config_path, save_config
 from desktop_mem.engine.models import EngineError
 from desktop_mem.ui.app_overrides import APP_SOURCE, OVERRIDES_GROUP
@@ -47,11 +47,6 @@ GROUP_TITLES = {"store": "Store", "llm": "Endpoint", "embedding": "Embeddings", 
                 "retrieval": "Retrieval", "memory": "Memory", "context": "Context", "watcher": "Watcher",
                 "server": "Server"}
 INT_LIMIT = 2_000_000_000
-def check_endpoint(endpoint: LLMEndpoint) -> str:
-    """Run in a worker: probe an endpoint with unsaved settings (raises LLMError)."""
-    from desktop_mem.engine.api import LLMClient
-
-    return LLMClient(endpoint).check()
 
 
 def _label(setting: Setting) -> str:

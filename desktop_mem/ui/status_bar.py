@@ -61,7 +61,7 @@ def last_commit_line(engine: MemoryEngine) -> str:
     The raw log, not the classified history: classifying an import of 10,000 files reads every
     blob (seconds at start-up, measured with py-spy) to show one subject.
     """
-    newest = engine.git.newest() if engine.git.exists() else None
+    newest = engine.newest_commit()
     return f"{newest.subject} ({when(newest.committed_at)})" if newest is not None else "no commits yet"
 
 

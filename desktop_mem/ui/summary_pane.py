@@ -50,7 +50,7 @@ def load_summary(engine: MemoryEngine, conversation_id: str) -> SummaryState:
     versions: list[SummaryVersion] = []
     for commit in engine.memory_history(summary.id, limit=MAX_VERSIONS):
         try:
-            old = engine.store.memory_from_bytes(summary.path, engine.file_at(summary, commit.sha))
+            old = engine.version_at(summary, commit.sha)
         except (EngineError, ValueError):
             continue  # a commit that only moved or removed the file has no text to show
         if versions and versions[-1].text == old.text:

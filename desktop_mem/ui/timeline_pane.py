@@ -1,6 +1,6 @@
 """The Timeline tab: every commit of the store, what it did, old vs new, lineage, and put it back.
 
-Commits are read page by page on the read pool as the list scrolls (`timeline_page`, keyed so
+Commits are read page by page on the read pool as the list scrolls (`engine.timeline.page`, keyed so
 the latest request wins); a store change loads only the commits newer than the top row. Actions
 run on the single writer and make a new commit, which then shows at the top. An action on
 something that changed since the event raises ConflictError: the pane says so and asks, and only
@@ -36,11 +36,6 @@ from desktop_mem.engine.api import (
     MemoryEngine,
     TimelinePage,
     TimelineQuery,
-    memory_at,
-    restore_deleted,
-    restore_summary_version,
-    revert_replacement,
-    timeline_page,
 )
 from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, StoreChange, TimelineEvent
 from desktop_mem.ui.conversation_list import Conversation, load_conversations
@@ -256,7 +251,7 @@ class TimelinePane(QWidget):
         self.events_model.set_commit(None, query)
         self._show_event(None, None)
         self.count_label.setText("Reading history…")
-        self._runner.submit(timeline_page, self._engine, query, None, self._page_size, key=self._key,
+        self._runner.submit(self._engine.timeline.page, query, None, self._page_size, key=self._key,
                             on_result=lambda page: self._on_page(generation, page, first=True),
                             on_error=self._on_page_failed)
         self._runner.submit(load_conversations, self._engine, key=f"{self._key}-conversations",
@@ -268,7 +263,7 @@ class TimelinePane(QWidget):
             self.reload()
             return
         generation = self._generation
-        self._runner.submit(timeline_page, self._engine, self.model.query, None, self._page_size,
+        self._runner.submit(self._engine.timeline.page, self.model.query, None, self._page_size,
                             key=f"{self._key}-newer", on_result=lambda page: self._on_newer(generation, page))
         self.lineage_view.reload()
 
@@ -336,7 +331,7 @@ class TimelinePane(QWidget):
     @Slot()
     def _on_model_more_requested(self) -> None:
         generation, cursor = self._generation, self.model.cursor
-        self._runner.submit(timeline_page, self._engine, self.model.query, cursor, self._page_size,
+        self._runner.submit(self._engine.timeline.page, self.model.query, cursor, self._page_size,
                             key=self._key,
                             on_result=lambda page: self._on_page(generation, page, first=False),
                             on_error=self._on_page_failed)
@@ -448,13 +443,14 @@ class TimelinePane(QWidget):
     def _on_restore_button_clicked(self) -> None:
         event = self.current_event()
         if event is not None:
-            self._act("Restored", restore_deleted, event, forced={"force": True})
+            self._act("Restored", self._engine.timeline.restore_deleted, event, forced={"force": True})
 
     @Slot()
     def _on_revert_button_clicked(self) -> None:
         event = self.current_event()
         if event is not None:
-            self._act("Reverted the replacement", revert_replacement, event, forced={"force": True})
+            self._act("Reverted the replacement", self._engine.timeline.revert_replacement, event,
+                      forced={"force": True})
 
     @Slot()
     def _on_summary_button_clicked(self) -> None:
@@ -463,8 +459,8 @@ class TimelinePane(QWidget):
             return
         # Guard with the summary as it was when this event was shown; "do it anyway" drops the guard.
         shown_hash = details.summary_hash if details and details.event == event else None
-        self._act("Restored the summary version", restore_summary_version, event, event.conversation_id,
-                  forced={"expected_hash": None}, expected_hash=shown_hash)
+        self._act("Restored the summary version", self._engine.timeline.restore_summary_version, event,
+                  event.conversation_id, forced={"expected_hash": None}, expected_hash=shown_hash)
 
     @Slot()
     def _on_open_button_clicked(self) -> None:
@@ -473,7 +469,8 @@ class TimelinePane(QWidget):
             return
         # A file removed outright is not in its own commit: show it as it was just before.
         sha = f"{event.commit}^" if event.hard_delete else event.commit
-        self._runner.submit(memory_at, self._engine, event.memory_id, sha, key=f"{self._key}-memory-at",
+        self._runner.submit(self._engine.timeline.memory_at, event.memory_id, sha,
+                            key=f"{self._key}-memory-at",
                             on_result=lambda memory: self._on_memory_at(memory, sha),
                             on_error=lambda exc: self.status_label.setText(f"Could not open it: {exc}"))
 
@@ -490,7 +487,7 @@ class TimelinePane(QWidget):
 
         self.status_label.setText("Working…")
         event = self.current_event()
-        self._runner.submit_write(fn, self._engine, *args, **kwargs,
+        self._runner.submit_write(fn, *args, **kwargs,
                                   on_result=lambda _result: self._on_action_done(done, event),
                                   on_error=lambda exc: self._on_action_error(exc, retry))
 

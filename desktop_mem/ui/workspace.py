@@ -150,7 +150,7 @@ class Workspace(QWidget):
     def open_memory(self, memory_id: str) -> None:
         """Show a memory in the editor (from "memory used", the timeline, ...)."""
         # raw: the editor shows the file as it is (a held-back hand edit too, to be fixed there)
-        self._runner.submit(self.engine.raw.get, memory_id, key="open-memory", on_result=self._show_memory)
+        self._runner.submit(self.engine.get_raw, memory_id, key="open-memory", on_result=self._show_memory)
 
     # ---------------------------------------------------------------- slots
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.history import timeline_query
-from desktop_mem.ui import timeline_pane
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, TIMELINE_TAB
 from tests.ui.conftest import open_demo
@@ -27,7 +26,7 @@ def _counting_pages(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(1)
         return page(*args, **kwargs)
 
-    monkeypatch.setattr(timeline_pane, "timeline_page", counting)
+    monkeypatch.setattr(timeline_query, "timeline_page", counting)  # what engine.timeline.page runs
     return calls
 
 

@@ -8,7 +8,6 @@ from typing import Any
 import yaml
 
 from desktop_mem.engine.config import SETTINGS
-from desktop_mem.engine.demo import create_demo_store
 from desktop_mem.ui.conversation_list import ConversationList
 from desktop_mem.ui.settings_dialog import SettingsDialog
 from desktop_mem.ui.summary_pane import SummaryPane, word_diff_html
@@ -16,7 +15,7 @@ from desktop_mem.ui.summary_pane import SummaryPane, word_diff_html
 
 def test_summary_pane_shows_the_summary_its_versions_and_their_diff(qtbot: Any, indexed_engine: Any,
                                                                      runner: Any, settle: Any) -> None:
-    create_demo_store(indexed_engine)
+    indexed_engine.create_demo()
     pane = SummaryPane(indexed_engine, runner)
     qtbot.addWidget(pane)
     pane.set_conversation("trip-to-lisbon")

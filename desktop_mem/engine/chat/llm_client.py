@@ -10,11 +10,11 @@ import json
 import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 import openai
 
+from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.models import Message
 
@@ -34,24 +34,6 @@ _SCHEMA_MODES: tuple[SchemaMode, ...] = ("json_schema", "json_object", "none")
 _SCHEMA_SUPPORT: dict[tuple[str, str], SchemaMode] = {}
 _SCHEMA_LOCK = threading.Lock()
 _REFUSALS = (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError)
-
-
-@dataclass(frozen=True, repr=False)
-class LLMEndpoint:
-    """Where and how to reach an OpenAI-compatible chat server."""
-
-    base_url: str
-    api_key: str
-    model: str
-    timeout: float = 60.0
-
-    def __repr__(self) -> str:
-        # The key must never reach logs, tracebacks or the UI.
-        key = "***" if self.api_key else "''"
-        return (
-            f"LLMEndpoint(base_url={self.base_url!r}, api_key={key}, "
-            f"model={self.model!r}, timeout={self.timeout!r})"
-        )
 
 
 class LLMClient:

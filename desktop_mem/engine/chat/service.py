@@ -35,7 +35,8 @@ from desktop_mem.engine.chat.currency import (
 )
 from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import run_write_path
-from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
+from desktop_mem.engine.chat.llm_client import LLMClient
+from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.named_facts import forget_targets
 from desktop_mem.engine.chat.ports import ChatPorts
