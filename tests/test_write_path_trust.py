@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.facade import MemoryEngine
+from desktop_mem.engine.index.retrieval import said_on
 from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 from tests.scripted_llm import Fault
 
@@ -110,8 +111,8 @@ def test_where_do_i_live_gets_the_current_fact_first_and_the_old_turn_marked_sup
     assert order.index("The user lives in Leuven") < order.index("Hi! I'm Mara, I live in Ghent")
     prompt = _chat_prompt(scripted_llm)
     assert "[memory; current; replaces: The user lives in Ghent] The user lives in Leuven" in prompt
-    assert ("[user; earlier message, out of date: The user lives in Ghent -> now: The user lives in Leuven] "
-            "Hi! I'm Mara, I live in Ghent") in prompt
+    assert (f"[user; said {said_on(first_turn.created_at)}; earlier message, out of date: The user lives in "
+            "Ghent -> now: The user lives in Leuven] Hi! I'm Mara, I live in Ghent") in prompt
     assert prompt.index("The user lives in Leuven") < prompt.index("Hi! I'm Mara, I live in Ghent")
     # ... and the summary followed the replacement: the stale sentence the model kept is removed.
     summary = chat_engine.summary("mara")

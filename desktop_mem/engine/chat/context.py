@@ -381,8 +381,12 @@ def build_system_prompt(
     summary: str | None,
     cross_session: Sequence[tuple[str, str]],
     data_preamble: str = DEFAULT_DATA_PREAMBLE,
+    today: str | None = None,
 ) -> str:
-    """The base prompt plus one clearly marked data block: this summary, other chats' summaries, memories."""
+    """The base prompt (then "Today is <today>.", when given) plus one clearly marked data block:
+    this summary, other chats' summaries, memories."""
+    if today:
+        base = f"{base.rstrip()}\n\nToday is {today}."
     block: list[str] = []
     if summary and summary.strip():
         block += [SUMMARY_PREFIX.strip(), *_bullet(summary)]
@@ -515,6 +519,7 @@ def context_from(
     cross_session: Sequence[tuple[str, str]] = (),
     data_preamble: str = DEFAULT_DATA_PREAMBLE,
     forget_note: str | None = None,
+    today: str | None = None,
 ) -> ContextResult:
     """One system message (base + data block) followed by ``memory.read()``. When the new message
     asks to forget, ``forget_note`` tells the model what the app does about it.
@@ -540,6 +545,7 @@ def context_from(
             summary=outcome.summary,
             cross_session=cross_session,
             data_preamble=data_preamble,
+            today=today,
         ), body, forget_note),
     }
     return ContextResult(

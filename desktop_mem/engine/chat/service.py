@@ -56,8 +56,9 @@ from desktop_mem.engine.index.retrieval import (
     SearchFilters,
     SearchResult,
     injection_lines,
+    said_on,
 )
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, ChatMessage, Memory, Operation, Role
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, ChatMessage, Memory, Operation, Role, utc_now
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.secrets_scan import describe
 
@@ -289,7 +290,7 @@ class ChatService:
                         continue
                     left -= 1
                 shown.append(r)
-            return injection_lines(shown, view.notes)
+            return injection_lines(shown, view.notes, dated=True)
 
         # The in-session strategy is a 004 memory: the conversation so far, then this message.
         memory = open_memory(
@@ -314,7 +315,8 @@ class ChatService:
                     else NOTHING_TO_FORGET_NOTE)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
                                injected_memories=recalled, cross_session=cross,
-                               data_preamble=prompts.MEMORY_DATA_PREAMBLE, forget_note=note)
+                               data_preamble=prompts.MEMORY_DATA_PREAMBLE, forget_note=note,
+                               today=_today())
         used = MemoryUsed(
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
@@ -562,6 +564,12 @@ def _as_message(m: Memory, note: str | None = None) -> ChatMessage:
     if not m.complete:
         message[INCOMPLETE] = True  # never summarised; context_from drops the key before sending
     return message
+
+
+def _today() -> str:
+    """Today as the model is told it, in local time: `Saturday 28 November 2026`."""
+    now = utc_now().astimezone()
+    return f"{now:%A} {said_on(now)}"
 
 
 def _opt_path(value: str) -> Any:

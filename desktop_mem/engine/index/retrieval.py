@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from desktop_mem.engine.config import default
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role, utc_now
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, Memory, Role, utc_now
 
 if TYPE_CHECKING:  # heavy (chromadb, onnxruntime, numpy): loaded when an index is built or searched
     import numpy as np
@@ -510,16 +510,30 @@ def _passes(m: Memory, f: SearchFilters) -> bool:
     return not m.expired()
 
 
-def injection_lines(results: Sequence[SearchResult], notes: Mapping[str, str] | None = None) -> list[str]:
+def injection_lines(results: Sequence[SearchResult], notes: Mapping[str, str] | None = None, *,
+                    dated: bool = False) -> list[str]:
     """001 §3 step 5: each memory as `[<role>] <content>` (scores are not shown to the model).
 
     ``notes`` adds a label by memory id, e.g. `[memory; current; replaces: ...]` or
     `[user; earlier message, out of date: ...]`, so the model can tell current from superseded.
+    ``dated`` adds when a turn was said (`[user; said 8 May 2023]`, the local date): a
+    question about *when* is answered from it, and "yesterday" in the turn is read from that day.
     """
     notes = notes or {}
-    return [
-        f"[{r.memory.role}{'; ' + notes[r.memory.id] if r.memory.id in notes else ''}] "
-        f"{' '.join(r.memory.text.split())}"
-        for r in results
-    ]
+    lines = []
+    for r in results:
+        label = [str(r.memory.role)]
+        if dated and r.memory.role in TURN_ROLES:  # a fact's labels say when it was true
+            label.append(f"said {said_on(r.memory.created_at)}")
+        if r.memory.id in notes:
+            label.append(notes[r.memory.id])
+        lines.append(f"[{'; '.join(label)}] {' '.join(r.memory.text.split())}")
+    return lines
+
+
+def said_on(when: datetime) -> str:
+    """A day as people write it, in local time: `8 May 2023` (a weekday costs tokens on every
+    recalled turn; the model is given today's weekday)."""
+    local = when.astimezone()
+    return f"{local.day} {local:%B %Y}"
 
