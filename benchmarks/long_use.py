@@ -1,0 +1,195 @@
+"""Long-use benchmark (issue #37): what memory looks like after a year of daily use, and after a
+tidy-up. Never run in CI (it needs a real model); `--smoke` runs a few turns against any
+OpenAI-compatible server (the suite's scripted one) to keep it working.
+
+    python benchmarks/long_use.py --llm-url http://127.0.0.1:8765/v1 [--limit N] [--json]
+    OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 python benchmarks/long_use.py --smoke
+
+One user's year (benchmarks/long_use_story.py: 150 turns over twelve simulated months: moves, a
+job change, family events, changing preferences, small talk, questions, requests for work, other
+people's news, forget requests in varied wordings) goes through the real chat turn and write path,
+as `desktop-mem chat` sends it. At each checkpoint, and after tidy-up's proposals are all
+accepted, the live facts are measured against the story's answer key by names and numbers:
+
+- live facts; junk rate (live facts that match no fact of the story and name nobody in it);
+  others (facts about someone else's news: reported, not junk); duplicate rate (extra live facts
+  for one fact of the story); stale-but-live (facts the story made untrue, still live); coverage
+  (facts true at that point that some live fact holds);
+- tidy-up's precision: of what it proposed to drop, retire or merge away, how much was really
+  junk, stale or a duplicate.
+
+The last stdout line is one JSON object with every checkpoint and the tidy-up figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from long_use_story import FACTS, PEOPLE, STORY, answer_key  # noqa: E402
+from phrasing import matches as _matches  # noqa: E402
+from write_path import story_engine  # noqa: E402
+
+from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
+
+CONVERSATION = "daily"
+
+
+def matches(key: str, fact: str) -> bool:
+    """Any "|" alternative of `key` matches `fact` (phrasing.matches: "+" terms, "*" prefixes)."""
+    return any(_matches(alt.strip(), fact) for alt in key.split("|"))
+
+
+def classify(fact: str, live_keys: list[str], gone_keys: list[str]) -> str:
+    """What one live fact is, by the answer key: "good", "stale", "other" (someone else's news)
+    or "junk"."""
+    if any(matches(FACTS[k].key, fact) for k in live_keys):
+        return "good"
+    if any(matches(FACTS[k].key, fact) for k in gone_keys):
+        return "stale"
+    if any(matches(k, fact) for k in FACTS_KEYS_EVER):
+        return "good"  # a fact of the story said at another point (e.g. a checkpoint before it)
+    if any(matches(p, fact) for p in PEOPLE):
+        return "other"
+    return "junk"
+
+
+FACTS_KEYS_EVER = [f.key for f in FACTS.values()]
+
+
+def measure(texts: list[str], upto: int | None) -> dict[str, Any]:
+    """The figures for these live facts against the story's first `upto` turns."""
+    key = answer_key(upto)
+    kinds = [classify(t, key.live, key.gone) for t in texts]
+    per_fact = {k: sum(1 for t in texts if matches(FACTS[k].key, t)) for k in key.live}
+    duplicates = sum(max(n - 1, 0) for n in per_fact.values())
+    n = len(texts)
+    return {
+        "live_facts": n,
+        "junk_rate": round(kinds.count("junk") / n, 3) if n else 0.0,
+        "others": kinds.count("other"),
+        "duplicate_rate": round(duplicates / n, 3) if n else 0.0,
+        "stale_but_live": kinds.count("stale"),
+        "coverage": round(sum(1 for c in per_fact.values() if c) / len(per_fact), 3) if per_fact else 1.0,
+        "missing": [k for k, c in per_fact.items() if not c],
+        "stale": [t for t, k in zip(texts, kinds, strict=True) if k == "stale"],
+        "junk": [t for t, k in zip(texts, kinds, strict=True) if k == "junk"],
+    }
+
+
+def live_texts(engine: MemoryEngine) -> list[str]:
+    return [m.text for m in engine.list_memories(role="memory")]
+
+
+def tidy_precision(engine: MemoryEngine, proposals: list[Any]) -> dict[str, Any]:
+    """Of each proposal's dropped facts, how many were really junk, stale or a duplicate."""
+    key = answer_key()
+    right = wrong = 0
+    wrong_items: list[str] = []
+    live = live_texts(engine)
+    for p in proposals:
+        meta = p.extra.get("tidy", {})
+        dropped = [p.target_text] if p.event == "DELETE" and p.target_text else []
+        dropped += [str(r.get("text", "")) for r in meta.get("retire") or []]
+        if p.event == "UPDATE" and p.target_text:  # a merge rewrites the kept one: it must say the same
+            dropped_ok = [k for k in key.live if matches(FACTS[k].key, p.target_text)]
+            if dropped_ok and not any(matches(FACTS[k].key, p.text) for k in dropped_ok):
+                wrong += 1
+                wrong_items.append(f"merge lost a fact: {p.target_text!r} -> {p.text!r}")
+                continue
+        for text in dropped:
+            kind = classify(text, key.live, key.gone)
+            duplicate = kind == "good" and sum(1 for t in live if _same_fact(t, text, key.live)) > 1
+            if kind in ("junk", "stale") or duplicate:
+                right += 1
+            else:
+                wrong += 1
+                wrong_items.append(f"{meta.get('kind')}: {text!r} ({meta.get('reason')})")
+        if p.event == "ADD":
+            ok = any(matches(FACTS[k].key, p.text) for k in key.live)
+            right, wrong = right + ok, wrong + (not ok)
+            if not ok:
+                wrong_items.append(f"gap: {p.text!r}")
+    total = right + wrong
+    return {"proposals": len(proposals), "judged": total,
+            "precision": round(right / total, 3) if total else None, "wrong": wrong_items}
+
+
+def _same_fact(a: str, b: str, keys: list[str]) -> bool:
+    return any(matches(FACTS[k].key, a) and matches(FACTS[k].key, b) for k in keys)
+
+
+def run(engine: MemoryEngine, turns: int, checkpoints: list[int], log: Any) -> dict[str, Any]:
+    results: dict[str, Any] = {"checkpoints": {}}
+    started = time.perf_counter()
+    for i, turn in enumerate(STORY[:turns], start=1):
+        t0 = time.perf_counter()
+        reply = engine.chat(CONVERSATION, turn.text)
+        engine.wait_idle(900)
+        log(f"  {i:3d} m{turn.month:02d} {time.perf_counter() - t0:5.1f}s {turn.text[:60]!r}"
+            + (f" ERROR {reply.error}" if reply.error else ""))
+        if i in checkpoints or i == turns:
+            figures = measure(live_texts(engine), i)
+            results["checkpoints"][str(i)] = figures
+            log(f"  checkpoint {i}: " + json.dumps({k: v for k, v in figures.items()
+                                                      if k not in ("stale", "junk")}))
+    results["write_path_seconds"] = round(time.perf_counter() - started, 1)
+    before = measure(live_texts(engine), turns)
+    t0 = time.perf_counter()
+    report = engine.tidy_up(progress=lambda step, done, total: None)
+    results["tidy_seconds"] = round(time.perf_counter() - t0, 1)
+    results["tidy_counts"] = report.counts()
+    results["tidy_note"] = report.model_error
+    results["tidy"] = tidy_precision(engine, report.proposals)
+    failed: list[str] = []
+    for p in report.proposals:
+        try:
+            engine.accept_proposal(p.id)
+        except Exception as exc:  # noqa: BLE001 - a proposal that no longer applies is reported
+            failed.append(f"{p.id}: {exc}")
+    results["accept_failed"] = failed
+    results["before_tidy"] = before
+    results["after_tidy"] = measure(live_texts(engine), turns)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--llm-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8765/v1"))
+    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "local"))
+    parser.add_argument("--limit", type=int, default=len(STORY), help="turns to replay (default: all)")
+    parser.add_argument("--checkpoints", default="50,100", help="turn numbers to measure at")
+    parser.add_argument("--smoke", action="store_true", help="4 turns (the suite runs it)")
+    parser.add_argument("--json", action="store_true", help="only the JSON line on stdout")
+    args = parser.parse_args()
+    turns = 4 if args.smoke else min(args.limit, len(STORY))
+    checkpoints = [int(c) for c in args.checkpoints.split(",") if c.strip()]
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+    log(f"long use: {turns} turns of {len(STORY)}, model {args.model} at {args.llm_url}")
+    with story_engine(args.llm_url, args.model, prefix="long-use-bench-") as engine:
+        results = run(engine, turns, checkpoints, log)
+    results = {"turns": turns, "model": args.model, **results}
+    if not args.json:
+        for name in ("before_tidy", "after_tidy"):
+            f = results[name]
+            print(f"{name}: live {f['live_facts']}, junk {f['junk_rate']:.1%}, duplicates "
+                  f"{f['duplicate_rate']:.1%}, stale-but-live {f['stale_but_live']}, coverage "
+                  f"{f['coverage']:.1%}, others {f['others']}")
+        print(f"tidy-up: {results['tidy']['proposals']} proposals {results['tidy_counts']}, precision "
+              f"{results['tidy']['precision']}")
+    print(json.dumps(results, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
