@@ -287,3 +287,13 @@ def test_an_unclear_forget_deletes_nothing_and_the_reply_asks_which_fact(
     assert "not clear which stored fact" in system and '"The user likes green tea"' in system
     assert "Miso" not in system.split("not clear which stored fact")[1]
     assert any(n.startswith("Not forgotten") for n in outcomes[-1].notes)
+
+
+def test_a_question_about_someone_gives_no_fact_about_them() -> None:
+    """With no statement in an English message, a fact about another person must be in the
+    user's own words too: "Is my sister Anna coming over?" is not "Anna is coming over"."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    facts, _rejected = ground([_RawFact("Anna is visiting the user this weekend", "Anna", "sister")],
+                              "Is my sister Anna coming over?", "")
+    assert facts == []

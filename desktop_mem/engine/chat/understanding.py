@@ -247,8 +247,8 @@ def ground(
             why = fact_guards.grounding_problem(text, message)
             if why is not None and not about_user and why == "about someone else, not the user":
                 why = None  # it is about someone else, and says so
-            if why is None and strict and not fact_guards.stems(text) <= fact_guards.stems(message):
-                why = "not stated in the message (a question or a request)"
+        if why is None and strict and not fact_guards.stems(text) <= fact_guards.stems(message):
+            why = "not stated in the message (a question or a request)"
         if why is not None:
             rejected.append((text, why))
             continue
