@@ -3,7 +3,7 @@
 for the fact it means and for the best other fact, over phrases in English, Dutch, German, French
 and Spanish. No LLM; the real index, embedder and cross-encoder. Never run in CI.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/forget_match.py [--json]
+    PYTHONPATH=. .venv/bin/python benchmarks/forget_match.py [--json] [--smoke]
 
 Prints, per phrase, the target's and the best other fact's scores, then how many phrases each
 (CLEAR, MAYBE) pair gets right (target >= CLEAR, no other >= CLEAR), ambiguous (asked) or wrong.
@@ -52,7 +52,9 @@ PHRASES = [  # (phrase in the user's words, the fact it names or None)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="three phrases only (the suite's smoke run)")
     args = parser.parse_args()
+    phrases = PHRASES[:3] if args.smoke else PHRASES
     with tempfile.TemporaryDirectory() as tmp:
         config = load_config(flags={"store.path": str(Path(tmp) / "store"), "watcher.enabled": False})
         engine = MemoryEngine.open(config)
@@ -61,7 +63,7 @@ def main() -> int:
                for key, text in FACTS.items()}
         names = {v: k for k, v in ids.items()}
         rows = []
-        for phrase, want in PHRASES:
+        for phrase, want in phrases:
             results = engine.search(phrase, conversation_id="c", top_k=8, use_mmr=False, rerank=True,
                                     filters=SearchFilters(conversation_id="c", roles=("memory",)))
             scores = {names[r.memory.id]: round(relevance(r)[0], 4) for r in results if r.memory.id in names}
