@@ -186,6 +186,7 @@ def parse_when(value: Any, key: str) -> datetime | None:
             raise ValidationError(f"{key} {value!r} is not an ISO 8601 date-time") from None
     else:
         raise ValidationError(f"{key} {value!r} is not a date-time")
+    validity.within_calendar(result, key, value)  # year 1 or 9999 with an offset: a problem file
     return result if result.tzinfo else result.replace(tzinfo=UTC)
 
 
@@ -577,7 +578,8 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
         raise ValidationError(f"id {mid!r} is not a usable id")
     created = parse_when(meta.get("created_at"), "created_at")
     if created is None and match:
-        created = datetime.strptime(match.group("ts")[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+        named = datetime.strptime(match.group("ts")[:15], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+        created = validity.within_calendar(named, "the file name's time", match.group("ts"))
     if created is None:
         created = datetime(1970, 1, 1, tzinfo=UTC)
     kind = meta.get("kind")
@@ -591,6 +593,7 @@ def _memory_from_document(rel: str, doc: front_matter.Document, digest: str) -> 
     known = set(front_matter.KNOWN_KEYS)
     since = validity.normalize(meta.get(validity.VALID_FROM), validity.VALID_FROM)
     until = validity.normalize(meta.get(validity.VALID_TO), validity.VALID_TO)
+    parse_when(meta.get(RESTORED_AT), RESTORED_AT)  # the app's stamp: a date a file gives is checked
     if since and until and validity.start(until) < validity.start(since):
         raise ValidationError(f"valid_to {until} is before valid_from {since}")
     return Memory(

@@ -22,6 +22,23 @@ VALID_FROM = "valid_from"
 VALID_TO = "valid_to"
 _PERIOD = re.compile(r"^(?P<y>\d{4})(?:-(?P<m>\d{2})(?:-(?P<d>\d{2}))?)?$")
 _FORMS = "a year (2024), a month (2024-03), a day (2024-03-15) or an ISO date-time"
+# Dates read from files keep a margin from the calendar's ends (year 1, year 9999): near them,
+# converting to UTC or adding a day raises OverflowError, which stopped every command once one
+# such file (hand-made, or from a sync remote) was in the store. Outside: a problem file.
+EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
+LATEST = datetime(9001, 1, 1, tzinfo=UTC)  # ~1,000 years of room for any arithmetic
+
+
+def within_calendar(moment: datetime, key: str, value: Any) -> datetime:
+    """`moment` (naive means UTC) in UTC, when it lies in the years 1000-9000; else ValidationError."""
+    try:
+        utc = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
+        shown = value.isoformat() if isinstance(value, date) else repr(value)
+        raise ValidationError(f"{key} {shown} is outside the years 1000 to 9000")
+    return utc
 
 
 def normalize(value: Any, key: str) -> str | None:
@@ -33,18 +50,20 @@ def normalize(value: Any, key: str) -> str | None:
     if isinstance(value, bool):
         raise ValidationError(f"{key} {value!r} is not a date: use {_FORMS}")
     if isinstance(value, datetime):
-        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat()
+        return within_calendar(value, key, value).isoformat()
     if isinstance(value, date):
+        within_calendar(datetime(value.year, value.month, value.day), key, value)
         return value.isoformat()
-    if isinstance(value, int) and 1000 <= value <= 9999:
+    if isinstance(value, int) and 1000 <= value <= 9000:
         return str(value)
+    if isinstance(value, int) and 0 <= value <= 9999:
+        raise ValidationError(f"{key} {value!r} is outside the years 1000 to 9000")
     if isinstance(value, str):
         text = value.strip()
         match = _PERIOD.match(text)
         if match:
             try:
-                _period_start(match)
+                within_calendar(_period_start(match), key, value)
             except ValueError:
                 raise ValidationError(f"{key} {value!r} is not a real date: use {_FORMS}") from None
             return text
@@ -52,8 +71,7 @@ def normalize(value: Any, key: str) -> str | None:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise ValidationError(f"{key} {value!r} is not a date: use {_FORMS}") from None
-        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat()
+        return within_calendar(moment, key, value).isoformat()
     raise ValidationError(f"{key} {value!r} is not a date: use {_FORMS}")
 
 
