@@ -84,3 +84,26 @@ def test_no_engine_name_is_imported_by_name_at_run_time() -> None:
         if lines and rel not in IMPORTS_BY_NAME_ALLOWED:
             offenders[rel] = lines
     assert not offenders, f"imports by name (the import contracts cannot see them): {offenders}"
+
+
+ENGINE_PARTS = {"store", "git", "lock", "writer", "manifest", "catalog", "raw", "index", "retriever",
+                "chat_service", "memory_llm"}
+
+
+def _engine_named(node: ast.expr) -> bool:
+    """`engine`, `self.engine`, `self._engine`, `window.engine`, `opened.engine` ..."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.lstrip("_") == "engine"
+
+
+def test_front_ends_reach_no_engine_part() -> None:
+    """A front end talks to MemoryEngine's methods and sub-facades, never to a part one dot
+    behind it (engine.lock.acquire, engine.store.memory_from_bytes were 19 such reaches)."""
+    reaches = []
+    for front in ("ui", "cli", "api"):
+        for path in sorted((ROOT / "desktop_mem" / front).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Attribute) and node.attr in ENGINE_PARTS \
+                        and _engine_named(node.value):
+                    reaches.append(f"{path.relative_to(ROOT)}:{node.lineno} engine.{node.attr}")
+    assert not reaches, f"front ends reach engine parts: {reaches}"
