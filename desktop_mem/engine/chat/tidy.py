@@ -49,10 +49,11 @@ log = logging.getLogger(__name__)
 TIDY_KEY = review.TIDY_KEY  # in a proposal's `extra`: what tidy-up found
 STATE_FOLDER = f"{review.FOLDER}/tidy"
 LAST_RUN = f"{STATE_FOLDER}/last-run.json"
-# e5-small-v2 cosines: paraphrases of one fact sit at 0.90-0.97, two facts on one topic at
-# 0.84-0.90, unrelated facts of one person at 0.72-0.84 (benchmarks/long_use.py; docs/benchmarks.md).
+# e5-small-v2 cosines over labelled pairs in four languages (benchmarks/tidy_pairs.py,
+# docs/benchmarks.md): one fact in other words 0.93-0.99, a fact and its contradiction
+# 0.87-0.94, two facts of one person 0.72-0.89.
 PAIR_SIMILARITY = 0.86  # a pair the model is asked about
-LIKELY_DUPLICATE = 0.93  # counted as a likely duplicate by the health view (no model)
+LIKELY_DUPLICATE = 0.95  # counted as a likely duplicate by the health view (no model)
 GAP_SIMILARITY = 0.84  # a summary sentence no live fact reaches this closely is a gap candidate
 MAX_PAIRS = 60  # model calls per run for pairs; the closest first
 MAX_GAPS = 12
