@@ -113,6 +113,8 @@ SETTINGS: tuple[Setting, ...] = (
     S("memory.review", str, "off", "Review mode: the model's UPDATE and DELETE decisions ('changes'), or "
       "every decision ('all'), wait for you in the review list instead of being applied.",
       choices=("off", "changes", "all")),
+    S("memory.tidy_when_idle_minutes", int, 0, "The window runs a tidy-up (proposals only, for Review) "
+      "after this many minutes without a change to memory; 0: never.", minimum=0, maximum=1440),
     S("memory.summary_threshold", int, 40, "Messages beyond the summary before it is updated.", minimum=2),
     S("memory.summary_keep_last", int, 12, "Newest messages kept verbatim (not summarised).", minimum=0),
     S("context.strategy", str, "summarizing", "Default in-session context strategy.",
@@ -187,6 +189,7 @@ IntSetting = Literal[
     "retrieval.reranker_threads",
     "retrieval.rerank_idle_release_s",
     "memory.max_entries",
+    "memory.tidy_when_idle_minutes",
     "memory.summary_threshold",
     "memory.summary_keep_last",
     "context.max_turns",

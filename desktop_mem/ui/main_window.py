@@ -288,6 +288,11 @@ class MainWindow(QMainWindow):
         self.status.addPermanentWidget(self.review_badge)
         self.bridge.store_changed.connect(self.review_badge.on_store_changed)
         self.workspace.browser.health_bar.tidy_requested.connect(self.store_actions.tidy_up)
+        from desktop_mem.ui.idle_tidy import IdleTidy
+
+        idle = 0 if engine.read_only else int(engine.config["memory.tidy_when_idle_minutes"])
+        self.idle_tidy = IdleTidy(idle, self.store_actions.tidy_up, self)  # off by default
+        self.bridge.store_changed.connect(self.idle_tidy.on_store_changed)
         # "Redact or keep?" for hand edits holding a likely secret, those found at start first.
         self.held_back_notice = HeldBackNotice(engine, self.runner, self)
         self._column.insertWidget(1, self.held_back_notice)

@@ -47,3 +47,26 @@ def test_tidy_up_from_the_menu_opens_its_proposals_in_review_and_the_health_line
         assert win.engine is not None and len(win.engine.list_memories(role="memory")) == 2  # nothing applied
     finally:
         win.shutdown()
+
+
+def test_the_idle_tidy_up_runs_once_per_spell_of_changes_and_is_off_by_default(qtbot: Any) -> None:
+    from desktop_mem.engine.models import Operation, StoreChange
+    from desktop_mem.ui.idle_tidy import IdleTidy
+
+    def change(operation: Operation) -> StoreChange:
+        return StoreChange(operation=operation, memory_ids=(), conversation_id=None, commit=None)
+
+    off = IdleTidy(0, lambda: None)
+    off.on_store_changed(change(Operation.ADD))
+    assert not off.waiting  # the default: never
+
+    runs: list[int] = []
+    idle = IdleTidy(1, lambda: runs.append(1))
+    idle._timer.setInterval(50)  # a minute, shortened for the test
+    idle.on_store_changed(change(Operation.TURN))
+    qtbot.waitUntil(lambda: runs == [1], timeout=5000)
+    idle.on_store_changed(change(Operation.REVIEW))  # its own proposals' commit
+    qtbot.wait(200)
+    assert runs == [1] and not idle.waiting
+    idle.on_store_changed(change(Operation.EDIT))  # a new change: once more after the next quiet spell
+    qtbot.waitUntil(lambda: runs == [1, 1], timeout=5000)
