@@ -11,12 +11,12 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar, cast, get_args, overload
 
 import platformdirs
 import yaml
 
-from desktop_mem.engine.models import ValidationError
+from desktop_mem.engine.models import ContextTrigger, SecretsPolicy, StrategyName, ValidationError
 
 APP_NAME = "desktop-mem"
 T = TypeVar("T")
@@ -118,8 +118,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("memory.summary_threshold", int, 40, "Messages beyond the summary before it is updated.", minimum=2),
     S("memory.summary_keep_last", int, 12, "Newest messages kept verbatim (not summarised).", minimum=0),
     S("context.strategy", str, "summarizing", "Default in-session context strategy.",
-      choices=("none", "trimming", "sliding_window", "summarizing", "compacting")),
-    S("context.trigger", str, "turns", "What triggers trimming/compacting.", choices=("turns", "tokens")),
+      choices=get_args(StrategyName)),
+    S("context.trigger", str, "turns", "What triggers trimming/compacting.",
+      choices=get_args(ContextTrigger)),
     S("context.max_turns", int, 20, "Trimming: user turns before trimming.", minimum=1),
     S("context.keep_last_turns", int, 6, "Trimming: user turns kept.", minimum=1),
     S("context.window_messages", int, 30, "Sliding window: messages kept.", minimum=1),
@@ -142,7 +143,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("security.secrets", str, "ask", "A likely secret (API key, token, private key, password) in a "
       "memory: ask before storing it (manual edits; a file edited outside the app waits uncommitted "
       "for Redact / Keep as written in the window or `desktop-mem secrets`; chat turns and extracted "
-      "facts are redacted), always redact it, or keep it.", choices=("ask", "redact", "keep")),
+      "facts are redacted), always redact it, or keep it.", choices=tuple(p.value for p in SecretsPolicy)),
     S("sync.remote_url", str, "", "Git remote the store syncs with (`desktop-mem sync`): a URL or a "
       "folder (empty: no sync).", env="DESKTOP_MEM_SYNC_URL"),
     S("sync.branch", str, "main", "Branch of the sync remote that holds the store."),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from itertools import repeat
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class Role(StrEnum):
@@ -50,6 +50,12 @@ class SecretsPolicy(StrEnum):
         """The policy for text written with nobody there to ask (turns, extracted facts, an AI
         tool's write): redact, unless the setting keeps secrets as written."""
         return cls.KEEP if setting == cls.KEEP else cls.REDACT
+
+
+# The in-session context strategies (003) and what triggers trimming or compacting: chat/context.py
+# implements them, config.py offers them as the settings' choices.
+StrategyName = Literal["none", "trimming", "sliding_window", "summarizing", "compacting"]
+ContextTrigger = Literal["turns", "tokens"]
 
 
 class Decision(StrEnum):

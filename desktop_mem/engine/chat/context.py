@@ -13,15 +13,14 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Final, Literal, Protocol, cast, get_args
+from typing import Any, ClassVar, Final, Protocol, cast, get_args
 
 from desktop_mem.engine.chat.memory_interface import SimpleMemory
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 from desktop_mem.engine.config import default
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, ChatMessage
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, ChatMessage, ContextTrigger, StrategyName
 
 Message = ChatMessage
-StrategyName = Literal["none", "trimming", "sliding_window", "summarizing", "compacting"]
 STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
 Summarizer = Callable[[str | None, list[Message]], str | None]
 """(previous summary, messages to fold in) -> new summary, or None when summarising failed."""
@@ -56,7 +55,7 @@ class StrategySettings:
     summary_keep_last: int = default("memory.summary_keep_last")
     compact_trigger_turns: int = default("context.compact_trigger_turns")
     compact_keep_turns: int = default("context.compact_keep_turns")
-    trigger: Literal["turns", "tokens"] = "turns"
+    trigger: ContextTrigger = "turns"
     max_tokens: int = default("context.max_tokens")
     compact_tool_arguments: bool = False  # also shrink long tool-call arguments of old turns
 
@@ -69,7 +68,7 @@ class StrategySettings:
         for field in ("summary_keep_last", "compact_trigger_turns", "compact_keep_turns"):
             if getattr(self, field) < 0:
                 raise ValueError(f"Context setting {field} must not be negative, got {getattr(self, field)}.")
-        if self.trigger not in ("turns", "tokens"):
+        if self.trigger not in get_args(ContextTrigger):
             raise ValueError(f"Context setting trigger must be 'turns' or 'tokens', got {self.trigger!r}.")
 
 

@@ -58,7 +58,15 @@ from desktop_mem.engine.index.retrieval import (
     injection_lines,
     said_on,
 )
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, ChatMessage, Memory, Operation, Role, utc_now
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    TURN_ROLES,
+    ChatMessage,
+    Memory,
+    Operation,
+    Role,
+    utc_now,
+)
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 from desktop_mem.engine.store.secrets_scan import describe
 
