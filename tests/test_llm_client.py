@@ -331,3 +331,22 @@ def test_bad_request_that_cannot_be_relaxed_is_reported(scripted_llm: ScriptedLL
     err = _error(lambda: _client(scripted_llm).complete(HI, max_tokens=5, json_mode=True))
     assert err.kind == "server_error" and "HTTP 400" in err.message and "context length" in err.message
     assert len(scripted_llm.chat_requests) == 2  # once with json mode, once without
+
+
+def test_a_request_is_counted_open_until_the_server_answers(scripted_llm: ScriptedLLM) -> None:
+    import threading
+    import time
+
+    from desktop_mem.engine.chat.llm_client import open_requests
+
+    scripted_llm.script(lambda body: True, Fault.delay(1.5, then="late"))
+    client = _client(scripted_llm)
+    answers: list[str] = []
+    worker = threading.Thread(target=lambda: answers.append(client.complete(HI)))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while open_requests(scripted_llm.base_url) == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert open_requests(scripted_llm.base_url + "/") == 1  # a waiting reply can say so
+    worker.join(10)
+    assert answers == ["late"] and open_requests(scripted_llm.base_url) == 0

@@ -441,6 +441,14 @@ class MemoryEngine:
         """The chat pipeline (created on first use)."""
         return self._p.chat
 
+    def open_llm_requests(self) -> int:
+        """Chat requests this app has open at its model servers now (the chat's and the memory's)."""
+        from desktop_mem.engine.chat.llm_client import open_requests
+
+        chat = self.config["llm.base_url"]
+        urls = {chat.rstrip("/"), (self.config["llm.summary_base_url"] or chat).rstrip("/")}
+        return sum(open_requests(u) for u in urls)
+
     @property
     def memory_llm(self) -> ChatModel:
         """The summary/memory model (imports extract facts with it)."""

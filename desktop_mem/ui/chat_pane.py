@@ -46,6 +46,7 @@ from desktop_mem.ui.temporary_chat import (
 log = logging.getLogger(__name__)
 
 REPAINT_MS = 30
+SLOW_FIRST_WORDS_S = 30  # a reply with no words after this long says what may hold it up
 TICK_MS = 250  # "Updating memory… N s" counts whole seconds (a 1 s timer firing early showed 0 s twice)
 EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
               "memory was used.")
@@ -131,6 +132,8 @@ class _Turn:
     cancel: threading.Event = field(default_factory=threading.Event)
     released: bool = False  # stopped by the user: the pane no longer waits for it
     answered: bool = False  # its first words arrived
+    started: float = field(default_factory=time.monotonic)
+    waited: int = -1  # the whole seconds its waiting text last said
 
 
 @dataclass
@@ -465,13 +468,24 @@ class ChatPane(QWidget):
         message.setParent(None)
         message.deleteLater()
 
-    def _waiting_text(self) -> str:
-        """What a new reply waits for, before its first words."""
+    def _waiting_text(self, seconds: int = 0) -> str:
+        """What a new reply waits for, before its first words, and for how long: the app's other
+        requests at the model server (memory updates) and, after a while, what else it may be."""
         model = self._engine.config["llm.model"] or "the model"
-        if any(p.conversation_id == self._conversation for p in self._awaiting_outcome):
-            return (f"Waiting for {model}… The server is also updating memory from the previous "
-                    "turn; it may answer one request at a time.")
-        return f"Waiting for {model}…"
+        parts = [f"Waiting for {model}… {seconds} s"]
+        now = time.monotonic()
+        for p in self._awaiting_outcome:
+            step = f", {p.stage}" if p.stage else ""
+            parts.append(f"The memory update of an earlier reply is still running ({int(now - p.started)} s"
+                         f"{step}); a local server answers one request at a time.")
+        others = max(self._engine.open_llm_requests() - 1, 0)  # one is this message's own
+        if others and not self._awaiting_outcome:
+            parts.append(f"{others} other request{'s' if others > 1 else ''} of this app "
+                         f"{'are' if others > 1 else 'is'} open at the model server.")
+        if seconds >= SLOW_FIRST_WORDS_S:
+            parts.append("No words yet: the server may be busy with other programs' requests or still "
+                         "loading the model. Stop (Esc) keeps your message.")
+        return "\n".join(parts)
 
     def focus_input(self) -> None:
         """Put the cursor in the message box."""
@@ -633,8 +647,13 @@ class ChatPane(QWidget):
 
     @Slot()
     def _on_repaint_timeout(self) -> None:
-        if self._turn is not None:
-            self._show_words(self._turn)
+        turn = self._turn
+        if turn is not None:
+            self._show_words(turn)
+            seconds = int(time.monotonic() - turn.started)
+            if not turn.answered and turn.message is not None and seconds != turn.waited:
+                turn.waited = seconds  # what the reply waits for, counted in whole seconds
+                turn.message.set_waiting(self._waiting_text(seconds))
 
     def _show_words(self, turn: _Turn) -> None:
         """Append the words streamed since the last repaint; the first ones say the LLM answers."""

@@ -135,8 +135,8 @@ def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
 def _matches(results: list[SearchResult], threshold: float, fact_threshold: float) -> list[SearchResult]:
     """The results that match: turns and summaries at `threshold`, facts at `fact_threshold` or
     near the best fact (NEAR_BEST_FACT, never under `fact_threshold` - NEAR_BEST_FACT)."""
-    best = max((r.scores.dense for r in results if r.memory.role == Role.MEMORY and r.scores.dense is not None),
-               default=None)
+    dense = [r.scores.dense for r in results if r.memory.role == Role.MEMORY and r.scores.dense is not None]
+    best = max(dense, default=None)
     fact_cut = fact_threshold if best is None else max(min(fact_threshold, best - NEAR_BEST_FACT),
                                                        fact_threshold - NEAR_BEST_FACT)
     return [r for r in results

@@ -36,6 +36,9 @@ def test_saves_and_deletes_land_while_a_slow_reply_is_pending(qtbot: Any, indexe
     pane.send_button.click()
     qtbot.waitUntil(lambda: _chat_requests(scripted_llm) == 1, timeout=10000)  # the reply is under way
     assert pane.busy and "Waiting for test-model" in pane.messages()[-1].view.placeholderText()
+    # the wait counts its seconds (issue #39: 240 s of "Waiting for local…" with no clock)
+    qtbot.waitUntil(lambda: "Waiting for test-model… 2 s" in pane.messages()[-1].view.placeholderText(),
+                    timeout=5000)
 
     started = time.monotonic()
     editor.new_memory("trip")
@@ -192,10 +195,13 @@ def test_the_status_bar_shows_the_servers_real_state_after_a_failed_reply(
 
 def test_a_message_sent_while_the_memory_update_runs_starts_at_once_and_says_what_it_waits_for(
         qtbot: Any, indexed_engine: Any, bridge: Any, scripted_llm: Any) -> None:
+    from tests.llm_roles import SUMMARY
     from tests.ui.test_chat_pane import FACTS
 
-    scripted_llm.script(FACTS, Fault.delay(SLOW_S, then='["The user likes figs"]'), times=1)
+    # the memory update's own model call (the summary: facts are read before the reply) is slow
+    scripted_llm.script(FACTS, '["The user likes figs"]', times=1)
     scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(SUMMARY, Fault.delay(SLOW_S, then="The user likes figs."), times=1)
     scripted_llm.script(is_chat, "Noted.")
     runner = TaskRunner()
     pane = _pane(qtbot, indexed_engine, runner, bridge)
@@ -205,12 +211,12 @@ def test_a_message_sent_while_the_memory_update_runs_starts_at_once_and_says_wha
     pane.input.setPlainText("I like figs")
     with qtbot.waitSignal(pane.reply_finished, timeout=30000):
         pane.send_button.click()
-    qtbot.waitUntil(lambda: any(FACTS in r.system_text for r in scripted_llm.chat_requests), timeout=10000)
+    qtbot.waitUntil(lambda: any(SUMMARY in r.system_text for r in scripted_llm.chat_requests), timeout=10000)
     pane.input.setPlainText("And dates?")
     with qtbot.waitSignal(pane.reply_finished, timeout=SLOW_S * 1000 // 2) as second:
         pane.send_button.click()
         waiting = pane.messages()[-1].view.placeholderText()
-    assert "also updating memory from the previous turn" in waiting
+    assert "The memory update of an earlier reply is still running" in waiting
     assert second.args[0].text == "Noted." and not outcomes, "the reply did not wait for the memory update"
     qtbot.waitUntil(lambda: len(outcomes) >= 1, timeout=SLOW_S * 1000 * 3)
     indexed_engine.wait_idle(60)

@@ -36,6 +36,24 @@ _SCHEMA_LOCK = threading.Lock()
 _REFUSALS = (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError)
 
 
+# Requests of this process open at a model server, by base URL: a chat reply waiting for its first
+# words says how many others this app has at the server (a local server answers one at a time).
+_OPEN: dict[str, int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_requests(base_url: str) -> int:
+    """How many chat requests this process has open at ``base_url`` now."""
+    with _OPEN_LOCK:
+        return _OPEN.get(base_url.rstrip("/"), 0)
+
+
+def _count_open(base_url: str, step: int) -> None:
+    key = base_url.rstrip("/")
+    with _OPEN_LOCK:
+        _OPEN[key] = max(_OPEN.get(key, 0) + step, 0)
+
+
 class LLMClient:
     """Chat with one endpoint; maps every transport/protocol failure to ``LLMError``."""
 
@@ -209,17 +227,22 @@ class LLMClient:
         return self._client
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
-        """Create a completion, relaxing options the server rejects (400/422) one at a time."""
+        """Create a completion, relaxing options the server rejects (400/422) one at a time.
+        Counted open (open_requests) until it answers; a stream until its first chunk."""
         client = self._openai()
         attempt = dict(kwargs)
-        while True:
-            try:
-                return client.chat.completions.create(**attempt)
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
-                relaxed = _relax(attempt, str(err))
-                if relaxed is None:
-                    raise
-                attempt = relaxed
+        _count_open(self._url, +1)
+        try:
+            while True:
+                try:
+                    return client.chat.completions.create(**attempt)
+                except (openai.BadRequestError, openai.UnprocessableEntityError) as err:
+                    relaxed = _relax(attempt, str(err))
+                    if relaxed is None:
+                        raise
+                    attempt = relaxed
+        finally:
+            _count_open(self._url, -1)
 
     def _chat_kwargs(
         self, messages: Sequence[Mapping[str, Any]], temperature: float | None, max_tokens: int | None
