@@ -297,3 +297,20 @@ def test_a_question_about_someone_gives_no_fact_about_them() -> None:
     facts, _rejected = ground([_RawFact("Anna is visiting the user this weekend", "Anna", "sister")],
                               "Is my sister Anna coming over?", "")
     assert facts == []
+
+
+def test_the_write_path_reads_a_correction_again_with_what_memory_holds(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """When the reply could not wait, the write path's own reading still knows the daughter Ines
+    (the relation is grounded in memory, not in "Ines turned 8")."""
+    from tests.scripted_llm import Fault
+
+    chat_engine.add("The user's daughter Ines is 7 years old", conversation_id="global", role="memory")
+    rule, answer = _understood("Ines turned", {"facts": [
+        _fact("The user's daughter Ines is 8 years old", "Ines", "daughter", "Ines is 7 years old")]})
+    scripted_llm.script(rule, Fault.status(500, "busy"), times=1)
+    scripted_llm.script(rule, answer)
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", "Small correction: Ines turned 8 last week")
+    assert _live(chat_engine) == ["The user's daughter Ines is 8 years old"]

@@ -31,7 +31,7 @@ from desktop_mem.engine.chat.extraction import (
 from desktop_mem.engine.chat.named_facts import find_named, forget_targets
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
-from desktop_mem.engine.chat.understanding import understand
+from desktop_mem.engine.chat.understanding import understand_turn
 from desktop_mem.engine.chat.write_progress import (
     EXTRACTING,
     RECONCILING,
@@ -120,10 +120,14 @@ def _decide(
     understood = turn.understood
     if understood is None or (llm is not None and not understood.by_model and not turn.forget):
         # not read on the reply path, or its model call failed there (it waits less): read here
-        understood = understand(llm, turn.user.text)
+        transcript = snap.transcript(conv)
+        at = next((i for i, m in enumerate(transcript) if m.id == turn.user.id), len(transcript))
+        before = transcript[:at]
+        live = [m for m in _facts(snap, conv) if not m.deleted]
+        understood = understand_turn(llm, turn.user.text,
+                                     [(str(m.role), snap.for_prompt(m).text) for m in before], live)
         if understood.asks_forget and not turn.forget:
-            previous = [m for m in snap.transcript(conv) if m.role == Role.USER and m.id != turn.user.id]
-            live = [m for m in _facts(snap, conv) if not m.deleted]
+            previous = [m for m in before if m.role == Role.USER]
             named = forget_targets(ports.search, conv, live, understood.forget or (),
                                    previous[-1].id if previous else None)
             turn = replace(turn, forget=tuple(m.id for m in named.clear),

@@ -43,13 +43,7 @@ from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
-from desktop_mem.engine.chat.understanding import (
-    MAX_RECENT_TURNS,
-    Understood,
-    names_and_numbers,
-    understand,
-    words_of,
-)
+from desktop_mem.engine.chat.understanding import Understood, understand_turn
 from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
@@ -411,9 +405,7 @@ class ChatService:
         them: what was forgotten masked) and what memory holds about the names it mentions."""
         llm = self.understand_llm if self.ports.config["llm.base_url"] else None
         recent = [(str(m.role), masked.get(m.id, m.text)) for m in turns if m.role in TURN_ROLES]
-        names = names_and_numbers(f"x {message}")
-        known = [m.text for m in live if names & words_of(m.text)] if names else []
-        return understand(llm, message, recent[-MAX_RECENT_TURNS:], known)
+        return understand_turn(llm, message, recent, live)
 
     def _forget_targets(
         self, conv: str, understood: Understood | None, live: Sequence[Memory], own: Sequence[Memory]

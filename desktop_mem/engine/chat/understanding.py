@@ -33,7 +33,7 @@ from desktop_mem.engine.chat.extraction import (
 )
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_string_list, strip_reasoning
-from desktop_mem.engine.models import Message
+from desktop_mem.engine.models import Memory, Message
 
 MAX_RECENT_TURNS = 4
 MAX_TURN_CHARS = 400
@@ -119,6 +119,16 @@ def understand(
         facts = []  # a request to forget states nothing new (what it names is not a fact to keep)
     return Understood(tuple(facts[:MAX_FACTS]), tuple(forget[:MAX_FORGET]) if forget is not None else None,
                       parsed.language, None, tuple(rejected), by_model=True)
+
+
+def understand_turn(
+    llm: ChatModel | None, message: str, recent: Sequence[tuple[str, str]], live: Iterable[Memory],
+) -> Understood:
+    """``understand`` with the context a turn has: the last turns before it (role, text) and the
+    live facts that mention a name or number of the message (what memory holds about them)."""
+    names = names_and_numbers(f"x {message}")
+    known = [m.text for m in live if names & words_of(m.text)] if names else []
+    return understand(llm, message, recent[-MAX_RECENT_TURNS:], known)
 
 
 def _by_patterns(text: str, hint: str | None) -> Understood:
