@@ -9,28 +9,26 @@ out: lists and searches leave it out, asking for it by id is an error that says 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from desktop_mem.engine.api import MemoryEngine, Planned, SearchFilters, kind_of, parse_as_of
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
     KINDS,
-    CommitInfo,
     ConflictError,
     NotFoundError,
     SecretsPolicy,
     ValidationError,
 )
 from desktop_mem.engine.schema import (
-    HISTORY_EVENTS_SHOWN,
     MemoryJSON,
     MemoryPageJSON,
     MemoryQuery,
     SearchJSON,
+    commit_json,
     memory_json,
+    proposal_json,
     search_hit_json,
 )
 
@@ -201,24 +199,6 @@ def history(engine: MemoryEngine, memory_id: str | None, limit: int | None) -> d
     return {"commits": [commit_json(c) for c in commits]}
 
 
-def commit_json(c: CommitInfo) -> dict[str, Any]:
-    """A classified commit: who (source, client), when, and its events with their diffs: the
-    first HISTORY_EVENTS_SHOWN of them, with how many there are of each type (an import of 100,000
-    memories is one commit: all its events would flood the client's context)."""
-    events = []
-    for e in islice(c.events, HISTORY_EVENTS_SHOWN):
-        diff = "".join(difflib.unified_diff(
-            (e.old_text or "").splitlines(keepends=True), (e.new_text or "").splitlines(keepends=True),
-            "before", "after")) if e.old_text != e.new_text else ""
-        events.append({"type": e.type.value, "memory_id": e.memory_id, "conversation": e.conversation_id,
-                       "old_text": e.old_text, "new_text": e.new_text, "replaced_by": e.replaced_by,
-                       "new_id": e.new_id, "diff": diff})
-    return {"commit": c.sha, "subject": c.subject, "at": c.committed_at.isoformat(),
-            "source": c.trailers.get("Source"), "client": c.trailers.get("Client"), "events": events,
-            "events_total": len(c.events),
-            "event_counts": {t.value: n for t, n in c.type_counts().items()}}
-
-
 # ChatGPT connectors and deep research call exactly two tools, `search` and `fetch`, with fixed
 # shapes: search(query) -> {"results": [{id, title, url}]}, fetch(id) -> {id, title, text, url,
 # metadata}, each as one JSON text item. The url is the memory's MCP resource, for citation.
@@ -262,11 +242,9 @@ def summary(engine: MemoryEngine, conversation: str) -> str:
 
 def review(engine: MemoryEngine, action: str, proposal_id: str | None, text: str | None) -> dict[str, Any]:
     """Review mode's proposals: list them, or accept (optionally with `text`) / reject one."""
-    from dataclasses import asdict
-
     if action == "list":
         found, broken = engine.proposals()
-        return {"proposals": [{**asdict(p), "summary": p.describe()} for p in found], "unreadable": broken}
+        return {"proposals": [proposal_json(p) for p in found], "unreadable": broken}
     if action not in ("accept", "reject"):
         raise ValidationError(f"action {action!r} is not one of list, accept, reject")
     if not proposal_id:
@@ -275,7 +253,7 @@ def review(engine: MemoryEngine, action: str, proposal_id: str | None, text: str
         proposal, commit = engine.accept_proposal(proposal_id, text)
     else:
         proposal, commit = engine.reject_proposal(proposal_id)
-    return {action + "ed": {**asdict(proposal), "summary": proposal.describe()}, "commit": commit}
+    return {action + "ed": proposal_json(proposal), "commit": commit}
 
 
 def tidy(engine: MemoryEngine) -> dict[str, Any]:

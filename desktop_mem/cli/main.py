@@ -25,7 +25,7 @@ from desktop_mem.engine.models import (
     StoreLockedError,
     ValidationError,
 )
-from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery
+from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery, commit_json
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -435,7 +435,7 @@ def cmd_history(args: argparse.Namespace, config: Config) -> int:
     # git alone: a history reader need not load the store's memories (seconds at 100,000)
     commits = MemoryEngine.read_history(config, limit=args.limit, offset=args.offset)
     if args.json:
-        emit_json(commits)
+        emit_json([commit_json(c, events_shown=None) for c in commits])  # every event
         return 0
     for c in commits:
         print(terminal_safe(f"{c.sha[:10]}  {c.committed_at:%Y-%m-%d %H:%M}  {c.subject}"))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable, MutableMapping
-from dataclasses import asdict
 from typing import Any
 
 from desktop_mem.cli.output import EngineError_, terminal_safe
 from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import EngineError
+from desktop_mem.engine.schema import proposal_json
 
 Handler = Callable[[argparse.Namespace, Config], int]
 Opener = Callable[[Config, str], MemoryEngine]
@@ -41,7 +41,7 @@ def cmd_review(args: argparse.Namespace, config: Config, open_engine: Opener) ->
         if args.action == "list":
             found, broken = engine.proposals()
             if args.json:
-                print(json.dumps({"proposals": [asdict(p) for p in found], "unreadable": broken},
+                print(json.dumps({"proposals": [proposal_json(p) for p in found], "unreadable": broken},
                                  ensure_ascii=False, indent=2))
                 return 0
             for p in found:
@@ -58,7 +58,7 @@ def cmd_review(args: argparse.Namespace, config: Config, open_engine: Opener) ->
             proposal, commit = engine.reject_proposal(args.id)
             verb = "rejected"
     if args.json:
-        print(json.dumps({verb: asdict(proposal), "commit": commit}, ensure_ascii=False, indent=2))
+        print(json.dumps({verb: proposal_json(proposal), "commit": commit}, ensure_ascii=False, indent=2))
     else:
         print(terminal_safe(f"{verb}: {proposal.describe()} ({(commit or 'not committed')[:10]})"))
     return 0
@@ -79,7 +79,7 @@ def _every(args: argparse.Namespace, config: Config, open_engine: Opener) -> int
             except EngineError as exc:
                 failed.append({"id": proposal.id, "error": str(exc)})
                 continue
-            done.append({"proposal": asdict(proposal), "commit": commit})
+            done.append({"proposal": proposal_json(proposal), "commit": commit})
     verb = "accepted" if args.action == "accept" else "rejected"
     if args.json:
         print(json.dumps({verb: done, "failed": failed}, ensure_ascii=False, indent=2))

@@ -11,17 +11,20 @@ typing_extensions ones because pydantic (the MCP SDK's output schemas) needs the
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol
 
 from typing_extensions import TypedDict
 
-from desktop_mem.engine.models import KINDS, ROLES, Memory, Role, ValidationError
+from desktop_mem.engine.models import KINDS, ROLES, CommitInfo, Memory, Role, TimelineEvent, ValidationError
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 
 if TYPE_CHECKING:
+    from desktop_mem.engine.chat.review import Proposal
     from desktop_mem.engine.index.retrieval import SearchResult
 
 MAX_PAGE = 1000
@@ -122,6 +125,80 @@ def search_hit_json(result: SearchResult) -> SearchHitJSON:
                           "recency": round(s.recency, 4)}
     hit: dict[str, Any] = {**memory_json(result.memory), "score": scores["final"], "scores": scores}
     return hit  # type: ignore[return-value]  # MemoryJSON + the two keys above
+
+
+class EventJSON(TypedDict):
+    """One thing a commit did to one memory (history.timeline's classification), with its diff."""
+
+    type: str  # ADD, UPDATE, DELETE, RESTORE, EDIT, EVICT, SUMMARY ...
+    commit: str
+    memory_id: str | None
+    conversation_id: str | None
+    conversation: str | None  # alias of conversation_id (MCP)
+    path: str
+    old_path: str | None
+    old_text: str | None
+    new_text: str | None
+    diff: str  # unified diff of old_text -> new_text ("" when the text did not change)
+    replaced_by: str | None
+    new_id: str | None
+    role: str | None
+    hard_delete: bool
+    valid_from: str | None
+    valid_to: str | None
+    validity_changed: bool
+
+
+class CommitJSON(TypedDict):
+    """A classified commit: who (source, client), when, and its events. `events` may be the first
+    `events_shown` of `events_total` (an import of 100,000 memories is one commit); `event_counts`
+    counts every event by type."""
+
+    sha: str
+    commit: str  # alias of sha (MCP)
+    subject: str
+    author: str
+    committed_at: str
+    at: str  # alias of committed_at (MCP)
+    trailers: dict[str, str]
+    source: str | None
+    client: str | None
+    made_by_app: bool
+    events_from_paths: bool  # a bulk commit: events from the file paths alone, without texts
+    events_total: int
+    event_counts: dict[str, int]
+    events: list[EventJSON]
+
+
+def event_json(e: TimelineEvent) -> EventJSON:
+    """One event of a commit, with the diff of its text."""
+    diff = "".join(difflib.unified_diff(
+        (e.old_text or "").splitlines(keepends=True), (e.new_text or "").splitlines(keepends=True),
+        "before", "after")) if e.old_text != e.new_text else ""
+    return {"type": e.type.value, "commit": e.commit, "memory_id": e.memory_id,
+            "conversation_id": e.conversation_id, "conversation": e.conversation_id, "path": e.path,
+            "old_path": e.old_path, "old_text": e.old_text, "new_text": e.new_text, "diff": diff,
+            "replaced_by": e.replaced_by, "new_id": e.new_id, "role": e.role, "hard_delete": e.hard_delete,
+            "valid_from": e.valid_from, "valid_to": e.valid_to, "validity_changed": e.validity_changed}
+
+
+def commit_json(c: CommitInfo, events_shown: int | None = HISTORY_EVENTS_SHOWN) -> CommitJSON:
+    """A commit as the CLI (`history --json`: every event), REST and MCP (the first
+    HISTORY_EVENTS_SHOWN events, the rest counted) give it."""
+    at = c.committed_at.isoformat()
+    events = c.events if events_shown is None else islice(c.events, events_shown)
+    return {"sha": c.sha, "commit": c.sha, "subject": c.subject, "author": c.author, "committed_at": at,
+            "at": at, "trailers": dict(c.trailers), "source": c.trailers.get("Source"),
+            "client": c.trailers.get("Client"), "made_by_app": c.made_by_app,
+            "events_from_paths": c.events_from_paths, "events_total": len(c.events),
+            "event_counts": {t.value: n for t, n in c.type_counts().items()},
+            "events": [event_json(e) for e in events]}
+
+
+def proposal_json(p: Proposal) -> dict[str, Any]:
+    """A review proposal (chat/review.py): its fields, and `summary`, one line saying what
+    accepting it would do."""
+    return {**asdict(p), "summary": p.describe()}
 
 
 class MemoryLister(Protocol):
