@@ -23,7 +23,7 @@ class LockState(Protocol):
 
 
 class DoctorSource(Protocol):
-    """What `examine` looks at, and nothing else (compose.Parts and MemoryEngine satisfy it): the
+    """What `examine` looks at, and nothing else (compose.Parts satisfies it): the
     files, the raw catalog (counted, never shown), git, the lock, the problems and the index."""
 
     @property

@@ -1,5 +1,6 @@
 """The view of a store that history and the timeline work on: only what they use (compose.Parts
-and MemoryEngine satisfy it). Protocols only; GitHistory is history's own."""
+satisfies it; front ends reach history through engine.timeline, history/timeline_facade.py).
+Protocols only; GitHistory is history's own."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The views of a store that imports, exports and sync work on: protocols only, each with just
-what its part uses (no concrete class of another part leaks through); engine/compose.py's parts
-and MemoryEngine satisfy them."""
+what its part uses (no concrete class of another part leaks through); engine/compose.py's Parts
+satisfies them (front ends reach transfer through engine.transfer, transfer/transfer_facade.py)."""
 
 from __future__ import annotations
 
