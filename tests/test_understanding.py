@@ -314,3 +314,18 @@ def test_the_write_path_reads_a_correction_again_with_what_memory_holds(
     _script_rest(scripted_llm)
     _tell(chat_engine, "kids", "Small correction: Ines turned 8 last week")
     assert _live(chat_engine) == ["The user's daughter Ines is 8 years old"]
+
+
+def test_a_word_that_names_nothing_stored_is_not_taken_for_forget_that(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """"Forget my dog" (no dog stored) right after telling an allergy: the allergy stays. Only
+    nothing named ("forget that") means what the last message stored."""
+    chat_engine.add("The user has a cat named Miso", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("allergic", {"facts": [_fact("The user is allergic to peanuts")]}))
+    scripted_llm.script(*_understood("my dog", {"forget": ["dog"]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "pets", "I'm allergic to peanuts")
+    _tell(chat_engine, "pets", "Forget my dog")
+    assert _live(chat_engine) == ["The user has a cat named Miso", "The user is allergic to peanuts"]
+    assert "nothing stored" in _last_chat_request(scripted_llm).system_text

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat.currency import from_turns
+from desktop_mem.engine.chat.fact_guards import STOP
 from desktop_mem.engine.chat.ports import Search
 from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
@@ -79,12 +80,16 @@ def forget_targets(
     previous_user: str | None,
 ) -> Named:
     """What a request to forget names (``phrases``: what the model read it names). "Forget that"
-    (nothing named, or one word that names nothing: "dat") means the facts the previous user
-    message (``previous_user``, its turn id) stored."""
+    (nothing named) means the facts the previous user message (``previous_user``, its turn id)
+    stored."""
     named = find_named(search, conversation_id, live, [p for p in phrases if p.strip()])
     if named.clear:
         return named
-    if all(len(p.split()) <= 1 for p in phrases):
+    # nothing named ("" as the prompt asks, or only words like "that"): the last message's facts.
+    # A word that names nothing stored ("dog") is not taken for "that": the cross-encoder scores
+    # one-word queries near 0 whatever they mean ("that" 0.031, "dog" 0.00002), so scores cannot
+    # tell them apart, and a guess would delete what the last message said.
+    if all(not words_of(p) - STOP for p in phrases):
         stored = [m for m in live if previous_user and previous_user in from_turns(m)]
         if stored:
             return Named(tuple(stored))
