@@ -94,9 +94,7 @@ def test_a_hostile_global_git_config_changes_nothing_the_app_commits(
         engine.restore(other.id)
         history = engine.history(limit=10)
         diff = engine.diff(history[0].sha)
-        from desktop_mem.engine.api import sync
-
-        synced = sync(engine)
+        synced = engine.transfer.sync()
         root = engine.root
 
     assert not (hostile_home / "MARKER").exists(), "no hook of the user's ran"
