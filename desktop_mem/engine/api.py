@@ -66,6 +66,7 @@ from desktop_mem.engine.index.retrieval import (
     SearchResult,
 )
 from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
     CommitInfo,
     HeldBackChoice,
     Memory,
@@ -220,6 +221,19 @@ class MemoryEngine:
     def summary(self, conversation_id: str) -> Memory | None:
         """The conversation's rolling summary, if any; held back, with its likely secrets redacted."""
         return self._p.shared.summary(conversation_id)
+
+    def summary_out_of_date(self, conversation_id: str) -> tuple[bool, list[str]]:
+        """(whether the conversation's summary is stale, the forgotten or replaced facts it still
+        states): what the prompt already leaves out of it (chat/summary_state.py)."""
+        from desktop_mem.engine.chat import summary_state
+
+        summary = self.summary(conversation_id)
+        if summary is None:
+            return False, []
+        facts = [m for c in dict.fromkeys([conversation_id, GLOBAL_CONVERSATION])
+                 for m in self.list_memories(conversation_id=c, role="memory", include_deleted=True)]
+        return (summary_state.is_stale(summary, facts, conversation_id),
+                summary_state.states_gone(summary, facts))
 
     def transcript(self, conversation_id: str) -> list[Memory]:
         """The conversation's live turns, oldest first; a held-back one in place, redacted."""

@@ -29,6 +29,8 @@ from desktop_mem.ui.task_runner import TaskRunner
 
 Index = QModelIndex | QPersistentModelIndex
 STEP_ROLE = Qt.ItemDataRole.UserRole + 1
+HISTORY_SHOWN = 4  # commits named in the note, newest first
+HISTORY_READ = 20
 
 
 def _commit_label(commit: CommitInfo | None) -> str:
@@ -136,8 +138,8 @@ class LineageView(QWidget):
         self.model.set_lineage(None)
         self.note_label.setText(f"Reading the lineage of {memory_id[:12]}…")
         # Keyed per view: the pane's view and an open dialog never supersede each other.
-        self._runner.submit(self._engine.timeline.lineage, memory_id, key=f"lineage-{id(self)}",
-                            on_result=self._on_loaded, on_error=self._on_failed)
+        self._runner.submit(load_story, self._engine, memory_id, key=f"lineage-{id(self)}",
+                            on_result=self._on_story_loaded, on_error=self._on_failed)
 
     def clear(self, note: str = "Select an event to see its memory's lineage") -> None:
         """Show no chain."""
@@ -152,11 +154,22 @@ class LineageView(QWidget):
         if memory_id:
             self.show_memory(memory_id)
 
-    def _on_loaded(self, chain: Lineage) -> None:
+    def _on_story_loaded(self, story: tuple[Lineage, list[CommitInfo]]) -> None:
+        chain, history = story
+        self._on_loaded(chain, history)
+
+    def _on_loaded(self, chain: Lineage, history: list[CommitInfo] | None = None) -> None:
         self._lineage = chain
         self.model.set_lineage(chain)
-        notes = [f"{len(chain.earlier)} earlier, {len(chain.later)} later"
-                 if chain.earlier or chain.later else "Never replaced, and replaced nothing"]
+        changed = history is not None and len(history) > 1
+        notes = [f"{len(chain.earlier)} earlier, {len(chain.later)} later" if chain.earlier or chain.later
+                 else "Not replaced now" if changed else "Never replaced, and replaced nothing"]
+        if history and changed:
+            # the whole story, reverts and restores included (a revert undoes a replacement, so
+            # the chain alone showed nothing beside the Timeline's UPDATE and Revert rows)
+            steps = [f"{first_line(c.subject, 60)} ({when(c.committed_at)})" for c in history[:HISTORY_SHOWN]]
+            more = f" ← {len(history) - HISTORY_SHOWN} earlier" if len(history) > HISTORY_SHOWN else ""
+            notes.append("its history, newest first: " + " ← ".join(steps) + more)
         if chain.cycle:
             notes.append("the chain loops back on itself (edited by hand?)")
         if chain.dangling:
@@ -167,6 +180,11 @@ class LineageView(QWidget):
     def _on_failed(self, error: BaseException) -> None:
         self.model.set_lineage(None)
         self.note_label.setText(f"No lineage: {error}")
+
+
+def load_story(engine: MemoryEngine, memory_id: str) -> tuple[Lineage, list[CommitInfo]]:
+    """Run in a worker: the chain through a memory and the commits that touched its file."""
+    return engine.timeline.lineage(memory_id), engine.memory_history(memory_id, limit=HISTORY_READ)
 
 
 def show_lineage_dialog(parent: QWidget | None, runner: TaskRunner, engine: MemoryEngine,

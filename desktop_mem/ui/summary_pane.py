@@ -12,7 +12,7 @@ from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import MemoryEngine, word_diff
-from desktop_mem.engine.models import EngineError, Memory, StoreChange
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, EngineError, Memory, StoreChange
 from desktop_mem.ui.diff_view import inline_html
 from desktop_mem.ui.flow_layout import ElidedLabel
 from desktop_mem.ui.markdown_view import MarkdownView
@@ -40,13 +40,18 @@ class SummaryState:
     conversation_id: str
     summary: Memory | None
     versions: tuple[SummaryVersion, ...]
+    title: str = ""  # the conversation's title (its id when none was chosen)
+    stale: bool = False  # a fact it speaks for changed since it was written
+    gone: tuple[str, ...] = ()  # forgotten or replaced facts it still states
 
 
 def load_summary(engine: MemoryEngine, conversation_id: str) -> SummaryState:
     """Run in a worker: the summary and the text of each of its versions in git."""
     summary = engine.summary(conversation_id)
+    title = engine.conversation_title(conversation_id)
     if summary is None:
-        return SummaryState(conversation_id, None, ())
+        return SummaryState(conversation_id, None, (), title)
+    stale, gone = engine.summary_out_of_date(conversation_id)
     versions: list[SummaryVersion] = []
     for commit in engine.memory_history(summary.id, limit=MAX_VERSIONS):
         try:
@@ -57,7 +62,19 @@ def load_summary(engine: MemoryEngine, conversation_id: str) -> SummaryState:
             continue
         versions.append(SummaryVersion(commit.sha, commit.subject, when(commit.committed_at), old.text,
                                        old.summarized_count))
-    return SummaryState(conversation_id, summary, tuple(versions))
+    return SummaryState(conversation_id, summary, tuple(versions), title, stale, tuple(gone))
+
+
+def out_of_date_note(state: SummaryState) -> str:
+    """What the Summary pane says above a summary that no longer holds ('' when it does)."""
+    if state.gone:
+        said = "; ".join(f"“{t}”" for t in state.gone[:3]) + (" …" if len(state.gone) > 3 else "")
+        return (f"Out of date: it still states {said}, forgotten or replaced since. The model is sent "
+                "the current facts instead; the next chat turn rewrites it.")
+    if state.stale:
+        return ("Out of date: a fact it speaks for changed since it was written. The model is sent the "
+                "current facts instead; the next chat turn rewrites it.")
+    return ""
 
 
 def word_diff_html(old: str, new: str) -> str:
@@ -85,6 +102,11 @@ class SummaryPane(QWidget):
         self.meta_label = QLabel(self)
         self.meta_label.setObjectName("mutedLabel")
         self.meta_label.setWordWrap(True)
+        self.stale_banner = QLabel(self)
+        self.stale_banner.setObjectName("warningBanner")
+        self.stale_banner.setWordWrap(True)
+        self.stale_banner.setContentsMargins(8, 4, 8, 4)
+        self.stale_banner.hide()
         self.summary_view = MarkdownView(self)
         self.from_combo = QComboBox(self)
         self.to_combo = QComboBox(self)
@@ -105,6 +127,7 @@ class SummaryPane(QWidget):
         left_layout.setContentsMargins(0, 0, 0, 0)
         left_layout.addWidget(self.title_label)
         left_layout.addWidget(self.meta_label)
+        left_layout.addWidget(self.stale_banner)
         left_layout.addWidget(self.summary_view, 1)
         splitter = QSplitter(self)
         splitter.addWidget(left)
@@ -138,7 +161,7 @@ class SummaryPane(QWidget):
     def on_store_changed(self, change: StoreChange) -> None:
         """Reload when the shown conversation's summary may have changed."""
         if self._conversation is not None and (
-                change.conversation_id in (None, self._conversation)
+                change.conversation_id in (None, self._conversation, GLOBAL_CONVERSATION)
                 or any("/summaries/" in p for p in change.paths)):
             self.reload()
 
@@ -147,7 +170,10 @@ class SummaryPane(QWidget):
             return
         self._state = state
         summary = state.summary
-        self.title_label.setText(f"Summary of “{state.conversation_id}”")
+        self.title_label.setText(f"Summary of “{state.title or state.conversation_id}”")
+        note = out_of_date_note(state)
+        self.stale_banner.setText(note)
+        self.stale_banner.setVisible(bool(note))
         if summary is None:
             self.meta_label.setText("No summary yet: one is written once the conversation grows "
                                     "past the summary threshold.")

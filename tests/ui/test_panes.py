@@ -81,3 +81,22 @@ def test_settings_dialog_is_generated_from_settings_and_saves_changes(qtbot: Any
     assert saved.args[0]["retrieval.top_k"] == 9
     written = yaml.safe_load(Path(config.file).read_text(encoding="utf-8"))
     assert written["retrieval"]["top_k"] == 9 and written["llm"]["model"] == "no-such-model"
+
+
+def test_the_summary_pane_marks_a_summary_that_states_a_forgotten_fact(qtbot: Any, indexed_engine: Any,
+                                                                       runner: Any, settle: Any) -> None:
+    indexed_engine.create_demo()
+    pane = SummaryPane(indexed_engine, runner)
+    qtbot.addWidget(pane)
+    pane.set_conversation("trip-to-lisbon")
+    settle(runner)
+    assert not pane.stale_banner.isVisibleTo(pane)
+    assert pane.title_label.text() == f"Summary of “{indexed_engine.conversation_title('trip-to-lisbon')}”"
+    anna = next(m for m in indexed_engine.list_memories(conversation_id="trip-to-lisbon", role="memory")
+                if "Anna" in m.text)
+    indexed_engine.delete(anna.id)  # forgotten: the summary still names Anna until the next turn
+    pane.reload()
+    settle(runner)
+    assert pane.stale_banner.isVisibleTo(pane)
+    assert "The user travels with their sister Anna" in pane.stale_banner.text()
+    assert "Out of date" in pane.stale_banner.text()

@@ -271,6 +271,10 @@ def test_revert_a_replacement(qtbot: Any, engine: Any, built: Built, make_pane: 
     assert not engine.get(built.b).deleted and engine.get(built.c).deleted
     # The lineage shown follows the store: b is live again, c a tombstone.
     assert pane.lineage_view.lineage is not None and pane.lineage_view.lineage.current.live
+    # and tells its whole story, the revert included (issue #39: "Never replaced, and replaced
+    # nothing" beside the UPDATE and Revert rows of the same memory)
+    qtbot.waitUntil(lambda: "Revert update" in pane.lineage_view.note_label.text(), timeout=10000)
+    assert "Never replaced" not in pane.lineage_view.note_label.text()
 
 
 def test_revert_and_restore_are_off_once_done_so_a_second_press_asks_nothing(

@@ -438,7 +438,7 @@ def update_summary(
     return SummaryResult(text)
 
 
-_SUMMARY_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
+SUMMARY_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 _MATERIAL_LABEL = re.compile(r"^(\s*(?:[-*]\s+)?)(user|assistant|fact)\s*:\s*", re.I)
 _SPEAKER_LABEL = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\W\d_][\w'. -]{0,30}:\s*)?")
 
@@ -541,7 +541,7 @@ def _drop_sentences(summary: str, bad: Callable[[str], bool]) -> str:
     """``summary`` without its ``bad`` sentences; a line left with none is dropped."""
     kept: list[str] = []
     for line in summary.splitlines():
-        parts = [p for p in _SUMMARY_SENTENCE.split(line) if p is not None]
+        parts = [p for p in SUMMARY_SENTENCE.split(line) if p is not None]
         good = [p for p in parts if not bad(p)]
         if parts and not any(p.strip() for p in good):
             continue  # nothing good left on the line

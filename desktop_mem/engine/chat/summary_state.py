@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards, scopes
 from desktop_mem.engine.chat.chat_types import learned_in
+from desktop_mem.engine.chat.extraction import SUMMARY_SENTENCE, stale_matcher
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 DIGEST_KEY = "facts_digest"
@@ -71,6 +72,22 @@ def view(summary: Memory | None, facts: Sequence[Memory], conversation_id: str) 
     lines = [m.text for m in own_facts(live, conversation_id)][-MAX_FALLBACK_FACTS:]
     lines += [t for t in core_facts(live) if t not in lines]
     return SummaryView("\n".join(f"- {t}" for t in lines) or None, True)
+
+
+def states_gone(summary: Memory, facts: Sequence[Memory]) -> list[str]:
+    """The forgotten or replaced facts (tombstones in ``facts``) that ``summary`` still states, by
+    the sentence test the write path uses to drop them; names a live fact states never count."""
+    keep = frozenset(n for m in facts if not m.deleted for n in fact_guards.specifics(m.text))
+    live_texts = {m.text for m in facts if not m.deleted}
+    sentences = [p for p in SUMMARY_SENTENCE.split(summary.text) if p and p.strip()]
+    found: list[str] = []
+    for m in facts:
+        if not m.deleted or m.role != Role.MEMORY or m.text in live_texts or m.text in found:
+            continue
+        test = stale_matcher(m.text, None, keep)
+        if any(test(s) for s in sentences):
+            found.append(m.text)
+    return found
 
 
 def core_facts(live_facts: Iterable[Memory]) -> list[str]:
