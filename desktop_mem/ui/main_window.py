@@ -221,6 +221,8 @@ class MainWindow(QMainWindow):
         settings and shows the same conversation, tab and typed message again."""
         from desktop_mem.ui.settings_dialog import SettingsDialog  # openai loads with it: not at start
 
+        if not isinstance(group, str) and self.status.llm_label.property("state") == "bad":
+            group = "llm"  # the status bar says the LLM is unreachable: that is what to fix
         self.settings_dialog = SettingsDialog(self.config, self.runner, self, app_settings=self._settings,
                                               group=group if isinstance(group, str) else None,
                                               prefill=prefill)

@@ -367,6 +367,47 @@ class MemoryBrowser(QWidget):
             self.table.selectRow(row)
             self.table.scrollTo(self._model.index(row, 0))
 
+    def view_state(self) -> tuple[BrowserQuery, str | None]:
+        """What the pane shows (search, filters, sort) and the selected memory: kept across a
+        Settings save, which reopens the store (restore_view)."""
+        return self.query(), self._selected_id
+
+    def restore_view(self, state: tuple[BrowserQuery, str | None]) -> None:
+        """Show a view_state() again: the same search, filters and selection."""
+        query, selected = state
+        widgets = (self.search_edit, self.conversation_combo, self.role_combo, self.kind_combo,
+                   self.deleted_check, self.all_ranked_check, self.date_check, self.as_of_check)
+        for widget in widgets:
+            widget.blockSignals(True)
+        try:
+            self.search_edit.setText(query.text)
+            conv = query.conversation_id
+            if conv is not None and self.conversation_combo.findData(conv) < 0:
+                # its title comes with set_conversations, which keeps this choice
+                self.conversation_combo.addItem(conv, conv)
+            for combo, value in ((self.conversation_combo, query.conversation_id),
+                                 (self.role_combo, query.role), (self.kind_combo, query.kind)):
+                combo.setCurrentIndex(max(combo.findData(value), 0))
+            self.deleted_check.setChecked(query.include_deleted)
+            self.all_ranked_check.setChecked(query.show_all_ranked)
+            self.date_check.setChecked(query.since is not None)
+            self._on_date_check_toggled(query.since is not None)
+            if query.since is not None and query.until is not None:
+                self.since_edit.setDate(QDate(query.since.astimezone().date()))
+                self.until_edit.setDate(QDate(query.until.astimezone().date()))
+            self.as_of_check.setChecked(query.as_of is not None)
+            self._on_as_of_check_toggled(query.as_of is not None)
+            if query.as_of is not None:
+                self.as_of_edit.setDate(QDate(query.as_of.astimezone().date()))
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
+        if query.sort_column >= 0:
+            order = Qt.SortOrder.DescendingOrder if query.descending else Qt.SortOrder.AscendingOrder
+            self.table.horizontalHeader().setSortIndicator(query.sort_column, order)
+        self._selected_id = selected
+        self.refresh()
+
     def query(self) -> BrowserQuery:
         """The search text and filters as shown."""
         since = until = None

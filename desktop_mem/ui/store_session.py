@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     # the writer thread after the window is on screen, not before it.
     from desktop_mem.engine.api import MemoryEngine
     from desktop_mem.engine.models import SecretHeldBack
+    from desktop_mem.ui.memory_browser import BrowserQuery
     from desktop_mem.ui.workspace import Workspace
 
 # The loopback endpoint starts once nobody typed for this long and no reply streams. Its server
@@ -50,12 +51,16 @@ class KeptView:
     tab: int
     typed: str
     failure: tuple[str, str] | None = None  # (conversation, why its last reply failed)
+    # the Memories pane's search, filters and selection (MemoryBrowser.view_state)
+    memories: tuple[BrowserQuery, str | None] | None = None
 
     @classmethod
     def of(cls, workspace: Workspace) -> KeptView:
-        """Remember the workspace's conversation, tab, unsent message and failed reply."""
+        """Remember the workspace's conversation, tab, unsent message and failed reply, and what
+        the Memories pane shows."""
         return cls(workspace.conversations.current, workspace.tabs.currentIndex(),
-                   workspace.chat.input.toPlainText(), workspace.chat.failure_note())
+                   workspace.chat.input.toPlainText(), workspace.chat.failure_note(),
+                   workspace.browser.view_state())
 
     def restore(self, workspace: Workspace) -> None:
         """Show them again in the new workspace (the transcript reloads from the store; the
@@ -66,6 +71,8 @@ class KeptView:
             workspace.conversations.select(self.conversation)
         workspace.tabs.setCurrentIndex(self.tab)
         workspace.chat.input.setPlainText(self.typed)
+        if self.memories is not None:
+            workspace.browser.restore_view(self.memories)
 
 
 def open_store(config: Config, read_only: bool) -> OpenedStore:

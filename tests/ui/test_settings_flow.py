@@ -77,3 +77,41 @@ def test_the_chat_banner_opens_the_endpoint_tab_and_saving_keeps_the_conversatio
     qtbot.waitUntil(lambda: ws.chat.conversation == "trip-to-lisbon", timeout=10000)
     qtbot.waitUntil(lambda: [m.text for m in ws.chat.messages()] == shown, timeout=10000)
     assert ws.chat.input.toPlainText() == "A message I typed but did not send"
+
+
+def test_saving_settings_keeps_the_memories_search_filters_and_selection(
+        qtbot: Any, opened_window: MainWindow) -> None:
+    from desktop_mem.ui.workspace import MEMORIES_TAB
+
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    window.show_tab(MEMORIES_TAB)
+    browser = ws.browser
+    browser.deleted_check.setChecked(True)
+    browser.kind_combo.setCurrentIndex(browser.kind_combo.findData("fact"))
+    qtbot.waitUntil(lambda: browser.model.rowCount() > 1, timeout=10000)
+    browser.select_memory(browser.model.memory_at(1).id)  # type: ignore[union-attr]
+    chosen = browser.model.memory_at(1).id  # type: ignore[union-attr]
+    window.open_settings()
+    dialog = window.settings_dialog
+    dialog.editors["retrieval.top_k"].setValue(6)  # type: ignore[attr-defined]
+    with qtbot.waitSignal(window.store_opened, timeout=30000):
+        dialog.save()
+    ws = window.workspace
+    assert ws is not None and ws.tabs.currentIndex() == MEMORIES_TAB
+    browser = ws.browser
+    assert browser.deleted_check.isChecked() and browser.kind_combo.currentData() == "fact"
+    qtbot.waitUntil(lambda: browser.model.row_of(chosen) is not None, timeout=10000)
+    assert browser.table.currentIndex().row() == browser.model.row_of(chosen)
+
+
+def test_settings_open_on_the_endpoint_tab_while_the_llm_is_unreachable(
+        qtbot: Any, opened_window: MainWindow) -> None:
+    window = opened_window
+    open_demo(qtbot, window)
+    window.status.show_llm_problem("unreachable")
+    window.status.llm_label.setProperty("state", "bad")
+    window.open_settings()  # Ctrl+, with no tab named
+    dialog = window.settings_dialog
+    assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Endpoint"
+    dialog.reject()
