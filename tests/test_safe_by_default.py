@@ -230,6 +230,7 @@ CLI_NOT_READS: dict[str, str] = {
     "serve": "a server: its routes are checked below", "mcp": "a server: its tools are checked below",
     "endpoints": "finds model servers on this computer (reads no memory)",
     "tidy": "write (review proposals made from the shared view; tested in test_tidy)",
+    "hooks": "install / uninstall an agent's hook (its config file), status (counts), deliver (writes)",
 }
 
 
@@ -284,6 +285,7 @@ REST_NOT_READS: dict[tuple[str, str], str] = {
     ("DELETE", "/api/memories/{memory_id}"): "write",
     ("POST", "/api/memories/batch"): "write (one commit or nothing)",
     ("PATCH", "/api/memories/{memory_id}"): "write", ("POST", "/api/memories/{memory_id}/restore"): "write",
+    ("POST", "/api/agent-capture"): "write (a coding agent's hook: facts from the user's messages)",
     ("POST", "/api/claude-memory"): "Claude's memory tool: its view reads engine.list_memories (safe by "
     "default); tested in test_claude_memory",
 }

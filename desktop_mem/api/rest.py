@@ -139,6 +139,15 @@ class MemoryChange(BaseModel):
     expected_hash: str | None = Field(default=None, max_length=128)
 
 
+class CapturedMessages(BaseModel):
+    """Body of POST /api/agent-capture: a coding session's user messages (api/agent_capture.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str
+    project: str
+    messages: list[str] = Field(max_length=20)
+
+
 class MemoryToolCall(BaseModel):
     """Body of POST /api/claude-memory: one memory-tool input as the model sent it."""
 
@@ -307,6 +316,13 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
     @app.post("/api/memories/{memory_id}/restore")
     def restore_memory(memory_id: str, expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
         return memory_json(engine.restore(memory_id, expected_hash=expected_hash))
+
+    @app.post("/api/agent-capture")
+    def agent_capture(body: CapturedMessages) -> dict[str, Any]:
+        # a coding agent's hook, delivered here because this process holds the store
+        from desktop_mem.api.agent_capture import remember
+
+        return remember(engine, body.messages, project=body.project, agent=body.agent)
 
     @app.post("/api/claude-memory")
     def claude_memory_command(body: MemoryToolCall) -> dict[str, Any]:

@@ -128,6 +128,23 @@ class RemoteMemoryTool(_Holder):
         raise _error(502, answer, self.endpoint)
 
 
+class RemoteCapture(_Holder):
+    """A coding agent's captured messages (api/agent_capture.py), stored by the holder."""
+
+    def remember(self, messages: list[str], *, project: str, agent: str) -> dict[str, Any]:
+        answer = self._answer("POST", "/api/agent-capture",
+                              {"messages": messages, "project": project, "agent": agent})
+        if isinstance(answer, dict):
+            return answer
+        raise _error(502, answer, self.endpoint)
+
+
+def remote_capture(root: Path) -> RemoteCapture | None:
+    """The holder of the store at `root`, when it advertises a private endpoint; else None."""
+    endpoint = writer_endpoint(root)
+    return RemoteCapture(endpoint) if endpoint is not None else None
+
+
 def remote_memory_tool(root: Path) -> RemoteMemoryTool | None:
     """The holder of the store at `root`, when it advertises a private endpoint; else None."""
     endpoint = writer_endpoint(root)

@@ -613,6 +613,9 @@ def extend_parser(parser: argparse.ArgumentParser) -> None:
     from desktop_mem.cli import endpoints
 
     endpoints.register(sub, HANDLERS)  # find the user's model servers
+    from desktop_mem.cli import hooks
+
+    hooks.register(sub, HANDLERS)  # coding agents' hooks (Claude Code, Codex)
 
 
 if __name__ == "__main__":

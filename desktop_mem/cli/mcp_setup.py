@@ -323,6 +323,19 @@ def apply(setup: SetupPlan, *, now: datetime | None = None) -> Path | None:
     return backup
 
 
+def show_and_write(setup: SetupPlan, *, dry_run: bool, out: Any, unchanged: str) -> tuple[bool, Path | None]:
+    """Print the diff and write the plan unless it is a dry run: (written, the backup's path).
+    Also for `hooks install` (cli/hooks.py); SetupError and OSError reach the caller."""
+    if not setup.changed:
+        print(f"{unchanged}; nothing to change.", file=out)
+        return False, None
+    print(setup.diff(), end="", file=out)
+    if dry_run:
+        print(f"(dry run: {setup.path} was not changed)", file=out)
+        return False, None
+    return True, apply(setup)
+
+
 def run(client: str, store: Path, *, config_file: Path | None = None, target: Path | None = None,
         dry_run: bool = False, out: Any = None) -> int:
     """The CLI command: plan, show the diff, write (unless a dry run). 0 on success, 1 on error."""
@@ -330,14 +343,10 @@ def run(client: str, store: Path, *, config_file: Path | None = None, target: Pa
     command, args = server_command(store, config_file)
     try:
         setup = plan(client, command, args, target)
-        if not setup.changed:
-            print(f"{setup.path} already runs desktop-mem this way; nothing to change.", file=out)
+        written, backup = show_and_write(setup, dry_run=dry_run, out=out,
+                                         unchanged=f"{setup.path} already runs desktop-mem this way")
+        if not written:
             return 0
-        print(setup.diff(), end="", file=out)
-        if dry_run:
-            print(f"(dry run: {setup.path} was not changed)", file=out)
-            return 0
-        backup = apply(setup)
     except ReadOnlyConfig as exc:
         print(f"desktop-mem: {exc}", file=sys.stderr)
         print(exc.snippet, end="", file=out)
