@@ -119,6 +119,7 @@ ENGINE_NOT_READS: dict[str, str] = {
     "withdraw_endpoint": "write (the store lock's note)", "llm_models": "probes the LLM endpoint",
     "count_tokens": "counts the tokens of the text it is given",
     "reconcile": "asks the memory model about the texts it is given; writes nothing",
+    "extract_facts": "asks the memory model about the message it is given; writes nothing",
     "get_raw": "the raw view, asked for by name: the editor shows a held-back hand edit as written",
     "create_demo": "write (the demo store)",
 }

@@ -23,7 +23,7 @@ MAX_MESSAGES = 20
 
 def remember(engine: MemoryEngine, messages: Sequence[str], *, project: str, agent: str) -> dict[str, Any]:
     """Extract and store the facts of a session's user messages; what was added, updated, deleted."""
-    from desktop_mem.engine.api import extract_facts, project_scope
+    from desktop_mem.engine.api import project_scope
 
     if agent not in AGENTS:
         raise ValidationError(f"agent {agent!r} is not one of {', '.join(AGENTS)}")
@@ -32,7 +32,7 @@ def remember(engine: MemoryEngine, messages: Sequence[str], *, project: str, age
     by_scope: dict[str, list[str]] = {}
     notes: list[str] = []
     for text in texts:
-        found = extract_facts(engine.memory_llm, text)
+        found = engine.extract_facts(text)
         if found.error:
             notes.append(found.error)
         for fact in found.facts:

@@ -34,7 +34,7 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.cli.mcp_setup import SetupError, SetupPlan, _json_indent, _toml_value, show_and_write
+from desktop_mem.cli.mcp_setup import SetupError, SetupPlan, _toml_value, show_and_write
 from desktop_mem.engine.config import Config
 
 AGENTS = ("claude-code", "codex")
@@ -136,7 +136,8 @@ def _claude_settings(path: Path, before: str | None, argv: list[str] | None) -> 
     new = {**data, "hooks": new_hooks} if new_hooks else {k: v for k, v in data.items() if k != "hooks"}
     if argv is None and new == data:
         return before or ""
-    return json.dumps(new, indent=_json_indent(before) if before else 2, ensure_ascii=False) + "\n"
+    indent = re.search(r"\n( +)\S", before or "")  # keep the file's own indent
+    return json.dumps(new, indent=len(indent.group(1)) if indent else 2, ensure_ascii=False) + "\n"
 
 
 def _codex_config(path: Path, before: str | None, argv: list[str] | None) -> str:

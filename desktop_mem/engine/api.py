@@ -91,7 +91,7 @@ from desktop_mem.engine.store.validity import start as validity_start
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied
-    from desktop_mem.engine.chat.extraction import ChatModel, ReconcileResult
+    from desktop_mem.engine.chat.extraction import ChatModel, ExtractionResult, ReconcileResult
     from desktop_mem.engine.chat.service import ChatService
     from desktop_mem.engine.chat.tidy import Health
 
@@ -516,6 +516,13 @@ class MemoryEngine:
     def count_tokens(self, text: str) -> int:
         """`text`'s tokens as the context strategies count them (context.tokenizer_path)."""
         return self._p.chat.counter.count(text)
+
+    def extract_facts(self, message: str) -> ExtractionResult:
+        """The facts a user's message states, each with whose it is (the user's or the task's),
+        read by the memory model (the pattern rules without one); nothing is written."""
+        from desktop_mem.engine.chat.extraction import extract_facts
+
+        return extract_facts(self._p.chat.memory_llm, message)
 
     def reconcile(self, new_facts: Sequence[str], existing: Sequence[tuple[str, str]]) -> ReconcileResult:
         """ADD / UPDATE / DELETE / NONE for `new_facts` against `existing` (id, text), decided by
