@@ -47,12 +47,21 @@ def timed(command: str, stdin: str, env: dict[str, str]) -> float:
 
 
 def drain(spool_root: Path, limit_s: float = 120) -> None:
-    """Wait until the background delivery took every spooled prompt and exited."""
+    """Wait until the background delivery took every spooled prompt and let go of its lock."""
+    import fcntl
+
     start = time.perf_counter()
     while time.perf_counter() - start < limit_s:
-        busy = any(p.glob("*.json") for p in spool_root.iterdir()) if spool_root.is_dir() else False
-        running = subprocess.run(["pgrep", "-f", f"hooks deliver --spool {spool_root}"], capture_output=True)
-        if not busy and running.returncode != 0:
+        folders = [p for p in spool_root.iterdir() if p.is_dir()] if spool_root.is_dir() else []
+        busy = any(any(p.glob("*.json")) for p in folders)
+        for folder in folders if not busy else ():
+            with open(folder / ".deliver.lock", "a") as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                except OSError:
+                    busy = True
+        if not busy:
             return
         time.sleep(0.2)
 
