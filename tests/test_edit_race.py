@@ -77,7 +77,8 @@ def test_facade_edit_from_a_stale_base_is_refused_naming_the_change(engine: Memo
 
 
 @pytest.mark.parametrize("write", ["edit", "delete", "replace"])
-def test_a_file_deleted_by_hand_under_a_write_is_committed_and_named(engine: MemoryEngine, write: str) -> None:
+def test_a_file_deleted_by_hand_under_a_write_is_committed_and_named(engine: MemoryEngine,
+                                                                     write: str) -> None:
     store = engine.config.store_path
     calls: dict[str, Callable[[str], Any]] = {
         "edit": lambda mid: engine.edit(mid, text="new text"),
@@ -141,7 +142,8 @@ def test_rest_mcp_and_cli_never_overwrite_an_editors_save(served: Any) -> None:
                 current = memory
                 for i in range(ROUNDS):
                     editor_save(store / current["path"], f"Namur {i}")
-                    result = await session.call_tool("update_memory", {"id": current["id"], "text": f"Liège {i}"})
+                    result = await session.call_tool("update_memory",
+                                                     {"id": current["id"], "text": f"Liège {i}"})
                     assert not result.is_error, result.content
                     assert subjects(store)[:2] == [f"Update fact: Namur {i} -> Liège {i}",
                                                    f"Edit outside the app: Namur {i}"]
@@ -158,7 +160,8 @@ def test_rest_mcp_and_cli_never_overwrite_an_editors_save(served: Any) -> None:
         asyncio.run(mcp_rounds())
         target = _add(client, "The user likes tea")
     for i in range(ROUNDS):  # the CLI, forwarded to serve: a stale base is a message and exit 1
-        base = httpx.get(f"{proc.url}/api/memories/{target['id']}", headers=proc.headers).json()["content_hash"]
+        base = httpx.get(f"{proc.url}/api/memories/{target['id']}",
+                         headers=proc.headers).json()["content_hash"]
         editor_save(store / target["path"], f"coffee {i}")
         done = subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "edit",
                                target["id"], "--text", "water", "--expected-hash", base],
@@ -172,3 +175,17 @@ def test_rest_mcp_and_cli_never_overwrite_an_editors_save(served: Any) -> None:
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert committed_texts(store, target["path"])[:2] == ["water", "milk"]
+
+
+def test_a_hand_edit_held_back_for_a_secret_is_never_overwritten_by_a_racing_edit(
+    engine: MemoryEngine,
+) -> None:
+    from tests.test_hand_edit_secrets import KEY
+
+    store = engine.config.store_path
+    memory = engine.add("The user's deploy key is kept in the vault")
+    editor_save(store / memory.path, f"The deploy key is {KEY}")
+    with pytest.raises(ConflictError, match="just edited outside the app: .*likely .*nothing was changed"):
+        engine.edit(memory.id, text="The user has no deploy key")
+    assert KEY in (store / memory.path).read_text("utf-8")  # the user's edit, kept for their answer
+    assert KEY not in git(store, "log", "-p")

@@ -229,7 +229,8 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         info = client_of(ctx)
         arguments = {"id": id, "text": text, **({"expected_hash": expected_hash} if expected_hash else {})}
         return await backend.at_writer("update_memory", arguments, info,
-                                       lambda e: mcp_tools.update(e, id, text, client_name(info), expected_hash))
+                                       lambda e: mcp_tools.update(e, id, text, client_name(info),
+                                                                  expected_hash))
 
     @server.tool(
         name="delete_memories",

@@ -180,7 +180,8 @@ def delete(engine: MemoryEngine, ids: Sequence[str], client: str) -> dict[str, A
     return {"deleted": deleted, "skipped": skipped}
 
 
-def restore(engine: MemoryEngine, memory_id: str, client: str, expected_hash: str | None = None) -> dict[str, Any]:
+def restore(engine: MemoryEngine, memory_id: str, client: str,
+            expected_hash: str | None = None) -> dict[str, Any]:
     """Bring a soft-deleted memory back (`expected_hash`: as for update)."""
     current = engine.get(memory_id)
     if not current.deleted:

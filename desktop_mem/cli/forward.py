@@ -107,7 +107,8 @@ class RemoteWriter(_Holder):
         body = {"content": text, "conversation_id": conversation_id, "type": kind, "secrets": secrets}
         return self._call("POST", "/api/memories", body)
 
-    def edit(self, memory_id: str, *, text: str, secrets: str | None, expected_hash: str | None = None) -> Memory:
+    def edit(self, memory_id: str, *, text: str, secrets: str | None,
+             expected_hash: str | None = None) -> Memory:
         body = {"content": text, "secrets": secrets, "expected_hash": expected_hash}
         return self._call("PATCH", f"/api/memories/{_segment(memory_id)}", body)
 
@@ -115,7 +116,8 @@ class RemoteWriter(_Holder):
         return self._call("DELETE", f"/api/memories/{_segment(memory_id)}{_if_hash(expected_hash)}", None)
 
     def restore(self, memory_id: str, *, expected_hash: str | None = None) -> Memory:
-        return self._call("POST", f"/api/memories/{_segment(memory_id)}/restore{_if_hash(expected_hash)}", None)
+        path = f"/api/memories/{_segment(memory_id)}/restore{_if_hash(expected_hash)}"
+        return self._call("POST", path, None)
 
 
 class RemoteMemoryTool(_Holder):

@@ -92,6 +92,12 @@ class MemoryWrites:
                     else "changed outside the app and no longer reads as a memory (`desktop-mem doctor`)")
             raise ConflictError(f"memory {current.id} was {what} while this change was on its way"
                                 f"{recorded}; nothing was changed")
+        if on_disk != current.content_hash:  # a hand edit that just arrived and waits for an answer
+            try:  # about a likely secret: it is not in git yet, so nothing may overwrite it
+                self._writer.check_not_held(fresh)
+            except ValidationError as exc:
+                raise ConflictError(f"memory {fresh.id} was just edited outside the app: {exc}; "
+                                    "nothing was changed") from None
         if expected_hash is not None and fresh.content_hash != expected_hash:
             base = current if current.content_hash == expected_hash else None
             raise ConflictError(f"memory {fresh.id} changed since it was read: {_what_changed(base, fresh)}"

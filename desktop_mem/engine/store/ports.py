@@ -69,6 +69,8 @@ class Writer(Protocol):
 
     def check_secrets(self, text: str, choice: str | None) -> str: ...
 
+    def check_not_held(self, memory: Memory) -> None: ...
+
 
 class MemoryView(Protocol):
     """Reads of the catalog (store/reads.py): shared by default, or the raw files."""
