@@ -68,4 +68,5 @@ def test_an_add_on_a_full_disk_is_one_line_and_a_non_zero_exit(tmp_path: Path, n
     added = _in_namespace(fill, *CLI, "--store", str(store), "add", "The user likes coffee " * 50)
     assert added.returncode == 1, (added.stdout, added.stderr)
     [line] = added.stderr.strip().splitlines()
-    assert "Traceback" not in added.stderr and ("No space left" in line or "could not commit" in line), line
+    assert "Traceback" not in added.stderr
+    assert "disk holding the store is full" in line or "could not commit" in line, line

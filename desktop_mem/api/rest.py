@@ -62,6 +62,7 @@ from desktop_mem.engine.models import (
     Role,
     StoreLockedError,
     ValidationError,
+    disk_problem,
 )
 from desktop_mem.engine.schema import MemoryQuery, memory_json
 
@@ -314,7 +315,8 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
                                        expected_hash=body.expected_hash))
 
     @app.post("/api/memories/{memory_id}/restore")
-    def restore_memory(memory_id: str, expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
+    def restore_memory(memory_id: str,
+                       expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
         return memory_json(engine.restore(memory_id, expected_hash=expected_hash))
 
     @app.post("/api/agent-capture")
@@ -336,7 +338,8 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
             return {"result": f"Error: {exc}"}
 
     @app.delete("/api/memories/{memory_id}")
-    def delete_memory(memory_id: str, expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
+    def delete_memory(memory_id: str,
+                      expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
         current = engine.get(memory_id)
         if current.deleted:  # the engine's words (a CLI delete forwarded here prints them)
             raise ConflictError(f"memory {current.id} is already deleted")
@@ -512,7 +515,12 @@ def _error_of(exc: Exception) -> tuple[int, dict[str, Any]]:
         status = _LLM_STATUS.get(exc.kind, 502)
         return status, _error_body(status, exc.message, exc.kind, "upstream_error")["error"]
     status = next((s for t, s in _ENGINE_STATUS if isinstance(exc, t)), 500)
-    message = str(exc) if status != 500 else f"internal error: {type(exc).__name__}: {_no_paths(exc)}"
+    problem = disk_problem(exc) if status >= 500 or isinstance(exc, OSError) else None
+    if problem is not None:  # a full disk (507) or a store that cannot be written (503): one line
+        status = 507 if "full" in problem else 503
+        message = problem
+    else:
+        message = str(exc) if status != 500 else f"internal error: {type(exc).__name__}: {_no_paths(exc)}"
     error = _error_body(status, message, None, "invalid_request_error" if status < 500 else "server_error")
     if isinstance(exc, SecretDetectedError):  # what was found (masked): the client can ask its user
         error["error"].update(code="secret_detected",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +26,7 @@ from desktop_mem.engine.models import (
     ReadOnlyError,
     StoreLockedError,
     ValidationError,
+    disk_problem,
 )
 from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery, commit_json
 
@@ -191,7 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EngineError as exc:
         print(f"desktop-mem: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:  # a full disk, a folder that cannot be written: one line, not a traceback
+    except (OSError, sqlite3.Error) as exc:  # a full disk, a folder that cannot be written: one line
+        if (problem := disk_problem(exc)) is not None:  # the same words whichever layer met it (#34)
+            print(f"desktop-mem: {problem}", file=sys.stderr)
+            return 1
+        if isinstance(exc, sqlite3.Error):
+            raise
         where = f": {exc.filename}" if exc.filename else ""
         print(f"desktop-mem: could not write{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -463,9 +471,14 @@ def cmd_diff(args: argparse.Namespace, config: Config) -> int:
 def cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     with open_engine(config, "doctor") as engine:
         report = engine.doctor()
-        if not engine.is_empty():
-            engine.open_index()  # the health line's duplicates are counted from the index's vectors
-        health = engine.memory_health() if not engine.is_empty() else None
+        health = None
+        try:
+            if not engine.is_empty():
+                engine.open_index()  # the health line's duplicates are counted from the index's vectors
+                health = engine.memory_health()
+        except EngineError as exc:  # e.g. a full disk: the report is still what the user needs (#34)
+            report = dataclasses.replace(report, notes=(*report.notes, f"the index cannot open: {exc}"),
+                                         index="cannot open (see the note)")
     if args.json:
         emit_json({**to_jsonable(report), "health": to_jsonable(health)})
         return 0 if report.ok else 1

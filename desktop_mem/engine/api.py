@@ -12,6 +12,7 @@ models, config and schema; what acts on the store is a method or a sub-facade (`
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -645,6 +646,14 @@ class MemoryEngine:
         """Take the endpoint (and its key note) out of the store lock's note."""
         self._p.lock.withdraw("endpoint", "endpoint_key")
 
+    def versioning_problem(self) -> str | None:
+        """Why git could not commit the last change (the files are saved, not versioned), until a
+        commit succeeds again; None while versioning works (or is off)."""
+        return self._p.recorder.failure
+
     def doctor(self) -> DoctorReport:
-        """Problems, lock holder, git health and uncommitted changes."""
-        return examine(self._p)
+        """Problems, lock holder, git health and uncommitted changes (and, in the process that
+        writes, why the last commit failed)."""
+        report = examine(self._p)
+        failure = self._p.recorder.failure
+        return report if failure is None else dataclasses.replace(report, git=f"cannot commit: {failure}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -60,7 +62,8 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         """True when nothing needs the user's attention."""
-        return not self.problems and not self.uncommitted and self.git.startswith("ok")
+        return (not self.problems and not self.uncommitted and self.git.startswith("ok")
+                and not self.index.startswith("cannot"))
 
 
 def _problems(engine: DoctorSource) -> tuple[Problem, ...]:
@@ -112,6 +115,37 @@ def _secret_notes(engine: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[s
     return tuple(notes)
 
 
+MIN_FREE_BYTES = 1 << 20  # below this a commit (objects, index, logs) can fail half-way
+
+
+def _cannot_commit(root: Path) -> str | None:
+    """Why git could not commit in this store now (a read-only file system, a repository not
+    writable by this user, a full disk), without writing anything; None when it can."""
+    git_dir = root / ".git"
+    if _read_only_fs(root) and _read_only_fs(git_dir):
+        return None  # a mounted backup: nothing can be written, so nothing can go unversioned
+    for folder in (git_dir, git_dir / "objects"):
+        if folder.is_dir() and not os.access(folder, os.W_OK):
+            why = ("its git repository is on a read-only file system" if _read_only_fs(folder)
+                   else f"{folder.name} is not writable by this user")
+            return f"cannot commit: {why}; changes cannot be versioned (nothing saved is lost)"
+    try:
+        free = shutil.disk_usage(git_dir).free
+    except OSError:
+        return None
+    if free < MIN_FREE_BYTES:
+        return (f"cannot commit: the disk holding the store is full ({free // 1024} KB free); "
+                "free some space (nothing saved is lost)")
+    return None
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        return False
+
+
 def examine(engine: DoctorSource) -> DoctorReport:
     """Check the store behind `engine` (read-only: changes nothing)."""
     memories = engine.raw.list_memories(include_deleted=True)  # counted, never shown
@@ -128,7 +162,9 @@ def examine(engine: DoctorSource) -> DoctorReport:
     else:
         try:
             engine.git.fsck()
-            git_state = f"ok ({engine.git.count()} commits)"
+            read_only = " on a read-only file system: it can be read, not changed" \
+                if _read_only_fs(engine.root) else ""
+            git_state = _cannot_commit(engine.root) or f"ok ({engine.git.count()} commits{read_only})"
             uncommitted = tuple(engine.git.dirty_paths())
             unversioned = _unversioned(engine, memories)
         except GitHistoryError as exc:

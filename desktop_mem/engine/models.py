@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -294,6 +295,8 @@ class StoreChange:
     turn_id: str | None = None
     source: str | None = None  # who asked, from the `Source` trailer: "mcp" for an AI tool
     client: str | None = None  # the MCP client's name (`Client` trailer)
+    # why git could not commit it (the files are written, not versioned yet): said loudly (#34)
+    commit_error: str | None = None
 
 
 class HeldBackChoice(StrEnum):
@@ -388,3 +391,38 @@ class StoreLockedError(EngineError):
 
 class ReadOnlyError(EngineError):
     """A write was attempted on an engine opened read-only."""
+
+
+# ---- a full disk, a read-only store or a lost permission, said in one line at every layer (#34):
+# the same failure arrives as an OSError (ENOSPC, EROFS, EACCES ...) from a file write, as a sqlite
+# error ("database or disk is full") from the keyword index, the manifest or chroma, or in git's
+# words; `disk_problem` names it the same way whichever layer met it, so no layer tells a user with
+# a full disk to delete and rebuild an index that is fine.
+
+_FULL = "the disk holding the store is full: free some space and try again (nothing saved is lost)"
+_READ_ONLY = ("the store is on a read-only file system: it can be read, not changed (nothing saved "
+              "is lost)")
+_DENIED = ("permission to write in the store was lost (a folder or file is not writable by you): "
+           "give it back and try again (nothing saved is lost)")
+_ERRNOS = {errno.ENOSPC: _FULL, errno.EDQUOT: _FULL, errno.EROFS: _READ_ONLY,
+           errno.EACCES: _DENIED, errno.EPERM: _DENIED}
+_WORDS = (("database or disk is full", _FULL), ("no space left on device", _FULL),
+          ("disk quota exceeded", _FULL), ("read-only file system", _READ_ONLY),
+          ("readonly database", _READ_ONLY), ("permission denied", _DENIED))
+
+
+def disk_problem(exc: BaseException) -> str | None:
+    """One line for a storage failure anywhere in `exc`'s chain (its cause, its context), or None
+    when it is not one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _ERRNOS:
+            return _ERRNOS[current.errno]
+        text = str(current).lower()
+        for words, line in _WORDS:
+            if words in text:
+                return line
+        current = current.__cause__ or current.__context__
+    return None

@@ -36,6 +36,7 @@ class StoreStatus:
     problems: int
     turns: int = 0
     summaries: int = 0
+    versioning: str | None = None  # why git cannot commit (issue #34): said in red, never silent
 
     def line(self) -> str:
         """'12 facts' (the messages and summaries are in the tooltip)."""
@@ -52,7 +53,8 @@ def read_status(engine: MemoryEngine) -> StoreStatus:
     """Run in a worker."""
     listed = engine.list_memories()
     return StoreStatus(sum(m.is_fact for m in listed), len(engine.problems()),
-                       sum(m.is_turn for m in listed), sum(m.is_summary for m in listed))
+                       sum(m.is_turn for m in listed), sum(m.is_summary for m in listed),
+                       engine.versioning_problem())
 
 
 def last_commit_line(engine: MemoryEngine) -> str:
@@ -174,10 +176,17 @@ class StatusBar(QStatusBar):
     def set_last_commit(self, text: str) -> None:
         """The newest change of the store, one line."""
         self.commit_label.setText(f"Last change: {text}")
+        if self.commit_label.property("state") == "bad":  # a commit worked again
+            self.commit_label.setProperty("state", "")
+            self.commit_label.setToolTip("")
+            self._repolish(self.commit_label)
 
     def on_store_changed(self, change: StoreChange) -> None:
-        """A change was committed: count again and show it as the last change."""
-        if change.commit:
+        """A change was committed: count again and show it as the last change (or, in red, that
+        git could not commit it)."""
+        if change.commit_error:
+            self.show_versioning_problem(change.commit_error)
+        elif change.commit:
             ids = f" {len(change.memory_ids)} memor{'y' if len(change.memory_ids) == 1 else 'ies'}" \
                 if change.memory_ids else ""
             self.set_last_commit(f"{change.operation}{ids} · {change.commit[:8]} "
@@ -210,6 +219,16 @@ class StatusBar(QStatusBar):
     def _on_status(self, status: StoreStatus) -> None:
         self.count_label.setText(status.line())
         self.count_label.setToolTip(status.breakdown())
+        if status.versioning:
+            self.show_versioning_problem(status.versioning)
+
+    def show_versioning_problem(self, message: str) -> None:
+        """Git cannot commit: the changes are saved in the files but not versioned. Said in red
+        until a commit works again."""
+        self.commit_label.setText(f"Not versioned: {message}")
+        self.commit_label.setToolTip(message)
+        self.commit_label.setProperty("state", "bad")
+        self._repolish(self.commit_label)
 
     def _on_llm_ok(self, message: str) -> None:
         self.llm_label.setText("LLM: connected")
@@ -229,6 +248,7 @@ class StatusBar(QStatusBar):
         self.llm_label.setToolTip(message)
         self._repolish()
 
-    def _repolish(self) -> None:
-        self.llm_label.style().unpolish(self.llm_label)
-        self.llm_label.style().polish(self.llm_label)
+    def _repolish(self, label: QLabel | None = None) -> None:
+        label = label or self.llm_label
+        label.style().unpolish(label)
+        label.style().polish(label)

@@ -38,17 +38,22 @@ class HistoryRecorder:
         self._versioned = versioned
         self._read_only = read_only
         self.held_back: HeldBack = lambda dirty: set()  # set by the composition root
+        # Why the last commit failed, until one succeeds: versioning is not working (issue #34)
+        self.failure: str | None = None
 
     def commit_paths(self, subject: str, trailers: Mapping[str, str], paths: Sequence[str]) -> str | None:
         """The writer's committer: one commit of exactly `paths`. A git failure never loses the
         file write (the next start-up records it) and is reported: CommitFailedError (#22)."""
         try:
             # A new store's .gitignore (written by init) goes with its first commit.
-            return self.git.commit(subject, trailers, paths=[*paths, ".gitignore"])
+            sha = self.git.commit(subject, trailers, paths=[*paths, ".gitignore"])
         except GitHistoryError as exc:  # reported by whoever asked for the change (one line)
-            raise CommitFailedError(f"the change is saved in the files but git could not commit it "
-                                    f"({' '.join(str(exc).split())[:200]}); it is committed the next "
-                                    "time the store is opened once git works again") from None
+            self.failure = (f"the change is saved in the files but git could not commit it "
+                            f"({' '.join(str(exc).split())[:200]}); it is committed the next "
+                            "time the store is opened once git works again")
+            raise CommitFailedError(self.failure) from None
+        self.failure = None
+        return sha
 
     def commit_all(
         self, subject: str, operation: Operation, trailers: Mapping[str, str] | None = None, *,
@@ -71,10 +76,16 @@ class HistoryRecorder:
                                            ".gitignore"]
             try:
                 trailers = {"Operation": str(operation), **(trailers or {})}
-                return self.git.commit(subject, trailers, paths=paths)
+                sha = self.git.commit(subject, trailers, paths=paths)
             except GitHistoryError as exc:
+                # the files stay as they are, uncommitted: said in the window, `doctor` and the log
+                self.failure = (f"changes are saved in the files but git could not commit them "
+                                f"({' '.join(str(exc).split())[:200]}); they are committed once git "
+                                "works again")
                 log.error("could not commit %r: %s", subject, exc)
                 return None
+            self.failure = None
+            return sha
 
     def history(self, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
         """Commits newest first, each with its classified events."""

@@ -24,7 +24,7 @@ from chromadb.config import Settings
 from chromadb.errors import ChromaError
 
 from desktop_mem.engine.index.resident_vectors import IdsOf, ResidentVectors
-from desktop_mem.engine.models import EngineError
+from desktop_mem.engine.models import EngineError, disk_problem
 
 FloatVector = npt.NDArray[np.float32]
 MetadataValue = str | int | float | bool
@@ -126,7 +126,8 @@ class VectorIndex:
             raise
         except Exception as exc:  # chromadb raises plain ValueError/ConnectionError/Rust errors
             where = f"server {url}" if url else f"folder {path}"
-            hint = "is the server running?" if url else "it is derived data: delete it and reindex"
+            hint = "is the server running?" if url else (
+                disk_problem(exc) or "it is derived data: delete it and reindex")
             raise VectorIndexError(f"cannot open the chroma vector index at {where}: {exc}; {hint}") from exc
 
     def _open_collection(self) -> Any:

@@ -406,7 +406,8 @@ class Transaction:
                 failed = exc
         self.change = StoreChange(self.operation, ids, self.conversation, self.commit,
                                   tuple(m.path for m in written), self.turn_id,
-                                  self.trailers.get("Source"), self.trailers.get("Client"))
+                                  self.trailers.get("Source"), self.trailers.get("Client"),
+                                  str(failed) if failed is not None else None)
         if self._paths:
             writer.publisher.enqueue(written, gone, self.change)
         if failed is not None:
