@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from desktop_mem.engine.chat import tidy
+from desktop_mem.engine.chat import tidy_findings as tidy
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
 

@@ -22,108 +22,41 @@ vectors, names and numbers and the model's reading, never on word lists: any lan
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any
 
 from desktop_mem.engine.chat import review
-from desktop_mem.engine.chat.currency import FROM_TURNS
-from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
-from desktop_mem.engine.config import Config
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Decision, Memory, Message, Operation, Role, utc_now
+from desktop_mem.engine.chat.tidy_findings import (
+    LIKELY_DUPLICATE,
+    MAX_FILE_BYTES,
+    ChatModel,
+    Finding,
+    LLMError,
+    Progress,
+    Stepper,
+    TidySource,
+    clusters,
+    expired,
+    gaps,
+    junk_by_model,
+    live_facts,
+    over_limit,
+    pairs,
+    similar_pairs,
+    ungrounded,
+)
+from desktop_mem.engine.models import Decision, Operation, utc_now
 from desktop_mem.engine.store.markdown_store import atomic_write
-from desktop_mem.engine.store.ports import Writer
-from desktop_mem.engine.store.transaction import clip
 
-log = logging.getLogger(__name__)
+__all__ = ["Finding", "Health", "TidyReport", "health", "last_run", "propose"]
+
 
 TIDY_KEY = review.TIDY_KEY  # in a proposal's `extra`: what tidy-up found
 STATE_FOLDER = f"{review.FOLDER}/tidy"
 LAST_RUN = f"{STATE_FOLDER}/last-run.json"
-# e5-small-v2 cosines over labelled pairs in four languages (benchmarks/tidy_pairs.py,
-# docs/benchmarks.md): one fact in other words 0.93-0.99, a fact and its contradiction
-# 0.87-0.94, two facts of one person 0.72-0.89.
-PAIR_SIMILARITY = 0.86  # a pair the model is asked about
-LIKELY_DUPLICATE = 0.95  # counted as a likely duplicate by the health view (no model)
-GAP_SIMILARITY = 0.84  # a summary sentence no live fact reaches this closely is a gap candidate
-MAX_PAIRS = 60  # model calls per run for pairs; the closest first
-MAX_GAPS = 12
-JUNK_BATCH = 10
-MAX_FILE_BYTES = 256 * 1024
-_BLOCK = 512
-
-Progress = Callable[[str, int, int], None]  # (step, done, total)
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-class ChatModel(Protocol):
-    def complete(self, messages: Sequence[Message], *, temperature: float | None = None,
-                 max_tokens: int | None = None, json_mode: bool = False,
-                 json_schema: Mapping[str, Any] | None = None) -> str: ...
-
-
-class TidySource(Protocol):
-    """What tidy-up reads and writes through (compose.py builds it from the parts)."""
-
-    @property
-    def config(self) -> Config: ...
-    @property
-    def root(self) -> Path: ...
-    @property
-    def writer(self) -> Writer: ...
-
-    def list_memories(self, **filters: Any) -> list[Memory]: ...
-    def lookup(self, memory_id: str) -> Memory | None: ...
-    def vectors(self, memories: Sequence[Memory]) -> dict[str, npt.NDArray[np.float32]]: ...
-    def index_open(self) -> bool: ...
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
-
-
-class Cancelled(Exception):
-    """The user cancelled a tidy-up run; nothing was proposed."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing tidy-up would change, with why and where it came from."""
-
-    kind: str  # "duplicate" | "junk" | "stale" | "gap"
-    reason: str
-    conversation_id: str
-    targets: tuple[Memory, ...] = ()  # the facts it changes (a duplicate: the kept one first)
-    text: str | None = None  # merged text (duplicate), the new fact (gap)
-    replaced_by: Memory | None = None  # stale: the newer fact that holds now
-    sources: tuple[str, ...] = ()  # the turns the facts came from
-
-    @property
-    def signature(self) -> str:
-        """Stable across runs: a rejected finding is recognised by it and not proposed again."""
-        parts = [self.kind, *sorted(m.id for m in self.targets), self.text or "",
-                 self.replaced_by.id if self.replaced_by else ""]
-        return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:20]
-
-    def describe(self) -> str:
-        if self.kind == "duplicate":
-            return f"Merge {len(self.targets)} duplicates → {clip(self.text or '', 90)} ({self.reason})"
-        if self.kind == "gap":
-            return f"Add {clip(self.text or '', 100)} ({self.reason})"
-        if self.kind == "stale" and self.replaced_by is not None:
-            return (f"Retire {clip(self.targets[0].text, 60)} (now: {clip(self.replaced_by.text, 60)}; "
-                    f"{self.reason})")
-        if self.kind == "stale":
-            return f"Retire {clip(self.targets[0].text, 90)} ({self.reason})"
-        return f"Drop {clip(self.targets[0].text, 90)} ({self.reason})"
 
 
 @dataclass(frozen=True)
@@ -170,23 +103,23 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
             cancelled: Callable[[], bool] = lambda: False) -> TidyReport:
     """Find what to tidy and write it as review proposals: one commit, nothing else changed."""
     report = TidyReport()
-    step = _Stepper(progress, cancelled)
-    facts = _live_facts(source)
+    step = Stepper(progress, cancelled)
+    facts = live_facts(source)
     step("reading facts", 0, 1)
-    findings: list[Finding] = [*_expired(facts), *_over_limit(source, facts)]
+    findings: list[Finding] = [*expired(facts), *over_limit(source, facts)]
     claimed = {m.id for f in findings for m in f.targets}
     if model is not None and len(facts) > 1:
         try:
-            findings += _pairs(source, model, [m for m in facts if m.id not in claimed], step)
+            findings += pairs(source, model, [m for m in facts if m.id not in claimed], step)
         except LLMError as exc:
             report.model_error = str(exc)
     claimed = {m.id for f in findings for m in (*f.targets, *([f.replaced_by] if f.replaced_by else []))}
-    findings += _ungrounded(source, [m for m in facts if m.id not in claimed])
+    findings += ungrounded(source, [m for m in facts if m.id not in claimed])
     claimed |= {m.id for f in findings for m in f.targets}
     if model is not None and report.model_error is None:
         try:
-            findings += _junk_by_model(model, [m for m in facts if m.id not in claimed], step)
-            findings += _gaps(source, model, facts, step)
+            findings += junk_by_model(model, [m for m in facts if m.id not in claimed], step)
+            findings += gaps(source, model, facts, step)
         except LLMError as exc:
             report.model_error = str(exc)
     step("writing proposals", 0, 1)
@@ -202,305 +135,6 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
             report.findings.append(f)
     report.proposals, report.commit = _write_proposals(source, report.findings)
     return report
-
-
-class LLMError(Exception):
-    """The model could not be asked (unreachable, or its answer held no JSON)."""
-
-
-class _Stepper:
-    def __init__(self, progress: Progress | None, cancelled: Callable[[], bool]) -> None:
-        self._progress, self._cancelled = progress, cancelled
-
-    def __call__(self, what: str, done: int, total: int) -> None:
-        if self._cancelled():
-            raise Cancelled("tidy-up cancelled; nothing was proposed")
-        if self._progress is not None:
-            self._progress(what, done, total)
-
-
-def _live_facts(source: TidySource) -> list[Memory]:
-    return [m for m in source.list_memories(role=Role.MEMORY, include_summaries=False) if not m.deleted]
-
-
-def _expired(facts: Sequence[Memory]) -> list[Finding]:
-    now = utc_now()
-    return [Finding("stale", f"expired on {m.expires_at.date().isoformat() if m.expires_at else '?'}",
-                    m.conversation_id, (m,), sources=_sources(m))
-            for m in facts if m.expired(now)]
-
-
-def _over_limit(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
-    """Eviction never drops facts (apply_plan._evict): a chat holding more than
-    `memory.max_entries` facts gets its oldest ones proposed here instead, for the user to decide."""
-    limit = int(source.config["memory.max_entries"])
-    by_conv: dict[str, list[Memory]] = {}
-    for m in facts:
-        by_conv.setdefault(m.conversation_id, []).append(m)
-    found: list[Finding] = []
-    for conv, mine in by_conv.items():
-        mine.sort(key=lambda m: (m.created_at, m.path))
-        found += [Finding("stale", f"the oldest beyond memory.max_entries ({limit})", conv, (m,),
-                          sources=_sources(m)) for m in mine[:max(len(mine) - limit, 0)]]
-    return [f for f in found if not f.targets[0].expired()]  # an expired one is proposed as such
-
-
-def _sources(*memories: Memory) -> tuple[str, ...]:
-    out: list[str] = []
-    for m in memories:
-        turns = m.extra.get(FROM_TURNS)
-        if isinstance(turns, list):
-            out += [str(t) for t in turns if isinstance(t, str)]
-    return tuple(dict.fromkeys(out))
-
-
-def _shared_scope(a: Memory, b: Memory) -> bool:
-    """Facts that can say the same thing: one conversation, or either of them the user's own."""
-    return a.conversation_id == b.conversation_id or GLOBAL_CONVERSATION in (
-        a.conversation_id, b.conversation_id)
-
-
-def _similar_pairs(source: TidySource, facts: Sequence[Memory], threshold: float
-                   ) -> list[tuple[float, Memory, Memory]]:
-    """Pairs of facts at least `threshold` alike by their stored vectors, closest first."""
-    vectors = source.vectors(facts)
-    have = [m for m in facts if m.id in vectors]
-    if len(have) < 2:
-        return []
-    matrix = np.stack([vectors[m.id] for m in have]).astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
-    pairs: list[tuple[float, Memory, Memory]] = []
-    for start in range(0, len(have), _BLOCK):  # blocks: 10k facts never make a 10k x 10k matrix
-        sims = matrix[start:start + _BLOCK] @ matrix.T
-        rows, cols = np.nonzero(sims >= threshold)
-        pairs += [(float(sims[i, j]), have[start + i], have[j]) for i, j in zip(rows, cols, strict=True)
-                  if start + i < j and _shared_scope(have[start + i], have[j])]
-    pairs.sort(key=lambda p: -p[0])
-    return pairs
-
-
-PAIR_SCHEMA: Mapping[str, Any] = {"name": "pair", "schema": {
-    "type": "object",
-    "properties": {
-        "relation": {"type": "string", "enum": ["same", "contradicts", "different"]},
-        "merged": {"type": "string"},
-    },
-    "required": ["relation", "merged"],
-}}
-
-_PAIR_PROMPT = (
-    "You keep a memory of facts about a user. Compare fact A and fact B.\n"
-    "- \"same\": they say the same thing (other words, or one adds a detail to the other).\n"
-    "- \"contradicts\": they are about the same thing but cannot both be true now "
-    "(a value changed).\n"
-    "- \"different\": anything else.\n"
-    "For \"same\", write in \"merged\" one short fact that says everything both say, in the facts' "
-    "own language and words; otherwise leave \"merged\" empty.\n"
-    "Answer with JSON only: {\"relation\": ..., \"merged\": ...}."
-)
-
-
-def _ask(model: ChatModel, system: str, user: str, schema: Mapping[str, Any],
-         max_tokens: int) -> dict[str, Any]:
-    messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    try:
-        answer = model.complete(messages, temperature=0.0, max_tokens=max_tokens, json_schema=schema)
-        return parse_object(answer)
-    except LLMJSONError as exc:
-        log.info("tidy-up: an unusable answer: %s", exc)
-        return {}
-    except Exception as exc:  # the client's own errors (unreachable, HTTP): one clear line up
-        raise LLMError(f"the memory model could not be asked: {exc}") from exc
-
-
-def _pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: _Stepper) -> list[Finding]:
-    """Duplicates (merged) and contradictions (the older retired), confirmed by the model."""
-    pairs = _similar_pairs(source, facts, PAIR_SIMILARITY)[:MAX_PAIRS]
-    parent: dict[str, str] = {}
-    merged_text: dict[frozenset[str], str] = {}
-    by_id = {m.id: m for m in facts}
-    stale: list[Finding] = []
-    retired: set[str] = set()
-
-    def root(x: str) -> str:
-        return _root(parent, x)
-
-    for n, (_sim, a, b) in enumerate(pairs):
-        step("comparing similar facts", n, len(pairs))
-        if a.id in retired or b.id in retired:
-            continue
-        answer = _ask(model, _PAIR_PROMPT, f"A: {a.text}\nB: {b.text}", PAIR_SCHEMA, 120)
-        relation = str(answer.get("relation", "")).strip().lower()
-        if relation == "same":
-            ra, rb = root(a.id), root(b.id)
-            if ra != rb:
-                parent[rb] = ra
-            merged = str(answer.get("merged") or "").strip()
-            if merged:
-                merged_text[frozenset((a.id, b.id))] = merged
-        elif relation == "contradicts" and a.conversation_id == b.conversation_id:
-            older, newer = sorted((a, b), key=_when)
-            if _when(older) < _when(newer):  # same instant: no way to tell which holds
-                retired.add(older.id)
-                stale.append(Finding("stale", "contradicted by a newer fact", older.conversation_id,
-                                     (older,), replaced_by=newer, sources=_sources(older, newer)))
-    groups: dict[str, list[Memory]] = {}
-    for fid in list(parent) + list(parent.values()):
-        if fid in retired:
-            continue
-        groups.setdefault(root(fid), [])
-        if by_id[fid] not in groups[root(fid)]:
-            groups[root(fid)].append(by_id[fid])
-    found: list[Finding] = []
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        members.sort(key=_when, reverse=True)  # the newest is kept (and rewritten if merged)
-        text = _grounded_merge(members, merged_text)
-        conv = _group_scope(members)
-        found.append(Finding("duplicate", "the same fact in other words", conv, tuple(members),
-                             text=text, sources=_sources(*members)))
-    return found + stale
-
-
-def _when(m: Memory) -> datetime:
-    return m.created_at
-
-
-def _group_scope(members: Sequence[Memory]) -> str:
-    """Where the merged fact lives: the user's own scope when any member is the user's."""
-    convs = {m.conversation_id for m in members}
-    return GLOBAL_CONVERSATION if GLOBAL_CONVERSATION in convs else members[0].conversation_id
-
-
-def specifics(text: str) -> set[str]:
-    """Names and numbers in any script: tokens with a digit, or a capital letter after the first
-    token (scripts without case contribute their digits only). Case-folded."""
-    tokens = _TOKEN.findall(text)
-    out = {t.casefold() for t in tokens if any(c.isdigit() for c in t)}
-    out |= {t.casefold() for i, t in enumerate(tokens) if i > 0 and t[:1].isupper()}
-    return out
-
-
-def _content_tokens(text: str) -> set[str]:
-    return {t.casefold() for t in _TOKEN.findall(text)}
-
-
-def _grounded_merge(members: Sequence[Memory], merged: Mapping[frozenset[str], str]) -> str:
-    """The model's merged text when every name and number in it is in the originals and it keeps
-    every name and number they hold (never a vaguer fact); else the newest original as it is."""
-    originals = set().union(*(specifics(m.text) for m in members))
-    candidates = [t for ids, t in merged.items() if ids <= {m.id for m in members}]
-    for text in sorted(candidates, key=len, reverse=True):
-        names = specifics(text)
-        if names <= originals and originals <= names | _content_tokens(text):
-            return text
-    return max(members, key=lambda m: (len(specifics(m.text)), _when(m))).text
-
-
-def _ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
-    """A model-made fact naming a name or number that none of its source turns holds."""
-    found: list[Finding] = []
-    for m in facts:
-        if m.source not in ("llm", "pattern"):
-            continue
-        turns = [source.lookup(t) for t in _sources(m)]
-        texts = [t.text for t in turns if t is not None]
-        if not texts:
-            continue  # no turn recorded, or its turns are not readable: no evidence either way
-        said = set().union(*(_content_tokens(t) for t in texts))
-        missing = specifics(m.text) - said
-        if missing:
-            found.append(Finding("junk", f"not said in its source turn ({', '.join(sorted(missing))})",
-                                 m.conversation_id, (m,), sources=_sources(m)))
-    return found
-
-
-JUNK_SCHEMA: Mapping[str, Any] = {"name": "junk", "schema": {
-    "type": "object",
-    "properties": {"junk": {"type": "array", "items": {
-        "type": "object",
-        "properties": {"n": {"type": "integer"},
-                       "why": {"type": "string", "enum": ["question", "request", "assistant", "not a fact"]}},
-        "required": ["n", "why"]}}},
-    "required": ["junk"],
-}}
-
-_JUNK_PROMPT = (
-    "Below are numbered entries of a memory about a user. A good entry states a lasting fact about "
-    "the user or about someone in their life. List ONLY the entries that are clearly not such a "
-    "fact: a question, a request or task, something the assistant said about itself, or words "
-    "that state nothing. When unsure, leave an entry out. Answer with JSON only: "
-    "{\"junk\": [{\"n\": <number>, \"why\": \"question\" | \"request\" | \"assistant\" | \"not a fact\"}]}"
-)
-
-
-def _junk_by_model(model: ChatModel, facts: Sequence[Memory], step: _Stepper) -> list[Finding]:
-    """Entries the model reads as no lasting fact. Facts the user wrote by hand are left alone."""
-    made = [m for m in facts if m.source in ("llm", "pattern", "mcp", "import")]
-    found: list[Finding] = []
-    batches = [made[i:i + JUNK_BATCH] for i in range(0, len(made), JUNK_BATCH)]
-    for n, batch in enumerate(batches):
-        step("looking for junk", n, len(batches))
-        listing = "\n".join(f"{i + 1}. {m.text}" for i, m in enumerate(batch))
-        answer = _ask(model, _JUNK_PROMPT, listing, JUNK_SCHEMA, 160)
-        items = answer.get("junk")
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, dict) or not isinstance(item.get("n"), int):
-                continue
-            i = item["n"] - 1
-            why = str(item.get("why") or "not a fact")
-            if 0 <= i < len(batch):
-                m = batch[i]
-                found.append(Finding("junk", why if why != "assistant" else "the assistant's words",
-                                     m.conversation_id, (m,), sources=_sources(m)))
-    return list({f.targets[0].id: f for f in found}.values())
-
-
-GAP_SCHEMA: Mapping[str, Any] = {"name": "gap", "schema": {
-    "type": "object",
-    "properties": {"fact": {"type": "string"}},
-    "required": ["fact"],
-}}
-
-_GAP_PROMPT = (
-    "A sentence from the summary of a chat is below. If it states a lasting fact about the user "
-    "or someone in their life, rewrite it as one short fact in the sentence's own language, using "
-    "only its words and names. If it does not (it describes the chat, a question or a request), "
-    "answer an empty fact. Answer with JSON only: {\"fact\": \"...\"}"
-)
-
-
-def _gaps(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: _Stepper) -> list[Finding]:
-    """Summary sentences no live fact holds (and no forgotten fact explains), as facts to add."""
-    summaries = [m for m in source.list_memories(role=Role.SUMMARY) if not m.deleted and m.text.strip()]
-    gone = [m for m in source.list_memories(role=Role.MEMORY, only_deleted=True)]
-    found: list[Finding] = []
-    for summary in summaries:
-        conv = summary.conversation_id
-        sentences = [s.strip() for s in _SENTENCE_END.split(summary.text) if len(s.strip()) > 12]
-        if not sentences:
-            continue
-        near = [m.text for m in facts if m.conversation_id in (conv, GLOBAL_CONVERSATION)]
-        near_gone = [m.text for m in gone if m.conversation_id in (conv, GLOBAL_CONVERSATION)]
-        matrix = source.embed([*sentences, *near, *near_gone])
-        s_vecs = matrix[:len(sentences)]
-        held = matrix[len(sentences):len(sentences) + len(near)]
-        forgotten = matrix[len(sentences) + len(near):]
-        for i, sentence in enumerate(sentences):
-            if len(found) >= MAX_GAPS:
-                return found
-            best = float((held @ s_vecs[i]).max()) if len(near) else 0.0
-            best_gone = float((forgotten @ s_vecs[i]).max()) if len(near_gone) else 0.0
-            if best >= GAP_SIMILARITY or best_gone >= GAP_SIMILARITY:
-                continue  # a live fact holds it, or it speaks of something forgotten (not a gap)
-            step("checking summaries", i, len(sentences))
-            fact = str(_ask(model, _GAP_PROMPT, sentence, GAP_SCHEMA, 80).get("fact") or "").strip()
-            if fact and specifics(fact) <= specifics(sentence) | _content_tokens(sentence):
-                found.append(Finding("gap", "the summary says it; no live fact holds it", conv,
-                                     (), text=fact, sources=(summary.id,)))
-    return found
 
 
 # -- proposals --------------------------------------------------------------------------------
@@ -569,30 +203,13 @@ def last_run(root: Path) -> str | None:
 
 def health(source: TidySource) -> Health:
     """What tidy-up would likely find, from vectors, dates and source turns (no model)."""
-    facts = _live_facts(source)
-    expired = _expired(facts)
+    facts = live_facts(source)
+    stale = expired(facts)
     duplicates: int | None = None
     if source.index_open():  # a health line never opens (or embeds into) the index itself
-        pairs = _similar_pairs(source, facts, LIKELY_DUPLICATE)
-        duplicates = max(len({m.id for _s, a, b in pairs for m in (a, b)}) - _clusters(pairs), 0)
-    junk = _ungrounded(source, facts)
+        close = similar_pairs(source, facts, LIKELY_DUPLICATE)
+        duplicates = max(len({m.id for _s, a, b in close for m in (a, b)}) - clusters(close), 0)
+    junk = ungrounded(source, facts)
     waiting = sum(1 for p in review.pending(source.root)[0] if TIDY_KEY in p.extra)
     return Health(facts=len(facts), likely_duplicates=duplicates,
-                  likely_junk=len(junk), stale=len(expired), waiting=waiting, last_run=last_run(source.root))
-
-
-def _root(parent: Mapping[str, str], x: str) -> str:
-    """Union-find: the group `x` belongs to."""
-    while parent.get(x, x) != x:
-        x = parent[x]
-    return x
-
-
-def _clusters(pairs: Sequence[tuple[float, Memory, Memory]]) -> int:
-    """How many groups the pairs join their facts into."""
-    parent: dict[str, str] = {}
-    for _s, a, b in pairs:
-        ra, rb = _root(parent, a.id), _root(parent, b.id)
-        if ra != rb:
-            parent[rb] = ra
-    return len({_root(parent, x) for _s, a, b in pairs for x in (a.id, b.id)})
+                  likely_junk=len(junk), stale=len(stale), waiting=waiting, last_run=last_run(source.root))
