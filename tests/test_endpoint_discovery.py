@@ -153,3 +153,76 @@ def test_the_cli_lists_them_and_saves_the_chosen_one(serve, tmp_path: Path) -> N
     assert saved.returncode == 0, saved.stderr
     text = config.read_text(encoding="utf-8")
     assert f"base_url: http://127.0.0.1:{server.port}/v1" in text and "model: qwen2.5:1.5b" in text
+
+
+def _raw(body: bytes) -> Answer:
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+    return answer
+
+
+def _drip(head_first: bool) -> Answer:
+    """A byte at a time, each well within any read timeout, forever (until the client leaves)."""
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        import time
+        try:
+            if not head_first:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"a" * 10_000:
+                    h.wfile.write(bytes([byte]))
+                    h.wfile.flush()
+                    time.sleep(0.05)
+            h.send_response(200)
+            h.send_header("Content-Length", "1000000")
+            h.end_headers()
+            h.wfile.write(b'{"data": [')
+            while True:
+                h.wfile.write(b" ")
+                h.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            return
+    return answer
+
+
+def test_deep_or_flooding_json_is_one_line_about_that_server_never_a_traceback(serve) -> None:  # type: ignore[no-untyped-def]
+    """A local server answering /models with JSON nested 10,000 deep (RecursionError: the
+    command printed a traceback) or a flood of tiny items: refused before parsing, named per
+    server; the honest server beside them is still found."""
+    deep = serve(_raw(b'{"data": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"))
+    flood = serve(_raw(b'{"data": [' + b",".join([b"{}"] * 300_000) + b"]}"))
+    good = serve(_models("library", "qwen2.5:1.5b"))
+    servers = [KnownServer("A", deep.port, ""), KnownServer("B", flood.port, ""),
+               KnownServer("C", good.port, "")]
+    by_name = {e.name: e for e in discover_endpoints({}, servers=servers, timeout=3)}
+    assert "nested" in by_name["A"].error and not by_name["A"].models
+    assert "values" in by_name["B"].error and not by_name["B"].models
+    assert by_name["Ollama"].models == ("qwen2.5:1.5b",)  # C, named by its owner
+
+
+@pytest.mark.parametrize("head_first", [True, False], ids=["body-drips", "headers-drip"])
+def test_a_server_that_drips_cannot_hold_endpoints_past_its_timeout(  # type: ignore[no-untyped-def]
+    serve, tmp_path: Path, head_first: bool,
+) -> None:
+    """`desktop-mem endpoints --timeout 1` with a server that sends a byte every 50 ms (each read
+    is quick, so a per-read timeout never fires): the command is done within the timeout plus
+    start-up, and says that server kept answering (it ran past 25 s)."""
+    import time
+
+    dripping = serve(_drip(head_first))
+    config = tmp_path / "config.yaml"
+    config.write_text("", encoding="utf-8")
+    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{dripping.port}/v1"}
+    env.pop("OPENAI_API_KEY", None)
+    started = time.monotonic()
+    args = ["--store", str(tmp_path / "s"), "--config", str(config), "endpoints", "--timeout", "1"]
+    done = subprocess.run([sys.executable, "-m", "desktop_mem.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+    spent = time.monotonic() - started
+    assert "Traceback" not in done.stderr
+    assert "past 1 s" in done.stdout + done.stderr, done.stdout + done.stderr
+    start_up = 12  # the interpreter and the CLI's imports, on a busy two-core machine
+    assert spent < 1 + start_up, spent

@@ -10,15 +10,21 @@ is untrusted: the body is capped, model ids are cleaned and their number bounded
 
 from __future__ import annotations
 
-import json
 import re
+import threading
+import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
+from desktop_mem.engine import bounded_json
+
 MAX_BODY = 1024 * 1024  # a models list is a few KB; a bigger answer is not one
 MAX_MODELS = 200
+# A models list is flat and short: anything nested deeper, or holding more values, is refused
+# before it is parsed (a deeply nested answer raised RecursionError: a traceback).
+MODELS_LIMITS = bounded_json.JSONLimits(max_chars=MAX_BODY, max_depth=16, max_values=50_000)
+GRACE = 0.25  # s past the timeout for the last reads to give up and the answers to be gathered
 _MODEL_ID = re.compile(r"[^\x00-\x1f\x7f-\x9f]{1,200}")
 
 
@@ -86,18 +92,36 @@ def candidates(env: Mapping[str, str], configured_url: str = "", configured_key:
 
 def discover_endpoints(env: Mapping[str, str], configured_url: str = "", configured_key: str = "", *,
              timeout: float = 1.0, servers: Sequence[KnownServer] = KNOWN_SERVERS) -> list[FoundEndpoint]:
-    """Probe every candidate at once; the ones that answered first, in the order looked at."""
+    """Probe every candidate at once; the ones that answered first, in the order looked at.
+    `timeout` bounds the whole search, not each read: a server that answers a byte at a time is
+    given up on when it is over (its thread, a daemon, ends at its next read)."""
     todo = candidates(env, configured_url, configured_key, servers)
-    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
-        results = list(pool.map(lambda c: probe(c[0], c[1], timeout), todo))
-    return sorted(results, key=lambda e: not e.found)
+    deadline = time.monotonic() + timeout
+    results: list[FoundEndpoint | None] = [None] * len(todo)
+
+    def run(i: int, endpoint: FoundEndpoint, key: str) -> None:
+        results[i] = probe(endpoint, key, timeout, deadline=deadline)
+
+    threads = [threading.Thread(target=run, args=(i, e, k), daemon=True, name="endpoint-probe")
+               for i, (e, k) in enumerate(todo)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline + GRACE - time.monotonic()))
+    found = [result or replace(endpoint, error=f"kept answering past {timeout:g} s: not a models list",
+                               listening=True)
+             for result, (endpoint, _key) in zip(results, todo, strict=True)]
+    return sorted(found, key=lambda e: not e.found)
 
 
-def probe(endpoint: FoundEndpoint, api_key: str = "", timeout: float = 1.0) -> FoundEndpoint:
-    """Ask `endpoint` for its models; the endpoint back with models, or with why it failed."""
+def probe(endpoint: FoundEndpoint, api_key: str = "", timeout: float = 1.0, *,
+          deadline: float | None = None) -> FoundEndpoint:
+    """Ask `endpoint` for its models; the endpoint back with models, or with why it failed. The
+    answer must be whole by `deadline` (monotonic; default: `timeout` from now), however it trickles."""
     import httpx  # here, not at the top: the engine's API names this module and stays light
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    deadline = time.monotonic() + timeout if deadline is None else deadline
     try:
         with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client, \
                 client.stream("GET", endpoint.base_url.rstrip("/") + "/models", headers=headers) as response:
@@ -110,6 +134,9 @@ def probe(endpoint: FoundEndpoint, api_key: str = "", timeout: float = 1.0) -> F
                 body += chunk
                 if len(body) > MAX_BODY:
                     return replace(endpoint, error="answered with more than 1 MB: not a models list")
+                if time.monotonic() > deadline:
+                    return replace(endpoint, error=f"kept answering past {timeout:g} s: not a models list",
+                                   listening=True)
     except httpx.ConnectError:
         return replace(endpoint, error="nothing is listening", listening=False)
     except httpx.ConnectTimeout:
@@ -124,7 +151,9 @@ def probe(endpoint: FoundEndpoint, api_key: str = "", timeout: float = 1.0) -> F
 
 def _read_models(endpoint: FoundEndpoint, body: bytes) -> FoundEndpoint:
     try:
-        data = json.loads(body)
+        data = bounded_json.loads(body, MODELS_LIMITS, "its answer")
+    except bounded_json.JSONLimitError as exc:
+        return replace(endpoint, error=f"answered, but {exc}: not an OpenAI models list")
     except ValueError:
         return replace(endpoint, error="answered, but not with JSON: not an OpenAI-compatible server")
     items = data.get("data") if isinstance(data, dict) else None

@@ -13,7 +13,12 @@ from typing import Any, TypedDict
 
 import json_repair
 
+from desktop_mem.engine import bounded_json
+
 MAX_INPUT_CHARS = 200_000
+# An answer is a short list of facts or decisions: nested deeper, or holding more values, it is
+# refused before parsing (a deep one raised RecursionError, past every `except ValueError`).
+ANSWER_LIMITS = bounded_json.JSONLimits(max_chars=MAX_INPUT_CHARS, max_depth=16, max_values=20_000)
 _EXCERPT_CHARS = 200
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -130,6 +135,10 @@ def _load(text: str) -> tuple[Any, bool]:
         raise LLMJSONError("the model gave an empty answer", text)
     fenced = _FENCE.search(capped)
     body = fenced.group(1).strip() if fenced else capped.strip()
+    try:
+        bounded_json.check(body, ANSWER_LIMITS, "the answer")
+    except bounded_json.JSONLimitError as exc:
+        raise LLMJSONError(str(exc), text) from None
     try:
         return json.loads(body), False
     except ValueError:

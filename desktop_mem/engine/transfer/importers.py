@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import yaml
 
+from desktop_mem.engine import bounded_json
 from desktop_mem.engine.chat.extraction import ChatModel, extract_facts, pattern_facts
 from desktop_mem.engine.models import (
     TURN_ROLES,
@@ -68,6 +69,11 @@ PREVIEW_LINES = 8
 MAX_IMPORT_BYTES = 100 * 1024 * 1024
 MAX_IMPORT_ENTRIES = 200_000
 MAX_ZIP_MEMBERS = 10_000
+# What a JSON file may hold, counted before it is parsed: a 100 MiB file of tiny items
+# (`[{}, {}, ...]`, from a small zip) became tens of millions of objects, over 1 GB, before the
+# entry count was checked; a deeply nested one raised RecursionError. A real export of 100 MiB
+# holds a few million values, nested a dozen deep.
+IMPORT_JSON_LIMITS = bounded_json.JSONLimits(max_chars=MAX_IMPORT_BYTES, max_depth=64, max_values=8_000_000)
 # Memories per commit: one commit for most imports; a 100k history lands as 20 commits, so a kill
 # loses at most one batch's work (re-running the import finishes it).
 IMPORT_BATCH = 5_000
@@ -172,14 +178,22 @@ def _finish_plan(
     skipped: list[Skipped], notes: list[str], extract: bool,
 ) -> ImportPlan:
     fresh: list[Entry] = []
-    seen: set[str] = set()
+    seen: dict[str, Entry] = {}
     summaries: set[str] = set()
     present = 0
     for e in entries:
         problem = entry_problem(engine.store, e)
+        # raw: a held-back id is taken too
+        stored = None if problem or e.id in seen else engine.raw.lookup(e.id)
         if problem:
             skipped.append(Skipped(_where(e), problem))
-        elif e.id in seen or engine.raw.lookup(e.id) is not None:  # raw: a held-back id is taken too
+        elif e.id in seen:  # never dropped in silence, never called "already in the store"
+            first = seen[e.id]
+            same = first.text == e.text and first.conversation_id == e.conversation_id
+            skipped.append(Skipped(_where(e), f"id {e.id[:60]} appears twice in this import"
+                                   + (" (the same memory again)" if same else
+                                      " with another text; the first one was kept")))
+        elif stored is not None:
             present += 1
         elif e.role == Role.SUMMARY and (e.conversation_id in summaries
                                       or _has_summary(engine, e.conversation_id)):
@@ -190,7 +204,7 @@ def _finish_plan(
                 skipped.append(Skipped(_where(e), f"conversation {e.conversation_id} already has a summary; "
                                        "the imported one would replace it and was left out"))
         else:
-            seen.add(e.id)
+            seen[e.id] = e
             summaries.update([e.conversation_id] if e.role == Role.SUMMARY else [])
             fresh.append(e)
     # A title is written only for a conversation that has none yet (never overwrite the user's).
@@ -261,7 +275,17 @@ def _claude_members(files: Mapping[str, bytes], path: Path) -> dict[str, Any]:
         data = _load_json(files[""], path)
         return {"conversations.json" if isinstance(data, list) and is_claude_conversations(data)
                 else "memories.json": data}
+    _check_together(files, path)  # the members are bounded as one file is: split, each could pass
     return {name: _load_json(raw, path / name) for name, raw in files.items()}
+
+
+def _check_together(files: Mapping[str, bytes], path: Path) -> None:
+    """ImportFileError when the members' JSON, counted together, is over the limits."""
+    try:
+        bounded_json.check(",".join(raw.decode("utf-8", "replace") for raw in files.values()),
+                           IMPORT_JSON_LIMITS, str(path))
+    except bounded_json.JSONLimitError as exc:
+        raise ImportFileError(f"{exc}; nothing was imported") from None
 
 
 def _capped(handle: IO[bytes], path: Path, declared: int, limit: int | None = None) -> bytes:
@@ -361,8 +385,8 @@ def _sniff(path: Path, files: Mapping[str, bytes]) -> str:
 
 def _json_or_none(raw: bytes) -> Any:
     try:
-        return json.loads(raw.decode("utf-8-sig"))
-    except ValueError:
+        return bounded_json.loads(raw, IMPORT_JSON_LIMITS)
+    except ValueError:  # over a limit too: the reader says which, with the file's name
         return None
 
 
@@ -373,7 +397,9 @@ def _is_claude_memories(data: Any) -> bool:
 
 def _load_json(raw: bytes, path: Path) -> Any:
     try:
-        return json.loads(raw.decode("utf-8-sig"))
+        return bounded_json.loads(raw, IMPORT_JSON_LIMITS, str(path))
+    except bounded_json.JSONLimitError as exc:
+        raise ImportFileError(f"{exc}; nothing was imported") from None
     except UnicodeDecodeError as exc:
         raise ImportFileError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
