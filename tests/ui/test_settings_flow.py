@@ -89,7 +89,8 @@ def test_saving_settings_keeps_the_memories_search_filters_and_selection(
     browser = ws.browser
     browser.deleted_check.setChecked(True)
     browser.kind_combo.setCurrentIndex(browser.kind_combo.findData("fact"))
-    qtbot.waitUntil(lambda: browser.model.rowCount() > 1, timeout=10000)
+    browser.refresh()
+    qtbot.waitUntil(lambda: browser.model.rowCount() > 1, timeout=20000)
     browser.select_memory(browser.model.memory_at(1).id)  # type: ignore[union-attr]
     chosen = browser.model.memory_at(1).id  # type: ignore[union-attr]
     window.open_settings()
