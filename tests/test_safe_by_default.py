@@ -111,7 +111,7 @@ ENGINE_NOT_READS: dict[str, str] = {
     "stop_watcher": "lifecycle", "wait_idle": "lifecycle", "subscribe": "events: see the UI bridge test",
     "subscribe_held_back": "events (a SecretHeldBack carries no secret)",
     "subscribe_outcomes": "events", "chat_service": "a part (its reads go through these doors)",
-    "index": "a part", "memory_llm": "a part (the summary model)",
+    "index": "a part",
     "retriever": "a part (its lookup is the safe `lookup`)",
     "index_in_background": "lifecycle (a bulk import's indexing block)",
     "acquire_lock": "lifecycle (the store lock)", "release_lock": "lifecycle (the store lock)",

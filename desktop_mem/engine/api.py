@@ -92,7 +92,7 @@ from desktop_mem.engine.store.validity import start as validity_start
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied
-    from desktop_mem.engine.chat.extraction import ChatModel, ExtractionResult, ReconcileResult
+    from desktop_mem.engine.chat.extraction import ExtractionResult, ReconcileResult
     from desktop_mem.engine.chat.service import ChatService
     from desktop_mem.engine.chat.tidy import Health
 
@@ -463,11 +463,6 @@ class MemoryEngine:
         chat = self.config["llm.base_url"]
         urls = {chat.rstrip("/"), (self.config["llm.summary_base_url"] or chat).rstrip("/")}
         return sum(open_requests(u) for u in urls)
-
-    @property
-    def memory_llm(self) -> ChatModel:
-        """The summary/memory model (imports extract facts with it)."""
-        return self._p.memory_llm
 
     def chat(self, conversation_id: str, message: str, *, strategy: str | None = None,
              on_token: Callable[[str], None] | None = None,
