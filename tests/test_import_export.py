@@ -116,15 +116,15 @@ def test_chatgpt_import_can_extract_facts_with_the_llm(
     scripted_llm.default_reply = "[]"
     with MemoryEngine(make_config(**{"llm.base_url": scripted_llm.base_url, "llm.model": "test-model",
                                                   "llm.api_key": "test", "llm.timeout": 5})) as eng:
-        plan = plan_import(eng, chatgpt_file, extract=True)
-        result = apply_import(eng, plan)
+        plan = eng.transfer.plan_import(chatgpt_file, extract=True)
+        result = eng.transfer.apply_import(plan)
         facts = eng.list_memories(role="memory")
         assert result.notes == () or all("extraction" not in n for n in result.notes)
         assert result.facts == len(facts) >= 1
         assert "The user's manager is called Dana" in {f.text for f in facts}
         assert all(f.source == "import" for f in facts)
         assert eng.history(limit=1)[0].subject.endswith(f"{result.facts} facts")
-        assert apply_import(eng, plan_import(eng, chatgpt_file, extract=True)).commit is None
+        assert eng.transfer.apply_import(eng.transfer.plan_import(chatgpt_file, extract=True)).commit is None
 
 
 def test_json_memory_list_imports_good_entries_and_reports_bad_ones(
