@@ -31,7 +31,6 @@ from desktop_mem.engine.chat.chat_types import (
     stored_messages,
     updated_line,
 )
-from desktop_mem.engine.chat.context import STRATEGY_NAMES
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.endpoint_discovery import FoundEndpoint, discover_endpoints, nothing_found_advice
 from desktop_mem.engine.chat.extraction import kind_of
@@ -68,6 +67,7 @@ from desktop_mem.engine.index.retrieval import (
 )
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
+    STRATEGY_NAMES,
     CommitInfo,
     HeldBackChoice,
     Memory,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from itertools import repeat
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 
 class Role(StrEnum):
@@ -57,6 +57,7 @@ class SecretsPolicy(StrEnum):
 # implements them, config.py offers them as the settings' choices.
 StrategyName = Literal["none", "trimming", "sliding_window", "summarizing", "compacting"]
 ContextTrigger = Literal["turns", "tokens"]
+STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
 
 
 class Decision(StrEnum):

@@ -18,10 +18,15 @@ from typing import Any, ClassVar, Final, Protocol, cast, get_args
 from desktop_mem.engine.chat.memory_interface import SimpleMemory
 from desktop_mem.engine.chat.token_count import TokenCounter, count_messages, message_text
 from desktop_mem.engine.config import default
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, ChatMessage, ContextTrigger, StrategyName
+from desktop_mem.engine.models import (
+    GLOBAL_CONVERSATION,
+    STRATEGY_NAMES,
+    ChatMessage,
+    ContextTrigger,
+    StrategyName,
+)
 
 Message = ChatMessage
-STRATEGY_NAMES: tuple[str, ...] = get_args(StrategyName)
 Summarizer = Callable[[str | None, list[Message]], str | None]
 """(previous summary, messages to fold in) -> new summary, or None when summarising failed."""
 
