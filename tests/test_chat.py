@@ -203,3 +203,34 @@ def test_eviction_and_ttl(make_config: Callable[..., Any], scripted_llm: Any) ->
         assert any(e.type == EventType.EVICT for c in eng.history(limit=5) for e in c.events)
     finally:
         eng.close()
+
+
+def _subjects(root: Any) -> list[str]:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(root), "log", "--format=%s"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def test_a_new_stores_first_commit_says_what_it_is(make_config: Callable[..., Any]) -> None:
+    config = make_config()
+    root = config.store_path.expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    facts = root / "entries" / "global" / "facts"  # a fact written by hand before the app first ran
+    facts.mkdir(parents=True)
+    (facts / "f-1.md").write_text("---\nid: f-1\nrole: memory\nconversation_id: global\n"
+                                  "created_at: 2026-11-01T10:00:00+00:00\n---\nThe user likes tea\n", "utf-8")
+    with MemoryEngine(config) as engine:
+        assert _subjects(engine.root)[-1] == "Create the memory store"  # not "Record changes made while ..."
+
+
+def test_commits_name_the_conversation_by_its_title(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    def subjects() -> list[str]:
+        return _subjects(chat_engine.root)
+
+    conv = chat_engine.new_conversation("Weekend plans")
+    scripted_llm.script(FACTS, "[]")
+    scripted_llm.script(is_chat, "Sounds fun!")
+    chat_engine.chat(conv, "We go hiking on Saturday")
+    assert chat_engine.wait_idle(30)
+    assert subjects()[0].startswith("Chat turn in “Weekend plans”")

@@ -189,7 +189,7 @@ class Parts:
             from desktop_mem.engine.chat.service import ChatService
 
             ports = ChatPorts(self.config, self.shared, self.raw, self.writer, self.search_index.search,
-                              lambda: self.held.ids, self.conversations.strategy)
+                              lambda: self.held.ids, self.conversations.strategy, self.conversations.title)
             self._chat = ChatService(ports, self.outcome_listeners, self.write_progress)
         return self._chat
 
@@ -295,7 +295,10 @@ def start(parts: Parts) -> None:
     parts.refresh(temp_files=None if parts.read_only else temp_files)
     remove_temp_files(temp_files)
     if dirty is not None:
-        parts.commit_all("Record changes made while desktop-mem was closed", Operation.SYNC, dirty=dirty())
+        # a store's first commit says what it is (issue #39), not that something changed
+        subject = ("Create the memory store" if parts.git.head() is None
+                   else "Record changes made while desktop-mem was closed")
+        parts.commit_all(subject, Operation.SYNC, dirty=dirty())
     if not parts.read_only and validity_migration.needs_migration(parts):
         validity_migration.migrate_validity(parts)  # a store made before validity: one commit
     if not parts.read_only and scope_migration.needs_migration(root):

@@ -39,12 +39,10 @@ class Conversation:
 
 
 def load_conversations(engine: MemoryEngine) -> list[Conversation]:
-    """Run in a worker: every conversation with its title (global shown as "Global memory")."""
-    rows = []
-    for conv in engine.conversations():
-        title = "Global memory" if conv == GLOBAL_CONVERSATION else engine.conversation_title(conv)
-        rows.append(Conversation(conv, title))
-    return rows
+    """Run in a worker: every conversation with its title. The user's own facts (the global
+    scope) are no conversation to chat in: the Memories pane shows them as "Your facts"."""
+    return [Conversation(conv, engine.conversation_title(conv))
+            for conv in engine.conversations() if conv != GLOBAL_CONVERSATION]
 
 
 class ConversationListModel(QAbstractListModel):

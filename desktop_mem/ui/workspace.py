@@ -22,6 +22,7 @@ from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline_pane import TimelinePane
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)
+YOUR_FACTS = "Your facts"  # the global scope, named once: the user's own facts, read everywhere
 MEMORIES_SHARE = (63, 37)  # list : editor
 BROWSER_MIN_WIDTH, EDITOR_MIN_WIDTH = 420, 340
 
@@ -170,7 +171,8 @@ class Workspace(QWidget):
 
     @Slot()
     def _on_conversations_loaded(self) -> None:
-        rows = [(c.id, c.title) for c in self.conversations.model.rows()]
+        chats = [(c.id, c.title) for c in self.conversations.model.rows()]
+        rows = [(GLOBAL_CONVERSATION, YOUR_FACTS), *chats]  # the Memories pane filters by either
         self.browser.set_conversations(rows)
         self.chat.set_titles(dict(rows))
         self.editor.titles = dict(rows)

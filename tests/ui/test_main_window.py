@@ -51,10 +51,13 @@ def test_an_empty_store_offers_a_demo_store_that_fills_every_pane(qtbot: Any, wi
     qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
     ws = window.workspace
     assert ws is not None
-    qtbot.waitUntil(lambda: ws.conversations.model.rowCount() >= 4, timeout=10000)
+    qtbot.waitUntil(lambda: ws.conversations.model.rowCount() >= 3, timeout=10000)
     qtmodeltester.check(ws.conversations.model)
     titles = [ws.conversations.model.index(r, 0).data() for r in range(ws.conversations.model.rowCount())]
-    assert "Trip to Lisbon" in titles and "Global memory" in titles
+    # the user's own facts are no conversation to chat in (issue #39): "Your facts", in Memories
+    assert "Trip to Lisbon" in titles and "Global memory" not in titles and "global" not in titles
+    combo = ws.browser.conversation_combo
+    assert combo.itemText(combo.findData("global")) == "Your facts"
     qtbot.waitUntil(lambda: ws.browser.model.rowCount() > 5, timeout=10000)
     # Facts, not files: the demo's chat turns and summaries are counted apart (in the tooltip).
     qtbot.waitUntil(lambda: window.status.count_label.text().endswith("facts"), timeout=10000)

@@ -102,7 +102,7 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
         if evicted:
             notes.append(f"{len(evicted)} old message{'s' if len(evicted) > 1 else ''} of this chat "
                          f"left memory (beyond memory.max_entries); restorable on the Timeline.")
-        tx.subject = _turn_subject(conv, applied, plan.summary_text is not None)
+        tx.subject = _turn_subject(_title(ports, conv), applied, plan.summary_text is not None)
         outcome = WriteOutcome(
             conversation_id=conv,
             turns=(turn.user, *([turn.assistant] if turn.assistant else [])),
@@ -214,6 +214,16 @@ def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: 
         count = max(summary.summarized_count - turns_gone, 0)
         tx.write_summary(conv, summary.text, count)
     return evicted
+
+
+def _title(ports: ChatPorts, conv: str) -> str:
+    """The conversation's title for a commit subject (its id if the title cannot be read)."""
+    try:
+        title = " ".join(ports.conversation_title(conv).split())
+    except Exception:  # a broken conversation file must not fail the turn's commit
+        log.exception("could not read the title of %s", conv)
+        return conv
+    return f"“{clip(title, 60)}”" if title and title != conv else conv
 
 
 def _turn_subject(conv: str, applied: Applied, summary: bool) -> str:

@@ -43,6 +43,7 @@ class ChatPorts:
     search: Search
     held_back_ids: Callable[[], frozenset[str]]
     conversation_strategy: Callable[[str], str | None]
+    conversation_title: Callable[[str], str] = str  # the title the user chose (its id when none)
 
     def snapshot(self) -> ConversationSnapshot:
         """One scan of the catalog: what a chat path reads the store from (chat/snapshot.py)."""
