@@ -177,8 +177,7 @@ class GitHistory:
             raise StoreIsUserRepoError(
                 f"{self.root} is a git repository of your own ({why}): desktop-mem keeps its history in "
                 "a repository of its own and never touches yours (its index, config, .gitignore or "
-                f"staged work). Choose a folder outside it, e.g. --store {self.root / 'desktop-mem'} "
-                "is inside it too, so pick an empty folder elsewhere.")
+                "staged work). Choose another folder as the store: an empty one, or one desktop-mem made.")
         else:
             self._mark_own()
         ignore = self.root / ".gitignore"
@@ -216,7 +215,10 @@ class GitHistory:
             tracked = self.repo.git.ls_files("-z", "--cached").split("\0")
         except GitCommandError as exc:
             return f"git cannot read it: {_reason(exc)}"
-        outside = sorted({p.split("/", 1)[0] for p in tracked if p} - _OWN_TOP_LEVEL)
+        top = {p.split("/", 1)[0] for p in tracked if p}
+        # agent-cli's memory store (the same layout, opened in place) keeps a README beside entries/
+        allowed = _OWN_TOP_LEVEL | ({"README.md"} if "entries" in top else set())
+        outside = sorted(top - allowed)
         if outside:
             return f"it tracks {', '.join(outside[:3])}{' …' if len(outside) > 3 else ''}"
         return None
