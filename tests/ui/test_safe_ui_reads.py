@@ -24,7 +24,8 @@ from tests.test_hand_edit_secrets import KEY, _hand_edit
 
 NOT_READS: dict[str, str] = {
     "long_operations.import_file": "write", "long_operations.rebuild_index": "write",
-    "long_operations.sync_store": "write", "store_session.close_engine": "lifecycle",
+    "long_operations.sync_store": "write", "long_operations.tidy_memory": "write (review proposals)",
+    "store_session.close_engine": "lifecycle",
     "store_session.open_index_and_watch": "lifecycle", "store_session.start_endpoint": "lifecycle",
     "problem_editor.save_raw": "write", "tool_notice.undo_changes": "write",
     "problem_editor.load_raw": "the problem editor: the raw file, asked for by name",
@@ -65,6 +66,7 @@ def test_no_read_the_window_makes_shows_a_held_back_hand_edit(qtbot: Any, engine
     events = [e for c in engine.history() for e in c.events if e.memory_id in {m.id for m in held}]
     values: dict[str, list[Any]] = {
         "conversation_id": ["trip", "global"],
+        "memory_id": [m.id for m in held],
         "event": events,
         "offset": [0, 1],  # the browser's next page of a listing
         "query": [BrowserQuery(text, conv, role, None, None, None, deleted)
