@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -31,7 +33,13 @@ from desktop_mem.api.mcp_backends import StdioBackend
 from desktop_mem.api.mcp_changes import ChangeFeed, watch_store
 from desktop_mem.api.mcp_server import build_server
 from desktop_mem.api.stop_signals import STOP_SIGNALS, stop_signals_exit
+from desktop_mem.engine import bounded_json
 from desktop_mem.engine.config import Config
+
+# One client message, measured before the SDK parses it: a line nested 100,000 deep was never
+# answered (the client waited for ever), and a line had no length limit at all.
+MESSAGE_LIMITS = bounded_json.JSONLimits(max_chars=16_000_000, max_depth=32, max_values=500_000)
+_ID = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})')
 
 
 def run_stdio(config: Config) -> None:
@@ -83,8 +91,36 @@ async def _serve_stdio(server: MCPServer) -> None:
     from mcp.server.stdio import stdio_server
 
     low = server._lowlevel_server  # noqa: SLF001 - run_stdio_async has no way to pass stdin
-    async with _stdin_lines() as lines, stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+    checked_send, checked = anyio.create_memory_object_stream[str](0)
+    sdk_stdin: Any = checked  # the SDK iterates it as it would its own AsyncFile
+    async with _stdin_lines() as lines, stdio_server(stdin=sdk_stdin) as (read, write), \
+            anyio.create_task_group() as tasks:
+        tasks.start_soon(_pass_within_limits, lines, checked_send, write)
         await low.run(read, write, low.create_initialization_options())
+        tasks.cancel_scope.cancel()
+
+
+async def _pass_within_limits(lines: MemoryObjectReceiveStream[str], to_sdk: MemoryObjectSendStream[str],
+                              answer: MemoryObjectSendStream[Any]) -> None:
+    """Each client line to the SDK if it is within MESSAGE_LIMITS; otherwise its request (when its
+    id can be read) is answered with an "invalid request" error saying which limit, at once."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+
+    async with to_sdk:
+        async for line in lines:
+            try:
+                bounded_json.check(line, MESSAGE_LIMITS, "the message")
+            except bounded_json.JSONLimitError as exc:
+                found = _ID.search(line[:2000])
+                print(f"desktop-mem mcp: refused a message: {exc}", file=sys.stderr)
+                if found:
+                    ident = bounded_json.loads(found.group(1), MESSAGE_LIMITS)
+                    error = JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(code=INVALID_REQUEST,
+                                                                                  message=str(exc)))
+                    await answer.send(SessionMessage(message=error))
+                continue
+            await to_sdk.send(line)
 
 
 @contextlib.asynccontextmanager
@@ -117,9 +153,13 @@ def _claim_stdin() -> int:
 def _read_lines(wire: int, portal: BlockingPortal, send: MemoryObjectSendStream[str]) -> None:
     """The daemon thread: each line of `wire` into `send`; at EOF the stream ends, and with it
     the SDK's reader and the session."""
+    limit = MESSAGE_LIMITS.max_chars
     try:
         with open(wire, encoding="utf-8", errors="replace", closefd=False) as lines:
-            for line in lines:
+            while line := lines.readline(limit + 1):
+                if len(line) > limit and not line.endswith("\n"):  # too long: its head, the rest skipped
+                    while (rest := lines.readline(limit)) and not rest.endswith("\n"):
+                        pass
                 portal.call(send.send, line)
         portal.call(send.aclose)
     except Exception:  # noqa: BLE001 - the session ended first (its portal stopped, the stream closed)
