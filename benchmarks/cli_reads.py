@@ -77,7 +77,7 @@ def _free_port() -> int:
 class Serve:
     """`desktop-mem serve` of `code` holding `store`, until stop()."""
 
-    def __init__(self, code: Path, store: Path) -> None:
+    def __init__(self, code: Path, store: Path, settle: float = 5.0) -> None:
         self.port = _free_port()
         self.proc = subprocess.Popen(
             [PYTHON, "-m", "desktop_mem.cli", "--store", str(store), "serve", "--no-token", "--port",
@@ -91,7 +91,7 @@ class Serve:
                 break
             except OSError:
                 time.sleep(0.3)
-        time.sleep(5)  # the index sync after start
+        time.sleep(settle)  # the index sync after start
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -105,6 +105,8 @@ def main() -> None:
     parser.add_argument("--code", type=Path, action="append", help="a tree to run (default: this one)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--query", default="where does the user's sister live")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds for serve's index sync after it starts; the smoke run: 0.5")
     args = parser.parse_args()
     codes = [c.resolve() for c in (args.code or [ROOT])]
     store = args.store.resolve()
@@ -120,7 +122,7 @@ def main() -> None:
 
     def measure(holder: str, code_sets: list[list[Path]]) -> None:
         for group in code_sets:
-            serve = Serve(group[0], store) if holder == "serve" else None
+            serve = Serve(group[0], store, args.settle) if holder == "serve" else None
             try:
                 for name, command in commands.items():
                     samples: dict[Path, list[tuple[float, float]]] = {c: [] for c in group}

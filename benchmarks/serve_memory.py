@@ -60,6 +60,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--turns", type=int, default=2)
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds to wait after start and (up to 4) after each turn; the smoke run: 0.5")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="desktop-mem-serve-bench-"))
@@ -90,7 +92,7 @@ def main() -> None:
                                        if serve.stderr else "serve did not start") from None
                 time.sleep(0.2)
         result["health_s"] = round(time.monotonic() - started, 2)
-        time.sleep(5)
+        time.sleep(args.settle)
         for _ in range(10):
             get(base + "/api/memories?limit=50")
         at_start = status(serve.pid)
@@ -109,7 +111,8 @@ def main() -> None:
             text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
             assert text.startswith("Noted"), text[:80]
             result[f"turn{turn}_s"] = round(time.monotonic() - begun, 2)
-            time.sleep(4)  # the turn's write path (embedding, index, commit) runs after the reply
+            time.sleep(min(4.0, args.settle))  # the turn's write path (embedding, index, commit) runs after
+            # the reply
             after = status(serve.pid)
             result[f"rss_after_turn{turn}_mb"] = round(after["VmRSS"], 1)
             result[f"peak_after_turn{turn}_mb"] = round(after["VmHWM"], 1)

@@ -38,7 +38,7 @@ SECONDS = 240  # a hard stop per script: a hang is a failure, not a slow suite
 
 SMOKE_ARGS: dict[str, list[str]] = {
     "catalog_scans.py": ["--memories", "8", "--turns", "1"],
-    "cli_reads.py": ["--store", "{store}", "--runs", "1"],
+    "cli_reads.py": ["--store", "{store}", "--runs", "1", "--settle", "0.5"],
     "current_vs_stale.py": ["--llm-url", "{llm}", "--model", "test-model", "--asks", "1"],
     "forget_match.py": ["--smoke"],
     "forget_reply.py": ["--base-url", "{llm}", "--model", "test-model", "--api-key", "test",
@@ -54,7 +54,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "read_latency.py": ["--sizes", "20", "--queries", "2", "--rerank-queries", "1", "--dir", "{tmp}"],
     "scale.py": ["--size", "40", "--queries", "2", "--rerank-queries", "1", "--workers", "1",
                  "--skip", "gui,hand_edit", "--workdir", "{tmp}"],
-    "serve_memory.py": ["--store", "{store}", "--turns", "1"],
+    "serve_memory.py": ["--store", "{store}", "--turns", "1", "--settle", "0.5"],
     "temporal_read_cost.py": ["--data", "{locomo}"],
     "time_scenarios.py": ["--llm-url", "{llm}", "--model", "test-model", "--only", "ghent-leuven"],
     "timeline_pages.py": ["--commits", "40", "--runs", "1"],
