@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -116,24 +118,52 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
-@pytest.mark.parametrize("name", scripts())
-def test_a_benchmark_runs_at_a_tiny_size_and_prints_its_figures(
-    name: str, llm: ScriptedLLM, small_store: Path, tmp_path: Path,
-) -> None:
-    locomo = tmp_path / "locomo.json"
+Run = tuple[list[str], "subprocess.CompletedProcess[str]", float]
+TEST = "test_a_benchmark_runs_at_a_tiny_size_and_prints_its_figures"
+WORKERS = 2  # the scripts run two at a time: much of each is waiting (a server starting, a settle)
+
+
+def _run_script(name: str, llm: ScriptedLLM, store: Path, folder: Path) -> Run:
+    """One script as a user runs it, in a process of its own, with a copy of the small store."""
+    folder.mkdir(parents=True)
+    locomo = folder / "locomo.json"
     locomo.write_text(json.dumps(tiny_locomo()), encoding="utf-8")
-    work = tmp_path / "work"
+    work = folder / "work"
     work.mkdir()
-    (tmp_path / "config.yaml").write_text("", encoding="utf-8")  # no user settings reach a run
-    fill = {"{llm}": llm.base_url, "{store}": str(small_store), "{locomo}": str(locomo), "{tmp}": str(work)}
+    own_store = folder / "store"
+    shutil.copytree(store, own_store, symlinks=True)
+    (folder / "config.yaml").write_text("", encoding="utf-8")  # no user settings reach a run
+    fill = {"{llm}": llm.base_url, "{store}": str(own_store), "{locomo}": str(locomo), "{tmp}": str(work)}
     args = [fill.get(arg, arg) for arg in SMOKE_ARGS.get(name, ["--smoke"])]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen",
            "OPENAI_BASE_URL": llm.base_url, "OPENAI_MODEL": "test-model", "OPENAI_API_KEY": "test",
-           "DESKTOP_MEM_CONFIG": str(tmp_path / "config.yaml"), "TMPDIR": str(tmp_path)}
+           "DESKTOP_MEM_CONFIG": str(folder / "config.yaml"), "TMPDIR": str(folder)}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(BENCHMARKS / name), *args], cwd=tmp_path, env=env,
+    done = subprocess.run([sys.executable, str(BENCHMARKS / name), *args], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=SECONDS, check=False)
-    spent = time.monotonic() - started
+    return args, done, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(request: pytest.FixtureRequest, llm: ScriptedLLM, small_store: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Run]]]:
+    """The selected scripts, started WORKERS at a time as soon as the first test asks."""
+    chosen = [item.callspec.params["name"] for item in request.session.items
+              if getattr(item, "originalname", "") == TEST and hasattr(item, "callspec")]
+    root = tmp_path_factory.mktemp("bench-runs")
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = {name: pool.submit(_run_script, name, llm, small_store, root / name.removesuffix(".py"))
+                   for name in chosen}
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+@pytest.mark.parametrize("name", scripts())
+def test_a_benchmark_runs_at_a_tiny_size_and_prints_its_figures(
+    name: str, smoke_runs: dict[str, Future[Run]],
+) -> None:
+    args, done, spent = smoke_runs[name].result()
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{name} {' '.join(args)} exited {done.returncode}:\n{output[-3000:]}"
     assert re.search(r"\d", done.stdout), f"{name} printed no figures:\n{output[-3000:]}"
