@@ -411,6 +411,15 @@ class ChatPane(QWidget):
         for pending in list(self._awaiting_outcome):
             self._cancel_update(pending)
 
+    def reload_if_idle(self) -> None:
+        """Read the shown conversation's turns again (they changed outside a chat turn: the demo,
+        an import, a sync, an outside edit) unless a reply or its memory update is under way."""
+        conv = self._conversation
+        if conv is None or self._turn is not None or self._awaiting_outcome or self._creating:
+            return
+        self._conversation = None
+        self.set_conversation(conv)
+
     def set_titles(self, titles: dict[str, str]) -> None:
         """Conversation titles: the Memory used panels name conversations by title."""
         self._titles = dict(titles)

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 
-from PySide6.QtCore import QDate, QModelIndex, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QDate, QDateTime, QModelIndex, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QDateEdit,
+    QDateTimeEdit,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -184,6 +184,7 @@ class MemoryBrowser(QWidget):
     """Search, filter and pick memories; shows files that failed to parse."""
 
     memory_activated = Signal(object)  # Memory: the user picked a row
+    selection_cleared = Signal()  # the selected memory is not among the rows shown any more
     problem_activated = Signal(object)  # Problem
     page_loaded = Signal(int)  # rows in the new snapshot
 
@@ -219,11 +220,11 @@ class MemoryBrowser(QWidget):
         self.since_edit, self.until_edit = date_range_edits(self)
         self.deleted_check = QCheckBox("Include deleted", self)
         self.as_of_check = QCheckBox("As of", self)
-        self.as_of_check.setToolTip("Time travel: list and search what the app held as true at the "
-                                    "end of that day (validity and the git history)")
-        self.as_of_edit = QDateEdit(QDate.currentDate(), self)
+        self.as_of_check.setToolTip("Time travel: list and search what the app held as true at that "
+                                    "moment (validity and the git history)")
+        self.as_of_edit = QDateTimeEdit(QDateTime.currentDateTime(), self)  # "this morning" is a time
         self.as_of_edit.setCalendarPopup(True)
-        self.as_of_edit.setDisplayFormat("yyyy-MM-dd")
+        self.as_of_edit.setDisplayFormat("yyyy-MM-dd HH:mm")
         self.as_of_edit.setEnabled(False)
         self.all_ranked_check = QCheckBox("Show all ranked", self)
         self.all_ranked_check.setToolTip("Also list ranked results that neither contain a search word "
@@ -309,7 +310,7 @@ class MemoryBrowser(QWidget):
         self.until_edit.dateChanged.connect(self.refresh)
         self.deleted_check.toggled.connect(self.refresh)
         self.as_of_check.toggled.connect(self._on_as_of_check_toggled)
-        self.as_of_edit.dateChanged.connect(self.refresh)
+        self.as_of_edit.dateTimeChanged.connect(self.refresh)
         self.all_ranked_check.toggled.connect(self.refresh)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_row_changed)
         self.problems_table.doubleClicked.connect(self._on_problems_table_double_clicked)
@@ -398,7 +399,7 @@ class MemoryBrowser(QWidget):
             self.as_of_check.setChecked(query.as_of is not None)
             self._on_as_of_check_toggled(query.as_of is not None)
             if query.as_of is not None:
-                self.as_of_edit.setDate(QDate(query.as_of.astimezone().date()))
+                self.as_of_edit.setDateTime(QDateTime.fromSecsSinceEpoch(int(query.as_of.timestamp())))
         finally:
             for widget in widgets:
                 widget.blockSignals(False)
@@ -431,11 +432,11 @@ class MemoryBrowser(QWidget):
         )
 
     def _as_of(self) -> datetime | None:
-        """The end of the chosen local day, in UTC, when "As of" is ticked."""
+        """The end of the chosen local minute, in UTC, when "As of" is ticked."""
         if not self.as_of_check.isChecked():
             return None
-        day = self.as_of_edit.date()
-        return datetime.combine(date(day.year(), day.month(), day.day()), time.max).astimezone(UTC)
+        chosen = datetime.fromtimestamp(self.as_of_edit.dateTime().toSecsSinceEpoch()).astimezone()
+        return chosen.replace(second=59, microsecond=999999).astimezone(UTC)
 
     @Slot()
     def refresh(self) -> None:
@@ -503,6 +504,12 @@ class MemoryBrowser(QWidget):
         self.all_ranked_check.setVisible(searching)
         if self._selected_id is not None:
             self.select_memory(self._selected_id)
+            if self._model.row_of(self._selected_id) is None and not paged:
+                # a search or an as-of list without it: the editor shows nothing, not a memory
+                # the list does not hold (a paged listing may hold it further down)
+                self._selected_id = None
+                self.table.clearSelection()
+                self.selection_cleared.emit()
         self.page_loaded.emit(total)
 
     @Slot(int)

@@ -218,6 +218,11 @@ class MemoryEditor(QWidget):
         self._show(memory)
         return True
 
+    def close_memory(self) -> None:
+        """Nothing is selected any more: an empty form (unsaved edits stay until saved or dropped)."""
+        if self._memory is not None and not self.is_dirty():
+            self._show(None)
+
     def new_memory(self, conversation_id: str = GLOBAL_CONVERSATION) -> None:
         """Start a new fact in a conversation."""
         if self.is_dirty() and not self._confirm(

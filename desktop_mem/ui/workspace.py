@@ -95,6 +95,7 @@ class Workspace(QWidget):
         self.chat.conversation_created.connect(self.conversations.show_created)
         self.browser.memory_activated.connect(self._on_browser_memory_activated)
         self.browser.problem_activated.connect(self._on_browser_problem_activated)
+        self.browser.selection_cleared.connect(self.editor.close_memory)
         self._bridge.store_changed.connect(self._on_bridge_store_changed)
         self._bridge.outcome_ready.connect(self.chat.on_outcome)
         self._bridge.write_progressed.connect(self.chat.on_write_progress)
@@ -201,3 +202,6 @@ class Workspace(QWidget):
         if change.operation in (Operation.CONVERSATION, Operation.DELETE, Operation.ADD,
                                 Operation.EXTERNAL_EDIT, Operation.IMPORT, Operation.SYNC):
             self.conversations.reload()
+            shown = change.conversation_id in (None, self.chat.conversation)
+            if shown and change.operation != Operation.DELETE:
+                self.chat.reload_if_idle()  # e.g. the demo writes a conversation's turns after it is shown

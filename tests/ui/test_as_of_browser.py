@@ -39,3 +39,29 @@ def test_as_of_a_day_lists_and_searches_what_was_true_then(qtbot: Any, indexed_e
     browser.as_of_check.setChecked(False)
     settle(runner)
     assert _texts(browser)[0] == "The user lives in Leuven"
+
+
+def test_as_of_takes_a_time_and_an_empty_list_leaves_nothing_selected(qtbot: Any, indexed_engine: Any,
+                                                                      runner: Any, settle: Any) -> None:
+    from datetime import timedelta
+
+    from PySide6.QtCore import QDateTime
+
+    now = datetime.now(UTC)
+    ghent = indexed_engine.add("The user lives in Ghent", created_at=now - timedelta(hours=3))
+    indexed_engine.replace(ghent.id, "The user lives in Leuven")  # this morning's fact was Ghent
+    browser = MemoryBrowser(indexed_engine, runner)
+    qtbot.addWidget(browser)
+    browser.role_combo.setCurrentIndex(browser.role_combo.findData("memory"))
+    settle(runner)
+    browser.select_memory(browser.model.memory_at(0).id)  # type: ignore[union-attr]
+    assert browser.model.memory_at(0).text == "The user lives in Leuven"  # type: ignore[union-attr]
+    browser.as_of_edit.setDateTime(QDateTime.fromSecsSinceEpoch(int((now - timedelta(hours=1)).timestamp())))
+    with qtbot.waitSignal(browser.selection_cleared, timeout=10000):  # Leuven is not in it: the editor empties
+        browser.as_of_check.setChecked(True)
+        settle(runner)
+    assert _texts(browser) == ["The user lives in Ghent"]  # an hour ago, not the end of today
+    assert not browser.table.selectionModel().hasSelection()
+    browser.as_of_edit.setDateTime(QDateTime.fromSecsSinceEpoch(int((now - timedelta(days=9)).timestamp())))
+    settle(runner)
+    assert _texts(browser) == []
