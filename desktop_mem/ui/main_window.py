@@ -309,7 +309,8 @@ class MainWindow(QMainWindow):
         tab = self._settings.value("window/tab")
         self.workspace.tabs.setCurrentIndex(int(tab) if tab is not None else CHAT_TAB)
         mode = " (read-only)" if engine.read_only else ""
-        self.setWindowTitle(f"desktop-mem — {engine.root}{mode}")
+        # the application's display name ("desktop-mem") is added by Qt: once, not twice
+        self.setWindowTitle(f"{engine.root}{mode}")
         kept, self._kept_view = self._kept_view, None
         if kept is not None:
             kept.restore(self.workspace)
