@@ -4,7 +4,8 @@ found, and Use. The probing (a second at most) runs on the task runner, never th
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
@@ -24,10 +25,12 @@ class EndpointFinder(QWidget):
     chosen = Signal(str, str)
 
     def __init__(self, runner: TaskRunner, configured_url: str = "", configured_key: str = "",
-                 parent: QWidget | None = None, *, env: Mapping[str, str] | None = None) -> None:
+                 parent: QWidget | None = None, *, env: Mapping[str, str] | None = None,
+                 current: Callable[[], tuple[str, str]] | None = None) -> None:
         super().__init__(parent)
         self._runner = runner
         self._configured = (configured_url, configured_key)
+        self._current = current  # the URL and key as typed now (the Settings form), read at each Find
         self._env = dict(os.environ if env is None else env)
         self.found: list[FoundEndpoint] = []
         self._setup_ui()
@@ -63,6 +66,8 @@ class EndpointFinder(QWidget):
     @Slot()
     def find(self) -> None:
         self.find_button.setEnabled(False)
+        if self._current is not None:
+            self._configured = self._current()
         self.status_label.setText("Looking for model servers on this computer…")
         self._runner.submit(find_endpoints, self._env, *self._configured, key="endpoint-find",
                             on_result=self._on_found, on_error=self._on_failed)
@@ -81,12 +86,25 @@ class EndpointFinder(QWidget):
         if answering:
             names = ", ".join(dict.fromkeys(e.name for e in answering))
             models = sum(len(e.models) for e in answering)
-            self.status_label.setText(f"Found {names}: {models} model(s). Pick one and press Use.")
+            text = f"Found {names}: {models} model(s). Pick one and press Use."
         elif any(e.listening for e in found):
-            busy = "; ".join(f"{e.name} at {e.base_url} {e.error}" for e in found if e.listening)
-            self.status_label.setText(busy)
+            text = "; ".join(f"{e.name} at {e.base_url} {e.error}" for e in found if e.listening)
         else:
-            self.status_label.setText(nothing_found_advice())
+            text = nothing_found_advice()
+        # the URL in the form first, with its state (it may answer where no usual port does), and
+        # when this search ran: a second Find visibly runs again
+        lines = [line for line in (self._configured_state(found), text) if line]
+        lines.append(f"Looked at {len(found)} place(s) at {time.strftime('%H:%M:%S')}.")
+        self.status_label.setText("\n".join(lines))
+
+    def _configured_state(self, found: list[FoundEndpoint]) -> str:
+        url = self._configured[0].rstrip("/")
+        mine = next((e for e in found if e.base_url.rstrip("/") == url), None)
+        if not url or mine is None:
+            return ""
+        if mine.found:
+            return f"Your URL {url} answers: {len(mine.models)} model(s)."
+        return f"Your URL {url} does not answer: {mine.error}"
 
     def _on_failed(self, error: BaseException) -> None:
         self.find_button.setEnabled(True)

@@ -117,7 +117,9 @@ class SettingsDialog(QDialog):
                 forms[setting.group].addRow(label, editor)
         # Endpoint tab: find the servers this computer runs and fill in URL and model.
         self.endpoint_finder = EndpointFinder(self._runner, str(self._config["llm.base_url"]),
-                                              str(self._config["llm.api_key"]), self, env=self._env)
+                                              str(self._config["llm.api_key"]), self, env=self._env,
+                                              current=lambda: (str(self.value("llm.base_url")),
+                                                               str(self.value("llm.api_key"))))
         forms["llm"].insertRow(0, QLabel("Find"), self.endpoint_finder)
         self.test_button = QPushButton("Test connection", self)
         self.test_label = QLabel(self)

@@ -81,3 +81,21 @@ def test_the_welcome_page_looks_at_once_and_a_pick_opens_settings_filled_in(
     finally:
         win.runner.wait_for_done()
         win.shutdown()
+
+
+def test_find_reads_the_url_typed_in_settings_names_its_state_and_shows_each_run(
+        qtbot: Any, tmp_path: Path, runner: Any, settle: Any, scripted_llm: Any) -> None:
+    # issue #39: "No model server answered" right under a URL Test connection had just reached
+    file = tmp_path / "config.yaml"
+    file.write_text(f"llm:\n  base_url: {DEAD_URL}\n", encoding="utf-8")
+    config = load_config(file, env={}, flags={"store.path": str(tmp_path / "s")})
+    dialog = SettingsDialog(config, runner, app_settings=QSettings(str(tmp_path / "ui.ini"),
+                            QSettings.Format.IniFormat), group="llm", env={})
+    qtbot.addWidget(dialog)
+    dialog.set_text("llm.base_url", scripted_llm.base_url)  # typed, not saved
+    finder = dialog.endpoint_finder
+    finder.find_button.click()
+    settle(runner)
+    status = finder.status_label.text()
+    assert f"Your URL {scripted_llm.base_url} answers" in status and "Looked at" in status
+    assert finder.use_button.isVisibleTo(dialog)
