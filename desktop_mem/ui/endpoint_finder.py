@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Signal, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import FoundEndpoint, discover_endpoints, nothing_found_advice
 from desktop_mem.ui.task_runner import TaskRunner
@@ -26,8 +26,9 @@ class EndpointFinder(QWidget):
 
     def __init__(self, runner: TaskRunner, configured_url: str = "", configured_key: str = "",
                  parent: QWidget | None = None, *, env: Mapping[str, str] | None = None,
-                 current: Callable[[], tuple[str, str]] | None = None) -> None:
+                 current: Callable[[], tuple[str, str]] | None = None, url_field: bool = False) -> None:
         super().__init__(parent)
+        self._url_field = url_field  # the welcome page: a server on another port is typed here
         self._runner = runner
         self._configured = (configured_url, configured_key)
         self._current = current  # the URL and key as typed now (the Settings form), read at each Find
@@ -49,6 +50,20 @@ class EndpointFinder(QWidget):
         self.status_label = QLabel(self)
         self.status_label.setObjectName("mutedLabel")
         self.status_label.setWordWrap(True)
+        self.url_edit = QLineEdit(self._configured[0], self)
+        self.url_edit.setPlaceholderText("http://127.0.0.1:8080/v1")
+        self.url_edit.setToolTip("The OpenAI-compatible URL of your model server (…/v1)")
+        self.use_url_button = QPushButton("Use this URL", self)
+        url_row = QHBoxLayout()
+        url_row.setContentsMargins(0, 0, 0, 0)
+        url_row.addWidget(QLabel("Server URL", self))
+        url_row.addWidget(self.url_edit, 1)
+        url_row.addWidget(self.use_url_button)
+        if self._url_field:
+            self._current = lambda: (self.url_edit.text().strip(), self._configured[1])
+        else:
+            for widget in (self.url_edit, self.use_url_button):
+                widget.hide()
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.find_button)
@@ -56,12 +71,16 @@ class EndpointFinder(QWidget):
         row.addWidget(self.use_button)
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
+        if self._url_field:
+            column.addLayout(url_row)
         column.addLayout(row)
         column.addWidget(self.status_label)
 
     def _connect_signals(self) -> None:
         self.find_button.clicked.connect(self.find)
         self.use_button.clicked.connect(self._on_use_button_clicked)
+        self.use_url_button.clicked.connect(self._on_use_url_button_clicked)
+        self.url_edit.returnPressed.connect(self.find)
 
     @Slot()
     def find(self) -> None:
@@ -109,6 +128,12 @@ class EndpointFinder(QWidget):
     def _on_failed(self, error: BaseException) -> None:
         self.find_button.setEnabled(True)
         self.status_label.setText(f"Could not look for servers: {error}")
+
+    @Slot()
+    def _on_use_url_button_clicked(self) -> None:
+        url = self.url_edit.text().strip()
+        if url:
+            self.chosen.emit(url, "")  # no model picked: Settings keeps the model it has
 
     @Slot()
     def _on_use_button_clicked(self) -> None:

@@ -380,11 +380,11 @@ class MainWindow(QMainWindow):
         from desktop_mem.ui.endpoint_finder import EndpointFinder
 
         finder = EndpointFinder(self.runner, str(self.config["llm.base_url"]),
-                                str(self.config["llm.api_key"]))
-        # A server picked here opens Settings on the Endpoint tab with it filled in: the user sees
-        # and saves it there (where environment variables and overrides are handled).
+                                str(self.config["llm.api_key"]), url_field=True)
+        # A server picked (or a URL typed) here opens Settings on the Endpoint tab with it filled
+        # in: the user sees and saves it there (where environment variables and overrides are handled).
         finder.chosen.connect(lambda url, model: self.open_settings(
-            "llm", prefill={"llm.base_url": url, "llm.model": model}))
+            "llm", prefill={"llm.base_url": url, **({"llm.model": model} if model else {})}))
         self.welcome = WelcomePage(str(self.engine.root), self, endpoint_finder=finder)
         finder.find()  # first start: look at once
         self.welcome.demo_requested.connect(self._on_welcome_demo_requested)

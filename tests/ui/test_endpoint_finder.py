@@ -78,6 +78,13 @@ def test_the_welcome_page_looks_at_once_and_a_pick_opens_settings_filled_in(
         assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "Endpoint"
         assert dialog.value("llm.base_url") == scripted_llm.base_url
         dialog.reject()
+        # a server on another port is typed on the welcome page itself (issue #39)
+        assert finder.url_edit.isVisibleTo(win.welcome) and finder.url_edit.text() == DEAD_URL
+        finder.url_edit.setText("http://127.0.0.1:8765/v1")
+        finder.use_url_button.click()
+        dialog = win.settings_dialog
+        assert dialog.value("llm.base_url") == "http://127.0.0.1:8765/v1" and dialog.value("llm.model") == "none"
+        dialog.reject()
     finally:
         win.runner.wait_for_done()
         win.shutdown()
