@@ -164,8 +164,11 @@ class MemoryUsedPanel(QWidget):
         for conversation, text in used.cross_session:
             if conversation == GLOBAL_CONVERSATION:
                 facts = [line.removeprefix("- ") for line in text.splitlines() if line.strip()]
-                shown = "; ".join(first_line(f, 60) for f in facts[:3]) + ("; …" if len(facts) > 3 else "")
-                label = f"Your facts, read in every conversation ({len(facts)}): {shown}"
+                listed = {r.memory.text.strip() for r in used.memories}
+                rest = [f for f in facts if f.strip() not in listed]  # each fact shown once (issue #39)
+                shown = "; ".join(first_line(f, 60) for f in rest[:3]) + ("; …" if len(rest) > 3 else "")
+                label = (f"Your facts, read in every conversation ({len(facts)}): "
+                         + (f"also {shown}" if rest else "those listed above"))
             else:
                 label = f"From “{self._titles.get(conversation, conversation)}”: {first_line(text, 140)}"
             other = QLabel(label, self.body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.chat_message import ChatMessage
@@ -338,3 +339,22 @@ def test_the_editor_names_the_conversation_by_title(qtbot: Any, opened_window: M
     ws.open_memory(fact.id)
     qtbot.waitUntil(lambda: ws.editor.memory is not None and ws.editor.memory.id == fact.id, timeout=10000)
     assert "“Trip to Lisbon”" in ws.editor.title_label.text()
+
+
+def test_the_memory_used_panel_lists_each_of_the_users_facts_once(qtbot: Any, engine: Any) -> None:
+    # issue #39: a fact shown as a used memory was listed again in the "Your facts" line
+    from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown
+    from desktop_mem.engine.index.retrieval import SearchResult
+    from desktop_mem.ui.memory_used_panel import MemoryUsedPanel
+
+    name = engine.add("The user's name is Mara")
+    engine.add("The user works as a nurse")
+    scores = ScoreBreakdown(None, 0.8, 0.5, None, 0.5, 1.0, 0.4)
+    used = MemoryUsed("trip", None, (SearchResult(name, scores),),
+                      (("global", "- The user's name is Mara\n- The user works as a nurse"),),
+                      "trimming", 10, 10)
+    panel = MemoryUsedPanel(used)
+    qtbot.addWidget(panel)
+    panel.toggle.click()
+    notes = [label.text() for label in panel.findChildren(QLabel) if label.text().startswith("Your facts")]
+    assert notes == ["Your facts, read in every conversation (2): also The user works as a nurse"]
