@@ -173,6 +173,11 @@ class TimelinePane(QWidget):
         self.status_label = QLabel(self)
         self.status_label.setWordWrap(True)
         self.status_label.setTextFormat(Qt.TextFormat.PlainText)
+        # a line is kept for the action's message: the Diff/Lineage tabs below no longer jump
+        # when "Restored." comes or goes
+        self.status_label.setText("Restored.")
+        self.status_label.setMinimumHeight(self.status_label.minimumSizeHint().height())
+        self.status_label.clear()
         actions = FlowLayout()
         for button in (self.restore_button, self.revert_button, self.summary_button, self.open_button):
             actions.addWidget(button)

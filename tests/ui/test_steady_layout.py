@@ -124,6 +124,17 @@ def test_timeline_event_list_lineage_and_messages_are_readable(
     assert not table.horizontalScrollBar().isVisible()
     assert table.columnWidth(0) >= 0.4 * table.viewport().width()
 
+    # a one-line action message comes and goes without moving the Diff/Lineage tabs (issue #39)
+    pane.status_label.clear()
+    qtbot.wait(50)
+    tabs_top = pane.detail_tabs.mapTo(pane, QPoint(0, 0)).y()
+    pane.status_label.setText("Restored.")
+    qtbot.wait(50)
+    assert pane.detail_tabs.mapTo(pane, QPoint(0, 0)).y() == tabs_top, (width, "the tabs jumped")
+    pane.status_label.clear()
+    qtbot.wait(50)
+    assert pane.detail_tabs.mapTo(pane, QPoint(0, 0)).y() == tabs_top, (width, "the tabs jumped back")
+
     message = ("Nothing was changed: this memory changed since the commit you selected, and the "
                "newer version is kept; open the Memories pane to compare them side by side.")
     pane.status_label.setText(message)
