@@ -61,7 +61,9 @@ NEAR_BEST_FACT = 0.03
 ANY = "Any"
 # Fixed widths of the short columns (Conversation, Type, Created, Status, Score): the Text
 # column stretches over the rest and so keeps most of the table at 1280 px.
-COLUMN_WIDTHS = ((1, 130), (2, 90), (3, 90), (4, 64), (5, 60))
+# Narrow enough that with "Include deleted" (the Status column) Text keeps ~half at 1280 px: at
+# 130/90/90/64 it fell to 41% of the table (issue #39).
+COLUMN_WIDTHS = ((1, 112), (2, 80), (3, 84), (4, 58), (5, 56))
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,13 @@ def test_memories_keep_their_proportions_whatever_is_selected(
     assert any(LONG_CONVERSATION in path for path, _g in seen)
     browser, editor = next(iter(splitters))
     assert browser > editor, "the list keeps the larger share"
+    # "Include deleted" adds the Status column: the Text column keeps its half (issue #39)
+    ws.browser.deleted_check.setChecked(True)
+    ws.browser.refresh()
+    qtbot.waitUntil(lambda: not ws.browser.table.isColumnHidden(4), timeout=10000)
+    qtbot.wait(50)
+    geometry = _memories_geometry(ws)
+    assert geometry["text"] >= 0.45 * geometry["viewport"], (width, "Include deleted squeezed Text", geometry)
 
 
 @pytest.fixture
