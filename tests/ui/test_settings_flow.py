@@ -90,7 +90,8 @@ def test_saving_settings_keeps_the_memories_search_filters_and_selection(
     browser.deleted_check.setChecked(True)
     browser.kind_combo.setCurrentIndex(browser.kind_combo.findData("fact"))
     browser.refresh()
-    qtbot.waitUntil(lambda: browser.model.rowCount() > 1, timeout=20000)
+    qtbot.waitUntil(lambda: browser.model.rowCount() > 1 and browser.count_label.text()
+                    not in ("loading…", "searching…"), timeout=20000)
     browser.select_memory(browser.model.memory_at(1).id)  # type: ignore[union-attr]
     chosen = browser.model.memory_at(1).id  # type: ignore[union-attr]
     window.open_settings()
@@ -102,8 +103,8 @@ def test_saving_settings_keeps_the_memories_search_filters_and_selection(
     assert ws is not None and ws.tabs.currentIndex() == MEMORIES_TAB
     browser = ws.browser
     assert browser.deleted_check.isChecked() and browser.kind_combo.currentData() == "fact"
-    qtbot.waitUntil(lambda: browser.model.row_of(chosen) is not None, timeout=10000)
-    assert browser.table.currentIndex().row() == browser.model.row_of(chosen)
+    qtbot.waitUntil(lambda: browser.model.row_of(chosen) is not None
+                    and browser.table.currentIndex().row() == browser.model.row_of(chosen), timeout=20000)
 
 
 def test_settings_open_on_the_endpoint_tab_while_the_llm_is_unreachable(
