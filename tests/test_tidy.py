@@ -37,12 +37,18 @@ def tidy_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[
 
 
 def _commits(engine: MemoryEngine) -> int:
-    return int(subprocess.run(["git", "-C", str(engine.root), "rev-list", "--count", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout)
+    return _commits_at(engine.root)
 
 
 def _live(engine: MemoryEngine) -> list[str]:
     return sorted(m.text for m in engine.list_memories(role="memory"))
+
+
+def _two_utrechts(engine: MemoryEngine, llm: Any) -> None:
+    """Two wordings of one fact, and the model saying they are the same."""
+    engine.add("The user lives in Utrecht", source="llm")
+    engine.add("The user lives in the city of Utrecht", source="llm")
+    llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
 
 
 def _tidy(engine: MemoryEngine) -> list[Any]:
@@ -91,9 +97,7 @@ def test_a_merged_text_with_a_name_the_originals_lack_is_not_used(
 
 
 def test_a_rejected_proposal_is_not_made_again(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
-    tidy_engine.add("The user lives in Utrecht", source="llm")
-    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
-    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    _two_utrechts(tidy_engine, scripted_llm)
     tidy_engine.tidy_up()
     [proposal] = _tidy(tidy_engine)
 
@@ -177,9 +181,7 @@ def test_a_fact_naming_what_its_turn_never_said_is_junk(tidy_engine: MemoryEngin
 
 def test_accepting_a_merge_whose_facts_changed_meanwhile_is_refused(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
-    tidy_engine.add("The user lives in Utrecht", source="llm")
-    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
-    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    _two_utrechts(tidy_engine, scripted_llm)
     tidy_engine.tidy_up()
     [proposal] = _tidy(tidy_engine)
     for m in tidy_engine.list_memories(role="memory"):
@@ -211,9 +213,7 @@ def test_a_hostile_rejected_list_is_ignored(tidy_engine: MemoryEngine, scripted_
     (tidy_engine.root / "review" / "tidy").mkdir(parents=True, exist_ok=True)
     hostile = json.dumps({"rejected": [1, {"x": 2}]})
     (tidy_engine.root / "review" / "tidy" / "rejected.json").write_text(hostile)
-    tidy_engine.add("The user lives in Utrecht", source="llm")
-    tidy_engine.add("The user lives in the city of Utrecht", source="llm")
-    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    _two_utrechts(tidy_engine, scripted_llm)
 
     report = tidy_engine.tidy_up()
 
@@ -262,3 +262,32 @@ def test_an_ai_tool_can_ask_for_a_tidy_up_over_mcp_and_it_only_proposes(
     assert [p["summary"] for p in listed["proposals"]] == [tidied["proposed"][0]["summary"]]
     with MemoryEngine(make_config()) as reopened:
         assert _live(reopened) == ["The user is at a conference this week"]
+
+
+def test_the_cli_proposes_and_accepts_every_proposal_one_commit_each(make_config: Callable[..., Any]) -> None:
+    import sys
+
+    with MemoryEngine(make_config()) as engine:
+        for text in ("The user is at a conference this week", "The user is in Rome until Friday"):
+            engine.add(text, source="llm", expires_at=utc_now() - timedelta(days=1))
+        root = engine.root
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "desktop_mem.cli", "--store", str(root),
+                               "--set", "llm.base_url=http://127.0.0.1:9/v1", "--set", "llm.timeout=1",
+                               *args], capture_output=True, text=True, timeout=180)
+
+    tidied = cli("tidy", "--json")
+    assert tidied.returncode == 0, tidied.stderr
+    assert json.loads(tidied.stdout)["counts"]["stale"] == 2
+    before = _commits_at(root)
+    accepted = cli("review", "accept", "--all", "--json")
+    assert accepted.returncode == 0, accepted.stderr
+    assert len(json.loads(accepted.stdout)["accepted"]) == 2 and _commits_at(root) == before + 2
+    with MemoryEngine(make_config()) as reopened:
+        assert _live(reopened) == [] and reopened.proposals() == ([], [])
+
+
+def _commits_at(root: Any) -> int:
+    return int(subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout)

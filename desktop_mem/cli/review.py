@@ -51,17 +51,23 @@ def cmd_review(args: argparse.Namespace, config: Config, open_engine: Opener) ->
             if not found and not broken:
                 print("nothing waits for review")
             return 0
-        if args.action == "accept":
-            proposal, commit = engine.accept_proposal(args.id, args.text)
-            verb = "accepted"
-        else:
-            proposal, commit = engine.reject_proposal(args.id)
-            verb = "rejected"
+        proposal, commit = _answer(engine, args.action, args.id, args.text)
+    verb = _VERBS[args.action]
     if args.json:
         print(json.dumps({verb: proposal_json(proposal), "commit": commit}, ensure_ascii=False, indent=2))
     else:
         print(terminal_safe(f"{verb}: {proposal.describe()} ({(commit or 'not committed')[:10]})"))
     return 0
+
+
+_VERBS = {"accept": "accepted", "reject": "rejected"}
+
+
+def _answer(engine: MemoryEngine, action: str, proposal_id: str, text: str | None) -> tuple[Any, str | None]:
+    """Accept (with `text`, if given) or reject one proposal: one commit; (proposal, commit)."""
+    if action == "accept":
+        return engine.accept_proposal(proposal_id, text)
+    return engine.reject_proposal(proposal_id)
 
 
 def _every(args: argparse.Namespace, config: Config, open_engine: Opener) -> int:
@@ -72,15 +78,12 @@ def _every(args: argparse.Namespace, config: Config, open_engine: Opener) -> int
     with open_engine(config, "review") as engine:
         for proposal in engine.proposals()[0]:
             try:
-                if args.action == "accept":
-                    _p, commit = engine.accept_proposal(proposal.id)
-                else:
-                    _p, commit = engine.reject_proposal(proposal.id)
+                _p, commit = _answer(engine, args.action, proposal.id, None)
             except EngineError as exc:
                 failed.append({"id": proposal.id, "error": str(exc)})
                 continue
             done.append({"proposal": proposal_json(proposal), "commit": commit})
-    verb = "accepted" if args.action == "accept" else "rejected"
+    verb = _VERBS[args.action]
     if args.json:
         print(json.dumps({verb: done, "failed": failed}, ensure_ascii=False, indent=2))
     else:

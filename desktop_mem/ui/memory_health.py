@@ -31,7 +31,7 @@ class MemoryHealthBar(QWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(REFRESH_DELAY_MS)
-        self._counted = False
+        self._stale = True  # not counted since the last change
         self._setup_ui()
         self._connect_signals()
 
@@ -59,14 +59,19 @@ class MemoryHealthBar(QWidget):
                             on_result=self._on_health, on_error=self._on_error)
 
     def on_store_changed(self, _change: object = None) -> None:
-        self._timer.start()
+        """Count again soon if the line is on screen; else when it is shown next (the count
+        compares every pair of facts: no CPU for it behind the chat while a local model runs)."""
+        self._stale = True
+        if self.isVisible():
+            self._timer.start()
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
-        self._timer.start(0 if not self._counted else REFRESH_DELAY_MS)
+        if self._stale:
+            self._timer.start(0)
 
     def _on_health(self, health: object) -> None:
-        self._counted = True
+        self._stale = False
         lines = health.lines()  # type: ignore[attr-defined]  # engine.tidy.Health
         self.label.setText(f"Memory health: {lines[0]}")
         self.label.setToolTip("\n".join(lines) + "\nCounted from similar meanings, dates and the "
