@@ -3,7 +3,7 @@ own words and in five languages? Never run in CI (it needs a real model); `--smo
 scenarios against any OpenAI-compatible server (the suite's scripted one) to keep it working.
 
     python benchmarks/phrasing.py --llm-url http://127.0.0.1:8765/v1 [--limit N] [--lang nl,de]
-        [--category forget,correct] [--json]
+        [--category forget,correct] [--only NAME,...] [--cache FILE] [--out FILE] [--json]
     OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 python benchmarks/phrasing.py --smoke
 
 Each scenario (benchmarks/phrasing_scenarios.py) is one user's story in a store of its own:
@@ -20,6 +20,7 @@ The last stdout line is one JSON object: accuracy overall, per category, per lan
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -33,6 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from llm_cache import cached_endpoint  # noqa: E402
 from phrasing_scenarios import CATEGORIES, SCENARIOS, Scenario  # noqa: E402
 from write_path import show_write_path_notes, story_engine  # noqa: E402
 
@@ -145,11 +147,13 @@ def summarise(results: list[dict[str, Any]], url: str, model: str) -> dict[str, 
 
 
 def rejudge(path: Path) -> list[dict[str, Any]]:
-    """A recorded run's results judged again by today's answer key (no model needed)."""
-    report = json.loads(path.read_text(encoding="utf-8").strip().splitlines()[-1])
+    """A recorded run's results judged again by today's answer key (no model needed): the
+    report's last line, or an ``--out`` file of one result a line (an interrupted run)."""
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    recorded = lines[-1]["results"] if "results" in lines[-1] else [r for r in lines if "name" in r]
     known = {s.name: s for s in SCENARIOS}
     results = []
-    for r in report["results"]:
+    for r in recorded:
         sc = known[r["name"]]
         r = {"said": sc.say, "reply": "", **r, "lang": sc.lang, "category": sc.category}
         setup = {text for text, _key in sc.facts}
@@ -179,6 +183,10 @@ def chosen(args: argparse.Namespace) -> list[Scenario]:
     if args.smoke:
         return [s for s in SCENARIOS if s.name in SMOKE]
     langs = {w for w in args.lang.split(",") if w}
+    only = {w for w in args.only.split(",") if w}
+    missing = only - {s.name for s in SCENARIOS}
+    if missing:
+        raise SystemExit(f"no scenario named {sorted(missing)}")
     categories = {w for w in args.category.split(",") if w}
     unknown = categories - set(CATEGORIES)
     if unknown:
@@ -187,6 +195,7 @@ def chosen(args: argparse.Namespace) -> list[Scenario]:
         s
         for s in running_order()
         if (not langs or s.lang in langs) and (not categories or s.category in categories)
+        and (not only or s.name in only)
     ]
     return picked[: args.limit] if args.limit else picked
 
@@ -219,17 +228,19 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="run only the first N chosen scenarios")
     parser.add_argument("--lang", default="", help="comma-separated: en,nl,de,fr,es")
     parser.add_argument("--category", default="", help=f"comma-separated: {','.join(CATEGORIES)}")
+    parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--smoke", action="store_true", help=f"two scenarios only ({', '.join(SMOKE)})")
+    parser.add_argument("--cache", type=Path, help="JSONL of the model's answers by exact request: a rerun "
+                        "asks only what changed (temperature 0)")
+    parser.add_argument("--out", type=Path, help="append each scenario's result here as it ends (JSONL)")
     parser.add_argument("--json", action="store_true", help="progress on stderr; the result as the last line")
     parser.add_argument("--rejudge", type=Path, help="judge a recorded run's output again (no model)")
     args = parser.parse_args()
     if args.rejudge:
         recorded = json.loads(args.rejudge.read_text(encoding="utf-8").strip().splitlines()[-1])
-        print(
-            json.dumps(
-                summarise(rejudge(args.rejudge), recorded["llm_url"], recorded["model"]), ensure_ascii=False
-            )
-        )
+        report = summarise(rejudge(args.rejudge), recorded.get("llm_url", args.llm_url),
+                           recorded.get("model", args.model))
+        print(json.dumps(report, ensure_ascii=False))
         return 0
     if not args.llm_url:
         parser.error("give --llm-url or set OPENAI_BASE_URL")
@@ -243,12 +254,17 @@ def main() -> int:
     if not args.smoke:
         show_write_path_notes(out)
     results = []
-    for sc in chosen(args):
-        with story_engine(args.llm_url, args.model, prefix="phrasing-bench-") as engine:
-            r = run_scenario(engine, sc)
-        results.append(r)
-        mark = "PASS" if r["passed"] else "FAIL"
-        log(f"  {mark} {sc.name} ({r['seconds']} s) {r['misses']} live={r['live']}")
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(cached_endpoint(args.llm_url, args.cache)) if args.cache else args.llm_url
+        for sc in chosen(args):
+            with story_engine(url, args.model, prefix="phrasing-bench-") as engine:
+                r = run_scenario(engine, sc)
+            results.append(r)
+            mark = "PASS" if r["passed"] else "FAIL"
+            log(f"  {mark} {sc.name} ({r['seconds']} s) {r['misses']} live={r['live']}")
+            if args.out:
+                with args.out.open("a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(r, ensure_ascii=False) + "\n")
     report = summarise(results, args.llm_url, args.model)
     log(
         f"passed {report['passed']}/{report['scenarios']}; per category "

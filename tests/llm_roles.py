@@ -9,9 +9,10 @@ from desktop_mem.engine.chat import prompts
 FACTS = prompts.FACT_SYSTEM_PROMPT.splitlines()[0].rstrip(".")
 RECONCILE = prompts.UPDATE_MEMORY_PROMPT.splitlines()[0].rstrip(".")
 SUMMARY = prompts.SUMMARY_PROMPT.splitlines()[0].rstrip(".")
+TRANSLATE = prompts.TRANSLATE_PROMPT.splitlines()[0].rstrip(".")
 
 
 def is_chat(body: dict[str, Any]) -> bool:
     """True for the chat reply call (not extraction, reconciliation or summary)."""
     system = " ".join(str(m.get("content", "")) for m in body["messages"] if m["role"] == "system")
-    return FACTS not in system and RECONCILE not in system and SUMMARY not in system
+    return all(role not in system for role in (FACTS, RECONCILE, SUMMARY, TRANSLATE))

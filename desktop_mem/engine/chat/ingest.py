@@ -28,7 +28,7 @@ from desktop_mem.engine.chat.extraction import (
     reconcile,
     update_summary,
 )
-from desktop_mem.engine.chat.named_facts import find_named, forget_targets
+from desktop_mem.engine.chat.named_facts import find_named, forget_named, number_changed
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.understanding import understand_turn
@@ -128,8 +128,8 @@ def _decide(
                                      [(str(m.role), snap.for_prompt(m).text) for m in before], live)
         if understood.asks_forget and not turn.forget:
             previous = [m for m in before if m.role == Role.USER]
-            named = forget_targets(ports.search, conv, live, understood.forget or (),
-                                   previous[-1].id if previous else None)
+            named = forget_named(ports.search, conv, live, understood, turn.user.text,
+                                 previous[-1].id if previous else None, llm)
             turn = replace(turn, forget=tuple(m.id for m in named.clear),
                            unclear=tuple(m.id for m in named.maybe))
     if understood.error:
@@ -155,8 +155,9 @@ def _decide(
         return ()
     kinds = {f.text: f for f in facts}
     # what the user says they correct, found by search; the rest is reconciled with its neighbours
-    corrected = _corrections(ports, snap, conv, facts, turn.user.text, notes, held)
-    rest = [f for f in facts if f.text not in {d.text for d in corrected}]
+    handled = _corrections(ports, snap, conv, facts, turn.user.text, notes, held)
+    corrected = [d for _fact, d in handled]
+    rest = [f for f in facts if f.text not in {fact for fact, _d in handled}]
     reconciled = ReconcileResult(())
     if rest:
         track.stage(RECONCILING)
@@ -212,26 +213,33 @@ def _capped(decisions: list[Planned], held: list[Planned], notes: list[str]) -> 
 def _corrections(
     ports: ChatPorts, snap: ConversationSnapshot, conv: str, facts: Sequence[ExtractedFact], said: str,
     notes: list[str], held: list[Planned],
-) -> list[Decision]:
-    """UPDATEs for the facts that say what they correct ("replaces"), where the read path finds
-    the fact it names clearly (chat/named_facts.py); never a vaguer fact. When it finds only
-    facts it might mean, the new fact is added and those wait for review as possibly out of date."""
+) -> list[tuple[str, Decision]]:
+    """(fact, decision) for the facts that correct a live one: those that say what they correct
+    ("replaces"), where the read path finds the fact it names clearly (chat/named_facts.py),
+    never a vaguer fact; and those that say a live fact again with another number ("Ines is 8"
+    after "daughter Ines is 7"), which update it. When the search finds only facts a
+    correction might mean, the new fact is added and those wait for review as possibly out of
+    date."""
     live = [m for m in _facts(snap, conv) if not m.deleted]
-    out: list[Decision] = []
+    out: list[tuple[str, Decision]] = []
     taken: set[str] = set()
     for fact in facts:
         if not fact.replaces:
+            changed = number_changed(fact.text, [m for m in live if m.id not in taken])
+            if changed is not None:
+                taken.add(changed[0].id)
+                out.append((fact.text, Decision("UPDATE", changed[1], changed[0].id)))
             continue
         named = find_named(ports.search, conv, [m for m in live if m.id not in taken], [fact.replaces])
         if len(named.clear) == 1:
             old = named.clear[0]
             taken.add(old.id)
             if old.text.casefold() == fact.text.casefold() or fact_guards.vaguer(old.text, fact.text, said):
-                out.append(Decision("NONE", old.text, old.id))
+                out.append((fact.text, Decision("NONE", old.text, old.id)))
             else:
-                out.append(Decision("UPDATE", fact.text, old.id))
+                out.append((fact.text, Decision("UPDATE", fact.text, old.id)))
         elif named.clear or named.maybe:
-            out.append(Decision("ADD", fact.text, None))
+            out.append((fact.text, Decision("ADD", fact.text, None)))
             unsure = [*named.clear, *named.maybe]
             held.extend(Planned(Act.DELETE, m.text, m.id) for m in unsure)
             notes.append(f"{fact.text}: it may correct " + "; ".join(m.text for m in unsure)

@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat.currency import from_turns
+from desktop_mem.engine.chat.extraction import ChatModel
 from desktop_mem.engine.chat.fact_guards import STOP
 from desktop_mem.engine.chat.ports import Search
-from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
+from desktop_mem.engine.chat.understanding import (
+    Understood,
+    in_english,
+    in_english_words,
+    names_and_numbers,
+    words_of,
+)
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
 from desktop_mem.engine.models import Memory
 
@@ -53,12 +61,7 @@ def find_named(search: Search, conversation_id: str, live: Sequence[Memory], phr
         if not phrase.strip() or not by_id:
             continue
         named = _named_by_names(phrase, live)
-        try:
-            results = search(phrase, conversation_id=conversation_id, top_k=POOL, use_mmr=False, rerank=True,
-                             filters=SearchFilters(conversation_id=conversation_id, roles=("memory",)))
-        except Exception:  # an index problem must never delete the wrong fact
-            log.exception("searching what a forget names failed")
-            results = []
+        results = _search(search, conversation_id, phrase)
         scored = [(relevance(r), r.memory.id) for r in results if r.memory.id in by_id]
         top = max((s[0] for s, _i in scored), default=0.0)
         # A cross-encoder scores "my son" 1.0 for the son and 0.995 for the daughter: only the
@@ -75,13 +78,31 @@ def find_named(search: Search, conversation_id: str, live: Sequence[Memory], phr
     return Named((), tuple(list(maybe.values())[:MAX_NAMED]))
 
 
+def forget_named(
+    search: Search, conversation_id: str, live: Sequence[Memory], understood: Understood, message: str,
+    previous_user: str | None, llm: ChatModel | None,
+) -> Named:
+    """What the request to forget in ``message`` (as ``understood``) names among ``live``: its
+    words searched, and when they are not in English (the facts' language) and find nothing
+    clearly, their English (the model translates them) and the model's restatement."""
+    translate = None if llm is None or in_english(understood, message) else (
+        lambda phrases: in_english_words(llm, phrases))
+    return forget_targets(search, conversation_id, live, understood.forget or (), previous_user,
+                          understood.restated, translate)
+
+
 def forget_targets(
     search: Search, conversation_id: str, live: Sequence[Memory], phrases: Sequence[str],
-    previous_user: str | None,
+    previous_user: str | None, restated: Sequence[str] = (),
+    translate: Callable[[Sequence[str]], list[str]] | None = None,
 ) -> Named:
-    """What a request to forget names (``phrases``: what the model read it names). "Forget that"
-    (nothing named) means the facts the previous user message (``previous_user``, its turn id)
-    stored."""
+    """What a request to forget names (``phrases``: what the model read it names, in the user's
+    words). "Forget that" (nothing named) means the facts the previous user message
+    (``previous_user``, its turn id) stored. Words in another language than the facts' find
+    nothing by keywords and little by our vectors (a Dutch "konijn" against the English "has a
+    rabbit named Snuf"): then ``translate`` gives their English, searched with ``restated`` (the
+    model's restatement of the message in English) under the same measured thresholds, so a
+    wrong translation names nothing rather than the wrong fact."""
     named = find_named(search, conversation_id, live, [p for p in phrases if p.strip()])
     if named.clear:
         return named
@@ -93,7 +114,63 @@ def forget_targets(
         stored = [m for m in live if previous_user and previous_user in from_turns(m)]
         if stored:
             return Named(tuple(stored))
-    return named
+        return named
+    if translate is None or not live:
+        return named
+    again = find_named(search, conversation_id, live, [*translate(phrases), *restated])
+    if again.clear:
+        return again
+    maybe = list({m.id: m for m in [*named.maybe, *again.maybe]}.values())
+    return Named((), tuple(maybe[:MAX_NAMED]))
+
+
+def number_changed(text: str, live: Sequence[Memory]) -> tuple[Memory, str] | None:
+    """The one live fact that ``text`` says again with another number, and that fact's text with
+    the new number: "Ines is 8 years old" after "The user's daughter Ines is 7 years old" gives
+    "The user's daughter Ines is 8 years old". Same names, the same words but the number (one
+    may hold more: "daughter"), one number each; without a name the words must be the same
+    ("has 7 chickens" / "has 6 chickens"), so another person's age is never taken for the
+    user's. Words and numbers only: it works whatever language the facts are written in."""
+    new_numbers, new_names, new_words = _parts(text)
+    if len(new_numbers) != 1:
+        return None
+    hits: list[Memory] = []
+    for memory in live:
+        numbers, names, words = _parts(memory.text)
+        if len(numbers) != 1 or numbers == new_numbers or names != new_names or not words:
+            continue
+        if words == new_words or (names and (new_words <= words or words <= new_words)):
+            hits.append(memory)
+    if len(hits) != 1:
+        return None
+    old = hits[0]
+    (old_number,), (new_number,) = _written_numbers(old.text), _written_numbers(text)
+    merged = old.text.replace(old_number, new_number, 1) if old.text.count(old_number) == 1 else text
+    return old, merged
+
+
+def _parts(text: str) -> tuple[set[str], set[str], set[str]]:
+    """(numbers, names, other words) of a fact, folded; a fact's first word counts as a name."""
+    found = names_and_numbers(f"x {text}")
+    numbers = {w for w in found if any(c.isdigit() for c in w)}
+    names = found - numbers
+    words = {w for w in words_of(text) if w not in STOP and w not in found}
+    return numbers, names, words
+
+
+def _written_numbers(text: str) -> list[str]:
+    return re.findall(r"\d+(?:[.,]\d+)?", text)
+
+
+def _search(search: Search, conversation_id: str, phrase: str) -> list[SearchResult]:
+    """The facts nearest ``phrase`` by the read path (keywords, vectors, the cross-encoder); an
+    index problem finds nothing rather than guessing."""
+    try:
+        return search(phrase, conversation_id=conversation_id, top_k=POOL, use_mmr=False, rerank=True,
+                      filters=SearchFilters(conversation_id=conversation_id, roles=("memory",)))
+    except Exception:  # an index problem must never delete the wrong fact
+        log.exception("searching what a forget names failed")
+        return []
 
 
 def relevance(result: SearchResult) -> tuple[float, float, float, float]:

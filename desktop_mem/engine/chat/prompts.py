@@ -64,6 +64,11 @@ UNDERSTAND_SCHEMA: Final = {
     },
 }
 
+# What a request to forget names, in the language facts are stored in (chat/named_facts.py): for
+# when the user's own words, in another language, find no stored fact by search.
+TRANSLATE_PROMPT: Final = """\
+Translate the user's words into English. Answer with the English words only."""
+
 # Structured outputs (response_format json_schema) where the endpoint supports them.
 FACTS_SCHEMA: Final = {
     "name": "facts",

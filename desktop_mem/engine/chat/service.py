@@ -38,7 +38,7 @@ from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient
 from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
-from desktop_mem.engine.chat.named_facts import forget_targets
+from desktop_mem.engine.chat.named_facts import forget_named
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
@@ -310,7 +310,7 @@ class ChatService:
         # applies what was read (TurnRecord.understood), without reading it again.
         understood = self._understand(message, prompt_turns, masked, live) if (
             understand and cfg["memory.extract_facts"]) else None
-        forget, unclear = self._forget_targets(conversation_id, understood, live, own)
+        forget, unclear = self._forget_targets(conversation_id, message, understood, live, own)
         note = None
         if understood is not None and understood.asks_forget:
             note = (FORGET_NOTE if forget else unclear_forget_note([m.text for m in unclear]) if unclear
@@ -408,13 +408,16 @@ class ChatService:
         return understand_turn(llm, message, recent, live)
 
     def _forget_targets(
-        self, conv: str, understood: Understood | None, live: Sequence[Memory], own: Sequence[Memory]
+        self, conv: str, message: str, understood: Understood | None, live: Sequence[Memory],
+        own: Sequence[Memory],
     ) -> tuple[list[Memory], list[Memory]]:
-        """(the facts a forget names, those it might mean when none is clear): by search."""
+        """(the facts a forget names, those it might mean when none is clear): by search, and
+        the model's choice when the words find nothing (another language than the facts')."""
         if understood is None or understood.forget is None:
             return [], []
         previous_user = next((m.id for m in reversed(own) if m.role == Role.USER), None)
-        named = forget_targets(self.ports.search, conv, live, understood.forget, previous_user)
+        llm = self.understand_llm if self.ports.config["llm.base_url"] else None
+        named = forget_named(self.ports.search, conv, live, understood, message, previous_user, llm)
         return list(named.clear), list(named.maybe)
 
     def _cross_session(self, snap: ConversationSnapshot, conv: str) -> list[tuple[str, str]]:

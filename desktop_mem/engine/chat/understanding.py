@@ -40,6 +40,9 @@ MAX_TURN_CHARS = 400
 MAX_KNOWN = 6
 MAX_FORGET = 5
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# a digit group separator inside a number ("5,000", "5.000", "12 000", "1'500"): gone before
+# numbers are compared, so the model's "5,000" is the user's "5000" (any script's digits)
+_GROUPED = re.compile(r"(?<=\d)[,.'\u00a0\u202f\u2009 ](?=\d{3}(?!\d))")
 _USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
 
 
@@ -59,6 +62,9 @@ class Understood:
     error: str | None = None
     rejected: tuple[tuple[str, str], ...] = ()
     by_model: bool = False
+    # with a forget: what the model restated of the message in the stored facts' language (its
+    # "facts", never stored): searched when the user's own words find nothing across languages
+    restated: tuple[str, ...] = ()
 
     @property
     def asks_forget(self) -> bool:
@@ -115,10 +121,30 @@ def understand(
         forget = [hint]  # "Forget ..." in so many words, and the model found nothing at all
     if forget is not None and not forget:
         forget = None
+    restated: tuple[str, ...] = ()
     if forget is not None:
-        facts = []  # a request to forget states nothing new (what it names is not a fact to keep)
+        # a request to forget states nothing new (what it names is not a fact to keep)
+        restated = tuple(dict.fromkeys(f.text for f in parsed.facts))[:MAX_FORGET]
+        facts = []
     return Understood(tuple(facts[:MAX_FACTS]), tuple(forget[:MAX_FORGET]) if forget is not None else None,
-                      parsed.language, None, tuple(rejected), by_model=True)
+                      parsed.language, None, tuple(rejected), by_model=True, restated=restated)
+
+
+def in_english_words(llm: ChatModel, phrases: Sequence[str]) -> list[str]:
+    """``phrases`` (what a request to forget names, in the user's words) translated by the model
+    into English, the language facts are stored in; a phrase it cannot translate is left out."""
+    out: list[str] = []
+    for phrase in [p for p in phrases if p.strip()][:2]:
+        messages: list[Message] = [{"role": "system", "content": prompts.TRANSLATE_PROMPT},
+                                   {"role": "user", "content": " ".join(phrase.split())[:MAX_TURN_CHARS]}]
+        try:
+            answer = strip_reasoning(llm.complete(messages, temperature=0.0, max_tokens=24))
+        except LLMError:
+            continue
+        english = " ".join(answer.split()).strip(" .!?\"'")
+        if english and english.casefold() != phrase.casefold() and len(english) <= MAX_TURN_CHARS:
+            out.append(english)
+    return out
 
 
 def understand_turn(
@@ -135,6 +161,12 @@ def _by_patterns(text: str, hint: str | None) -> Understood:
     if hint is not None:
         return Understood((), (hint,))
     return Understood(pattern_facts(" ".join(fact_guards.statements(text))))
+
+
+def in_english(understood: Understood, text: str) -> bool:
+    """Whether ``text`` (what ``understood`` was read from) is in English, the language facts are
+    stored in: the model's word, else Latin letters."""
+    return _english(understood.language, text)
 
 
 def _english(language: str, text: str) -> bool:
@@ -252,7 +284,8 @@ def ground(
         keyword = prompts.EXAMPLE_FACTS.get(text)
         if keyword is not None and keyword not in lowered:
             continue  # a copied prompt example, not something the user said
-        why = _ungrounded(text, item, said, known, about_user)
+        text = _without_unsaid_relation(text, said, known, english)
+        why = _ungrounded(text, item, said, known, about_user, english)
         if why is None and english and re.match(r"^the user\b", text, re.I):
             why = fact_guards.grounding_problem(text, message)
             if why is not None and not about_user and why == "about someone else, not the user":
@@ -275,8 +308,15 @@ def ground(
     return facts, rejected
 
 
-def _ungrounded(text: str, item: _RawFact, said: set[str], known: set[str], about_user: bool) -> str | None:
-    """Why the fact's names, numbers, person or relation are not the user's (None: they are)."""
+def _ungrounded(
+    text: str, item: _RawFact, said: set[str], known: set[str], about_user: bool, english: bool = True,
+) -> str | None:
+    """Why the fact's names, numbers, person or relation are not the user's (None: they are).
+
+    The ``relation`` the model gives beside a fact about another person is checked against the
+    user's words when they are in English (the language the model writes it in); in another
+    language it cannot be ("vriendin" is "friend"), and it is not stored either: only a relation
+    the fact's text writes is (``_without_unsaid_relation`` has dealt with that)."""
     missing = [n for n in names_and_numbers(text) if not _found(n, said) and not _found(n, known)]
     if missing:
         return f"names or numbers the user did not say ({', '.join(sorted(missing))})"
@@ -284,7 +324,7 @@ def _ungrounded(text: str, item: _RawFact, said: set[str], known: set[str], abou
         person = [w.casefold() for w in _WORD.findall(item.about)]
         if person and not all(_found(w, said) or _found(w, known) for w in person):
             return f"a person the user did not name ({item.about})"
-    relation = [w.casefold() for w in _WORD.findall(item.relation)]
+    relation = [w.casefold() for w in _WORD.findall(item.relation)] if english and not about_user else []
     if relation and not all(_near(w, said) or _near(w, known) for w in relation):
         return f"a relation the user did not say ({item.relation})"
     # the relation the fact itself writes ("The user's sister ..."), when it is about a person
@@ -293,6 +333,25 @@ def _ungrounded(text: str, item: _RawFact, said: set[str], known: set[str], abou
     if written:
         return f"a relation the user did not say ({' '.join(written)})"
     return None
+
+
+def _without_unsaid_relation(text: str, said: set[str], known: set[str], english: bool) -> str:
+    """``text`` without a relation it writes before a name that the user's words do not hold,
+    when they are not in English: "The user's friend Sanne started at KLM" from "Mijn vriendin
+    Sanne ..." becomes "Sanne started at KLM" (the relation cannot be checked across languages,
+    and a small model pastes relations onto names it cannot place). In English, or when no name
+    follows the relation, the text stays as it is (and ``_ungrounded`` judges it)."""
+    match = re.match(r"^the user[’']?s\s+(.*)$", text.strip(), re.I)
+    if english or match is None:
+        return text
+    words = match.group(1).split()
+    k = next((i for i, w in enumerate(words[:3]) if w[:1].isupper()), 0)
+    relation = [w.casefold() for w in words[:k]]
+    if not relation or not all(w.isalpha() for w in relation) or any(w in fact_guards.STOP for w in relation):
+        return text
+    if all(_near(w, said) or _near(w, known) for w in relation):
+        return text
+    return " ".join(words[k:])
 
 
 def _relation_words(text: str) -> list[str]:
@@ -317,18 +376,22 @@ def names_and_numbers(text: str) -> set[str]:
     """Names (capitalised words after the first, any cased script) and numbers (any digits, as
     values: "٣" and "3" are the same) in ``text``, folded."""
     out: set[str] = set()
-    words = _WORD.findall(text)
+    words = _WORD.findall(_GROUPED.sub("", text))
     for i, word in enumerate(words):
         if any(c.isdigit() for c in word):
             out.add(_digits(word))
-        elif i > 0 and word[:1].isupper() and word.casefold() not in fact_guards.STOP:
+        elif (i > 0 and word[:1].isupper() and word.casefold() not in fact_guards.STOP
+              and not any(c.isdigit() for c in words[i - 1])):
+            # a capitalised word right after a number is its unit in languages that capitalise
+            # nouns ("11 Jahre", "5000 Euro"), not a name
             out.add(word.casefold())
     return out
 
 
 def words_of(text: str) -> set[str]:
-    """The words of ``text`` folded, numbers as their values (any script)."""
-    return {_digits(w) if any(c.isdigit() for c in w) else w.casefold() for w in _WORD.findall(text)}
+    """The words of ``text`` folded, numbers as their values (any script, "5,000" is 5000)."""
+    return {_digits(w) if any(c.isdigit() for c in w) else w.casefold()
+            for w in _WORD.findall(_GROUPED.sub("", text))}
 
 
 def _digits(word: str) -> str:
