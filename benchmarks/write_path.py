@@ -158,7 +158,9 @@ def run_scenario(engine: MemoryEngine, sc: Scenario) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def story_engine(url: str, model: str, prefix: str = "write-path-bench-") -> Iterator[MemoryEngine]:
+def story_engine(
+    url: str, model: str, prefix: str = "write-path-bench-", settings: dict[str, object] | None = None,
+) -> Iterator[MemoryEngine]:
     """One user's story: an engine over a fresh temporary store, chatting with ``url`` as
     `desktop-mem chat` does (index open, chat scope held), closed and deleted afterwards.
     Default settings except the short-answer system prompt and a long timeout (shared model)."""
@@ -166,7 +168,7 @@ def story_engine(url: str, model: str, prefix: str = "write-path-bench-") -> Ite
         config = load_config(flags={
             "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
             "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
-            "llm.system_prompt": SHORT_ANSWERS,
+            "llm.system_prompt": SHORT_ANSWERS, **(settings or {}),
         })
         engine = MemoryEngine.open(config)
         try:
