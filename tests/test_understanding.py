@@ -432,3 +432,47 @@ def test_a_fact_said_again_with_another_number_updates_the_old_one(
     _tell(chat_engine, "farm", "Oops, I got that wrong earlier: it's 7 chickens, not 6")
     assert _live(chat_engine) == ["The user has 7 chickens", "The user is 41 years old",
                                   "The user's daughter Ines is 8 years old"]
+
+
+def test_a_job_change_told_as_news_replaces_the_old_job_when_the_model_says_so(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The 1.5B model answered UPDATE for "started at the Royal Mint on Monday" against "works as
+    a bookkeeper at Hartley & Sons", and the English topic words (which know "works" but nothing
+    of "started at") overruled it: both jobs stayed live. A hint that knows nothing of the new
+    fact's topic no longer overrules the model."""
+    for text in ("The user works as a bookkeeper at Hartley & Sons", "The user cycles to work"):
+        chat_engine.add(text, conversation_id="global", role="memory")
+    new_job = "The user started at the Royal Mint on Monday"
+    scripted_llm.script(*_understood("Royal Mint", {"facts": [_fact(new_job)]}))
+
+    def update_the_job(body: dict[str, Any]) -> str:
+        existing = json.loads(body["messages"][-1]["content"].split("EXISTING: ", 1)[1].split("\nNEW:", 1)[0])
+        job = next(e["id"] for e in existing if "Hartley" in e["text"])
+        return json.dumps({"decisions": [{"event": "UPDATE", "id": job, "text": new_job}]})
+
+    scripted_llm.script(RECONCILE, update_the_job)
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "news", "Big news: I quit Hartley's and started at the Royal Mint on Monday!")
+    assert _live(chat_engine) == ["The user cycles to work", new_job]
+
+
+def test_another_persons_fact_without_its_relation_never_replaces_the_users(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """"Meine Mutter Helga wird nächste Woche 70": the relation cannot be checked in German, so
+    the fact is stored as "Helga turns 70 next week"; the 1.5B model then answered UPDATE of
+    "The user is 45 years old" with it, and the user's age was lost. Helga's fact is Helga's."""
+    chat_engine.add("The user is 45 years old", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("Helga", {"language": "de", "facts": [
+        _fact("The user's mother Helga turns 70 next week", "Helga", "mother")]}))
+
+    def update_the_age(body: dict[str, Any]) -> str:
+        existing = json.loads(body["messages"][-1]["content"].split("EXISTING: ", 1)[1].split("\nNEW:", 1)[0])
+        return json.dumps({"decisions": [{"event": "UPDATE", "id": existing[0]["id"],
+                                          "text": "Helga turns 70 next week"}]})
+
+    scripted_llm.script(RECONCILE, update_the_age)
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "family", "Meine Mutter Helga wird nächste Woche 70.")
+    assert _live(chat_engine) == ["Helga turns 70 next week", "The user is 45 years old"]
