@@ -476,3 +476,16 @@ def test_another_persons_fact_without_its_relation_never_replaces_the_users(
     _script_rest(scripted_llm)
     _tell(chat_engine, "family", "Meine Mutter Helga wird nächste Woche 70.")
     assert _live(chat_engine) == ["Helga turns 70 next week", "The user is 45 years old"]
+
+
+def test_a_fact_that_says_the_user_is_the_users_and_one_word_is_no_fact() -> None:
+    """Seen with the 1.5B model: "ich arbeite jetzt bei der Lufthansa" gave "The user works as a
+    cook at Lufthansa" about "other person" (refused as a person nobody named), and a Dutch job
+    change stored a task "work"."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "Stell dir vor, ich habe beim Hotel Adler gekündigt und arbeite jetzt bei der Lufthansa!"
+    facts, rejected = ground([_RawFact("The user works at Lufthansa", "other person"), _RawFact("work")],
+                             said, said, english=False)
+    assert [f.text for f in facts] == ["The user works at Lufthansa"]
+    assert rejected == [("work", "not a statement (one word)")]

@@ -43,6 +43,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # a digit group separator inside a number ("5,000", "5.000", "12 000", "1'500"): gone before
 # numbers are compared, so the model's "5,000" is the user's "5000" (any script's digits)
 _GROUPED = re.compile(r"(?<=\d)[,.'\u00a0\u202f\u2009 ](?=\d{3}(?!\d))")
+_USER_FACT = re.compile(r"^the user\b(?![’']s\b)", re.I)
 _USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
 
 
@@ -275,11 +276,15 @@ def ground(
     # the user's own words, so "Where do I live?" never becomes "The user lives in a city".
     strict = english and not fact_guards.statements(message)
     for item in raw:
-        about_user = item.about.casefold() in _USER_WORDS
         text = item.text.strip().strip("\"'")
+        # a fact that says "The user ..." is the user's, whatever "about" says ("other person")
+        about_user = item.about.casefold() in _USER_WORDS or _USER_FACT.match(text) is not None
         if about_user:
             text = fact_guards.as_user_subject(text)
         if not text or len(text) > MAX_FACT_CHARS:
+            continue
+        if len(_WORD.findall(text)) < 2 and text.isascii():
+            rejected.append((text, "not a statement (one word)"))
             continue
         keyword = prompts.EXAMPLE_FACTS.get(text)
         if keyword is not None and keyword not in lowered:
