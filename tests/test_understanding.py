@@ -489,3 +489,18 @@ def test_a_fact_that_says_the_user_is_the_users_and_one_word_is_no_fact() -> Non
                              said, said, english=False)
     assert [f.text for f in facts] == ["The user works at Lufthansa"]
     assert rejected == [("work", "not a statement (one word)")]
+
+
+def test_a_question_gives_no_task_in_any_language() -> None:
+    """"Kun je alles wissen wat je over mijn sportschool weet?" (the 1.5B model missed the
+    forget) stored "The user is working on learning more about their sports school" as the
+    chat's task. A message of questions only (any script's question mark) gives no task."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    task = _RawFact("The user is working on a plan for their sports school", scope="conversation")
+    asked = "Kun je alles wissen wat je over mijn sportschool weet?"
+    facts, rejected = ground([task], asked, "", english=False)
+    assert facts == [] and rejected == [(task.text, "a task read from a question")]
+    facts, _rejected = ground([task], "Ik werk aan een plan voor mijn sportschool. Help je?", "",
+                              english=False)
+    assert [f.text for f in facts] == [task.text]

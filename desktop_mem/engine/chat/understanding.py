@@ -275,6 +275,9 @@ def ground(
     # The English rules find no statement (all questions and requests): a fact must then be in
     # the user's own words, so "Where do I live?" never becomes "The user lives in a city".
     strict = english and not fact_guards.statements(message)
+    # every sentence ends in a question mark (any script's): asking is no work in progress, so the
+    # "task" a small model reads from it ("The user wants to know about their gym") is not kept
+    only_questions = _asks_only(message)
     for item in raw:
         text = item.text.strip().strip("\"'")
         # a fact that says "The user ..." is the user's, whatever "about" says ("other person")
@@ -301,6 +304,9 @@ def ground(
             rejected.append((text, why))
             continue
         scope = scopes.classify(text, item.scope)
+        if item.scope == scopes.CONVERSATION and only_questions:
+            rejected.append((text, "a task read from a question"))
+            continue
         facts.append(ExtractedFact(text, kind_of(text), "llm", scope,
                                    replaces=item.replaces[:MAX_FACT_CHARS]))
     facts = merge_contained(facts)
@@ -338,6 +344,15 @@ def _ungrounded(
     if written:
         return f"a relation the user did not say ({' '.join(written)})"
     return None
+
+
+_SENTENCE_ENDS = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
+
+
+def _asks_only(message: str) -> bool:
+    """Whether each sentence of ``message`` ends in a question mark (?, ？, ؟)."""
+    sentences = [m.group().strip() for m in _SENTENCE_ENDS.finditer(message) if m.group().strip(" .!?¿¡")]
+    return bool(sentences) and all(s.rstrip()[-1:] in "?？؟" for s in sentences)
 
 
 def _without_unsaid_relation(text: str, said: set[str], known: set[str], english: bool) -> str:
