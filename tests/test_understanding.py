@@ -504,3 +504,15 @@ def test_a_question_gives_no_task_in_any_language() -> None:
     facts, _rejected = ground([task], "Ik werk aan een plan voor mijn sportschool. Help je?", "",
                               english=False)
     assert [f.text for f in facts] == [task.text]
+
+
+def test_news_with_a_new_name_is_not_a_bare_forget(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """"Devine quoi : j'ai quitté le Café Olympe, je travaille maintenant chez Airbus !": the 1.5B
+    model answered asks_to_forget with nothing named (as for "forget that"), beside the fact of
+    the new job. A fact holding a name of the message itself is news: it is stored."""
+    said = "Devine quoi : j'ai quitté le Café Olympe, je travaille maintenant chez Airbus !"
+    scripted_llm.script(*_understood("Airbus", {"language": "fr", "asks_to_forget": True, "forget": [],
+                                                "facts": [_fact("The user works at Airbus")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "news", said)
+    assert _live(chat_engine) == ["The user works at Airbus"]

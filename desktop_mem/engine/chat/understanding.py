@@ -122,6 +122,12 @@ def understand(
         forget = [hint]  # "Forget ..." in so many words, and the model found nothing at all
     if forget is not None and not forget:
         forget = None
+    said = words_of(text)
+    if forget == [""] and hint is None and any(names_and_numbers(f"x {f.text}") & said for f in facts):
+        # "forget that" with nothing named, yet the facts hold a name or number of this very
+        # message: news, not a forget ("j'ai quitté le Café Olympe, je travaille chez Airbus"
+        # was read as a forget by the 1.5B model, and the new job was lost)
+        forget = None
     restated: tuple[str, ...] = ()
     if forget is not None:
         # a request to forget states nothing new (what it names is not a fact to keep)
