@@ -516,3 +516,17 @@ def test_news_with_a_new_name_is_not_a_bare_forget(chat_engine: MemoryEngine, sc
     _script_rest(scripted_llm)
     _tell(chat_engine, "news", said)
     assert _live(chat_engine) == ["The user works at Airbus"]
+
+
+def test_a_correction_read_as_a_forget_corrects(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """"Foutje van mij: Pieter is 5, niet 6.": the 1.5B model asked to forget "Pieter is 6"
+    beside the fact "Pieter is 5", and Pieter's age was gone. The new number is news: the old
+    fact is corrected, not forgotten."""
+    chat_engine.add("The user's son Pieter is 6 years old", conversation_id="global", role="memory")
+    chat_engine.add("The user lives in Amersfoort", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("Pieter", {"language": "nl", "asks_to_forget": True,
+                                                "forget": ["Pieter is 6"],
+                                                "facts": [_fact("Pieter is 5 years old", "Pieter")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", "Foutje van mij: Pieter is 5, niet 6.")
+    assert _live(chat_engine) == ["The user lives in Amersfoort", "The user's son Pieter is 5 years old"]

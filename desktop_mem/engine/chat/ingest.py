@@ -237,7 +237,9 @@ def _corrections(
             if old.text.casefold() == fact.text.casefold() or fact_guards.vaguer(old.text, fact.text, said):
                 out.append((fact.text, Decision("NONE", old.text, old.id)))
             else:
-                out.append((fact.text, Decision("UPDATE", fact.text, old.id)))
+                # the same fact with another number keeps what the old one said beside it
+                changed = number_changed(fact.text, [old])
+                out.append((fact.text, Decision("UPDATE", changed[1] if changed else fact.text, old.id)))
         elif named.clear or named.maybe:
             out.append((fact.text, Decision("ADD", fact.text, None)))
             unsure = [*named.clear, *named.maybe]

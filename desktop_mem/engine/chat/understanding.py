@@ -122,12 +122,17 @@ def understand(
         forget = [hint]  # "Forget ..." in so many words, and the model found nothing at all
     if forget is not None and not forget:
         forget = None
-    said = words_of(text)
-    if forget == [""] and hint is None and any(names_and_numbers(f"x {f.text}") & said for f in facts):
-        # "forget that" with nothing named, yet the facts hold a name or number of this very
-        # message: news, not a forget ("j'ai quitté le Café Olympe, je travaille chez Airbus"
-        # was read as a forget by the 1.5B model, and the new job was lost)
-        forget = None
+    if forget and hint is None:
+        # facts holding a name or number of this very message that the forget does not name:
+        # news or a correction, not a forget ("j'ai quitté le Café Olympe, je travaille chez
+        # Airbus" and "Pieter is 5, niet 6" were read as forgets by the 1.5B model, and the new
+        # job and age were lost). What the forget named is what they correct.
+        said, named = words_of(text), words_of(" ".join(forget))
+        news = [f for f in facts if (names_and_numbers(f"x {f.text}") & said) - named]
+        if news:
+            old = next((p for p in forget if p), "")
+            facts = [f if f.replaces or not old else replace(f, replaces=old[:MAX_FACT_CHARS]) for f in news]
+            forget = None
     restated: tuple[str, ...] = ()
     if forget is not None:
         # a request to forget states nothing new (what it names is not a fact to keep)
