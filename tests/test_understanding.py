@@ -530,3 +530,38 @@ def test_a_correction_read_as_a_forget_corrects(chat_engine: MemoryEngine, scrip
     _script_rest(scripted_llm)
     _tell(chat_engine, "kids", "Foutje van mij: Pieter is 5, niet 6.")
     assert _live(chat_engine) == ["The user lives in Amersfoort", "The user's son Pieter is 5 years old"]
+
+
+def test_a_task_never_replaces_the_users_own_fact(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """"Vielleicht fahren wir nächsten Sommer nach Island": the 1.5B model read a task "The user
+    is working on planning their vacation" and UPDATEd "The user works as a librarian" with it
+    (they share "work"). The user's job stays; the chat's task is kept beside it."""
+    chat_engine.add("The user works as a librarian", conversation_id="global", role="memory")
+    task = "The user is working on planning their vacation"
+    scripted_llm.script(*_understood("Island", {"language": "de", "task": [task]}))
+
+    def update_the_job(body: dict[str, Any]) -> str:
+        existing = json.loads(body["messages"][-1]["content"].split("EXISTING: ", 1)[1].split("\nNEW:", 1)[0])
+        return json.dumps({"decisions": [{"event": "UPDATE", "id": existing[0]["id"], "text": task},
+                                         {"event": "DELETE", "id": existing[0]["id"], "text": ""}]})
+
+    scripted_llm.script(RECONCILE, update_the_job)
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "travel", "Vielleicht fahren wir nächsten Sommer nach Island, mal sehen.")
+    assert "The user works as a librarian" in _live(chat_engine)
+
+
+def test_forget_that_in_another_language_forgets_what_the_previous_message_stored(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """"Oublie ça": the 1.5B model names "ça", which is no English function word; its English
+    ("that") says it names nothing, so the previous message's facts are forgotten."""
+    scripted_llm.script(*_understood("psychologue", {"language": "fr", "facts": [
+        _fact("The user sees a psychologist every week")]}))
+    scripted_llm.script(*_understood("Oublie", {"language": "fr", "forget": ["ça"]}))
+    scripted_llm.script(*_translated("ça", "that"))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "health", "Je vois un psychologue chaque semaine.")
+    assert _live(chat_engine) == ["The user sees a psychologist every week"]
+    _tell(chat_engine, "health", "Oublie ça, en fait.")
+    assert _live(chat_engine) == []

@@ -170,6 +170,8 @@ def _decide(
             reconciled = reconcile(llm, [f.text for f in rest], existing, turn.user.text)
         if reconciled.error:
             notes.append(reconciled.error)
+        reconciled = ReconcileResult(_tasks_keep_to_their_chat(snap, rest, reconciled.decisions),
+                                     reconciled.error)
     found_kinds: list[str] = []
     decisions: list[Planned] = []
     for d in [*corrected, *reconciled.decisions]:
@@ -187,6 +189,30 @@ def _decide(
         notes.append(f"A fact holding a likely secret ({', '.join(dict.fromkeys(found_kinds))}) was not "
                      "stored (security.secrets).")
     return _capped(decisions, held, notes)
+
+
+def _tasks_keep_to_their_chat(
+    snap: ConversationSnapshot, facts: Sequence[ExtractedFact], decisions: Sequence[Decision],
+) -> tuple[Decision, ...]:
+    """The decisions, but a fact about this chat's work (a task) never replaces or deletes one
+    of the user's own facts: "The user is working on planning their vacation" UPDATEd "The user
+    works as a librarian" (the 1.5B model, from "Vielleicht fahren wir nach Island"). Such an
+    UPDATE becomes an ADD; such a DELETE is dropped when every new fact is a task."""
+    scope_of = {f.text: scopes.classify(f.text, f.scope) for f in facts}
+    only_tasks = all(scope == scopes.CONVERSATION for scope in scope_of.values())
+
+    def users(target: str | None) -> bool:
+        memory = snap.lookup(target) if target else None
+        return memory is not None and memory.conversation_id == GLOBAL_CONVERSATION
+
+    out: list[Decision] = []
+    for d in decisions:
+        task = scope_of.get(d.text) == scopes.CONVERSATION
+        if d.event == Act.UPDATE and task and users(d.target_id):
+            out.append(Decision("ADD", d.text, None))
+        elif not (d.event == Act.DELETE and only_tasks and users(d.target_id)):
+            out.append(d)
+    return tuple(out)
 
 
 def _waiting_texts(ports: ChatPorts) -> list[str]:

@@ -109,15 +109,16 @@ def forget_targets(
     # nothing named ("" as the prompt asks, or only words like "that"): the last message's facts.
     # A word that names nothing stored ("dog") is not taken for "that": the cross-encoder scores
     # one-word queries near 0 whatever they mean ("that" 0.031, "dog" 0.00002), so scores cannot
-    # tell them apart, and a guess would delete what the last message said.
-    if all(not words_of(p) - STOP for p in phrases):
+    # tell them apart, and a guess would delete what the last message said. In another language
+    # "ça" / "dat" / "lo" is known for "that" by its English.
+    bare = all(not words_of(p) - STOP for p in phrases)
+    english = [] if bare or translate is None else translate(phrases)
+    if bare or (english and all(not words_of(t) - STOP for t in english)):
         stored = [m for m in live if previous_user and previous_user in from_turns(m)]
-        if stored:
-            return Named(tuple(stored))
-        return named
+        return Named(tuple(stored)) if stored else named
     if translate is None or not live:
         return named
-    again = find_named(search, conversation_id, live, [*translate(phrases), *restated])
+    again = find_named(search, conversation_id, live, [*english, *restated])
     if again.clear:
         return again
     maybe = list({m.id: m for m in [*named.maybe, *again.maybe]}.values())
