@@ -23,9 +23,25 @@ def test_a_recalled_turn_says_when_it_was_said_and_the_prompt_says_today(
     reply = chat_engine.chat("old", "When did I go to the support group?", history=[], temporary=True)
     system = [r.body for r in scripted_llm.chat_requests if is_chat(r.body)][-1]["messages"][0]["content"]
     assert said_on(said) == datetime(2023, 5, 8, 13, 56, tzinfo=UTC).astimezone().strftime("%-d %B %Y")
-    assert (f"[user; said {said_on(said)}] I went to the LGBTQ support group yesterday." in system)
+    day_before = said_on(datetime(2023, 5, 7, 13, 56, tzinfo=UTC))
+    assert (f"[user; said {said_on(said)}] I went to the LGBTQ support group yesterday ({day_before})."
+            in system), "a relative date is written out against the day it was said"
     assert "[memory] The user likes tea" in system, "a fact's labels say when it was true, not a said-date"
     now = utc_now().astimezone()
     assert f"Today is {now:%A} {said_on(now)}." in system
     assert system.index("Today is") < system.index(prompts.MEMORY_DATA_PREAMBLE.splitlines()[0])
     assert reply.used.system_prompt == system
+
+
+def test_relative_dates_are_written_out_in_any_language_and_nothing_is_invented() -> None:
+    """The expressions and their precision come from dateparser's language data: "gisteren",
+    "letztes Jahr", "next month"; a date already written, or a turn with none, stays as it is."""
+    from desktop_mem.engine.index.relative_dates import with_dates
+
+    said = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)
+    assert with_dates("Gisteren ben ik naar Utrecht verhuisd.", said).startswith("Gisteren (7 May 2023) ben")
+    assert with_dates("Letztes Jahr war ich in Berlin.", said) == "Letztes Jahr (2022) war ich in Berlin."
+    assert with_dates("Next month I go camping.", said) == "Next month (June 2023) I go camping."
+    for unchanged in ("On 8 May 2023 I moved to Ghent.", "Hey Mel! Good to see you! How have you been?",
+                      "I will go to the conference in July.", ""):
+        assert with_dates(unchanged, said) == unchanged

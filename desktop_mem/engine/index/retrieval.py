@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from desktop_mem.engine.config import default
+from desktop_mem.engine.index.relative_dates import with_dates
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, TURN_ROLES, Memory, Role, utc_now
 
 if TYPE_CHECKING:  # heavy (chromadb, onnxruntime, numpy): loaded when an index is built or searched
@@ -517,7 +518,8 @@ def injection_lines(results: Sequence[SearchResult], notes: Mapping[str, str] | 
     ``notes`` adds a label by memory id, e.g. `[memory; current; replaces: ...]` or
     `[user; earlier message, out of date: ...]`, so the model can tell current from superseded.
     ``dated`` adds when a turn was said (`[user; said 8 May 2023]`, the local date): a
-    question about *when* is answered from it, and "yesterday" in the turn is read from that day.
+    question about *when* is answered from it, and "yesterday" in the turn is written out as the
+    day it means, "yesterday (7 May 2023)" (relative_dates.py, any language dateparser reads).
     """
     notes = notes or {}
     lines = []
@@ -527,7 +529,10 @@ def injection_lines(results: Sequence[SearchResult], notes: Mapping[str, str] | 
             label.append(f"said {said_on(r.memory.created_at)}")
         if r.memory.id in notes:
             label.append(notes[r.memory.id])
-        lines.append(f"[{'; '.join(label)}] {' '.join(r.memory.text.split())}")
+        text = " ".join(r.memory.text.split())
+        if dated and r.memory.role in TURN_ROLES:
+            text = with_dates(text, r.memory.created_at)  # "yesterday (7 May 2023)"
+        lines.append(f"[{'; '.join(label)}] {text}")
     return lines
 
 
