@@ -565,3 +565,36 @@ def test_forget_that_in_another_language_forgets_what_the_previous_message_store
     assert _live(chat_engine) == ["The user sees a psychologist every week"]
     _tell(chat_engine, "health", "Oublie ça, en fait.")
     assert _live(chat_engine) == []
+
+
+def test_the_message_copied_is_no_fact_and_a_plan_read_as_a_forget_stores_nothing(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "Foutje van mij: Pieter is 5, niet 6." came back as the fact
+    "Foutje van mij: Pieter is 5, niet 6." (stored word for word); "Misschien gaan we volgend
+    jaar naar Canada emigreren" as a forget of "emigreren" beside "The user thinks of emigrating
+    to Canada next year"."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "Foutje van mij: Pieter is 5, niet 6."
+    facts, rejected = ground([_RawFact(said)], said, said, english=False)
+    assert facts == [] and rejected == [(said, "the message copied, not a fact")]
+    chat_engine.add("The user lives in Arnhem", conversation_id="global", role="memory")
+    plan = _fact("The user thinks of emigrating to Canada next year")
+    scripted_llm.script(*_understood("Canada", {"language": "nl", "asks_to_forget": True,
+                                                "forget": ["emigreren"], "facts": [plan]}))
+    scripted_llm.script(*_translated("emigreren", "emigrate"))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "plans", "Misschien gaan we volgend jaar naar Canada emigreren, we denken erover na.")
+    assert _live(chat_engine) == ["The user lives in Arnhem"]
+
+
+def test_another_persons_fact_in_the_users_words_is_theirs() -> None:
+    """"The user's voisin Gérard is a plumber" (a relation the model left in French) replaced
+    "The user works as an architect": the subject was read as the user's."""
+    from desktop_mem.engine.chat import fact_guards
+
+    assert fact_guards.subject("The user's voisin Gérard is a plumber") == "gérard"
+    neighbour = "The user's voisin Gérard is a plumber"
+    assert not fact_guards.same_topic("The user works as an architect", neighbour)
+    assert fact_guards.subject("The user's favourite band is Radiohead") == "user"

@@ -282,6 +282,9 @@ def subject(fact: str) -> str:
     person = match.group(1).casefold() if match else ""
     if person in _PEOPLE:
         return person
+    owned = re.match(r"^the user[’']?s\s+(?:[^\W\d_]+\s+){1,2}?([^\W\d_]+)", text, re.I)
+    if owned and owned.group(1)[:1].isupper():
+        return owned.group(1).casefold()  # "The user's voisin Gérard ...": Gérard's, in any language
     first = text.split(maxsplit=1)[0] if text else ""
     if first[:1].isupper() and not re.match(r"the\b", text, re.I) and first.casefold() not in STOP:
         return first.strip(",.:;!?'’").casefold()

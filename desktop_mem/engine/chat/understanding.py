@@ -127,8 +127,11 @@ def understand(
         # news or a correction, not a forget ("j'ai quitté le Café Olympe, je travaille chez
         # Airbus" and "Pieter is 5, niet 6" were read as forgets by the 1.5B model, and the new
         # job and age were lost). What the forget named is what they correct.
+        # (only a bare "forget that", or facts about what the forget names: a plan read as a
+        # forget of something else stays a forget, which names nothing and deletes nothing)
         said, named = words_of(text), words_of(" ".join(forget))
-        news = [f for f in facts if (names_and_numbers(f"x {f.text}") & said) - named]
+        news = [f for f in facts if (names_and_numbers(f"x {f.text}") & said) - named
+                and (not named or names_and_numbers(f"x {f.text}") & named)]
         if news:
             old = next((p for p in forget if p), "")
             facts = [f if f.replaces or not old else replace(f, replaces=old[:MAX_FACT_CHARS]) for f in news]
@@ -300,6 +303,10 @@ def ground(
         if len(_WORD.findall(text)) < 2 and text.isascii():
             rejected.append((text, "not a statement (one word)"))
             continue
+        if not english and _copied(text, message):
+            # the message itself, not a fact drawn from it (the turn is kept and recalled anyway)
+            rejected.append((text, "the message copied, not a fact"))
+            continue
         keyword = prompts.EXAMPLE_FACTS.get(text)
         if keyword is not None and keyword not in lowered:
             continue  # a copied prompt example, not something the user said
@@ -355,6 +362,18 @@ def _ungrounded(
     if written:
         return f"a relation the user did not say ({' '.join(written)})"
     return None
+
+
+def _copied(fact: str, message: str) -> bool:
+    """Whether ``fact`` is the message (or most of it) word for word, perhaps behind "The user"."""
+    words = [w.casefold() for w in _WORD.findall(fact)]
+    if words[:2] == ["the", "user"]:
+        words = words[2:]
+    said = [w.casefold() for w in _WORD.findall(message)]
+    if len(words) < 3:
+        return False
+    joined, whole = " ".join(words), " ".join(said)
+    return joined in whole and len(words) >= 0.6 * len(said)
 
 
 _SENTENCE_ENDS = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
