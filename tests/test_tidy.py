@@ -22,6 +22,13 @@ from desktop_mem.engine.models import ValidationError, utc_now
 PAIR = "Compare fact A and fact B"
 JUNK = "List ONLY the entries that are clearly not such a fact"
 GAP = "A sentence from the summary of a chat is below"
+TURNS = "numbered messages a user wrote in a chat"
+
+
+def _said(engine: MemoryEngine, message: str, fact: str, **options: Any) -> tuple[Any, Any]:
+    """A user's message and the fact the write path drew from it (with its turn, as it writes it)."""
+    turn = engine.add(message, conversation_id="home", role="user", created_at=options.get("created_at"))
+    return turn, engine.add(fact, source="llm", meta={"from_turns": [turn.id]}, **options)
 
 
 @pytest.fixture
@@ -177,6 +184,86 @@ def test_a_fact_naming_what_its_turn_never_said_is_junk(tidy_engine: MemoryEngin
 
     junk = [f.reason for f in report.findings if f.kind == "junk"]
     assert junk == ["not said in its source turn (7, delft)"]
+
+
+def test_a_fact_the_user_said_is_not_dropped_on_the_models_reading_of_the_fact_alone(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    cat_turn, cat = _said(tidy_engine, "We have a cat called Pixel.", "The user has a cat named Pixel.")
+    ask_turn, asked = _said(tidy_engine, "Can you summarise Hamlet in two sentences?",
+                            "The user is summarising Hamlet in two sentences.")
+    # the model calls both facts junk; read on their own, only the second message tells nothing
+    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "not a fact"}, {"n": 2, "why": "request"}]}')
+    scripted_llm.script(lambda body: TURNS in json.dumps(body)
+                        and "1. Can you summarise" in json.dumps(body), '{"nothing": [1]}')
+    scripted_llm.script(lambda body: TURNS in json.dumps(body)
+                        and "2. Can you summarise" in json.dumps(body), '{"nothing": [2]}')
+
+    report = tidy_engine.tidy_up()
+
+    [proposal] = _tidy(tidy_engine)
+    assert proposal.target_id == asked.id, [p.describe() for p in _tidy(tidy_engine)]
+    assert proposal.extra[tidy.TIDY_KEY]["sources"] == [ask_turn.id]
+    assert "tells nothing lasting" in proposal.describe()
+    assert cat.id not in {m.id for f in report.findings for m in f.targets}
+
+
+def test_a_question_stored_as_a_fact_is_junk_in_any_script(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    _said(tidy_engine, "ما هي عاصمة أستراليا؟", "ما هي عاصمة أستراليا؟")
+    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "question"}]}')
+    scripted_llm.script(TURNS, '{"nothing": []}')  # the second reading misses it: the mark decides
+
+    tidy_engine.tidy_up()
+
+    [proposal] = _tidy(tidy_engine)
+    assert "a question, stored as a fact" in proposal.describe()
+
+
+def test_a_merge_that_would_lose_a_name_is_not_proposed(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("The user's brother Jonas lives in Antwerp", source="llm")
+    tidy_engine.add("The user's brother lives in Antwerp with his daughter Lies", source="llm")
+    # "same", merged into a text that names neither Jonas nor Lies; and neither original holds both
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user\'s brother lives in Antwerp"}')
+    scripted_llm.script(JUNK, '{"junk": []}')
+
+    report = tidy_engine.tidy_up()
+
+    assert [r for r in scripted_llm.requests if PAIR in json.dumps(r.body)], "the pair was never asked"
+    assert report.counts()["duplicate"] == 0 and _tidy(tidy_engine) == []
+
+
+def test_a_merge_keeps_every_name_of_the_facts_it_joins(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    tidy_engine.add("The user lives in Ghent with her partner Tomas", source="llm")
+    tidy_engine.add("The user lives in Ghent", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Ghent"}')
+    scripted_llm.script(JUNK, '{"junk": []}')
+
+    tidy_engine.tidy_up()
+
+    [proposal] = _tidy(tidy_engine)
+    tidy_engine.accept_proposal(proposal.id)
+    assert _live(tidy_engine) == ["The user lives in Ghent with her partner Tomas"]
+
+
+def test_a_fact_a_newer_one_contradicts_is_proposed_as_stale_with_both_source_turns(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    now = utc_now()
+    old_turn, older = _said(tidy_engine, "I live in Ghent.", "The user lives in Ghent",
+                            created_at=now - timedelta(days=120))
+    new_turn, newer = _said(tidy_engine, "We moved, we live in Leuven now.", "The user lives in Leuven",
+                            created_at=now - timedelta(days=3))
+    scripted_llm.script(PAIR, '{"relation": "contradicts", "merged": ""}')
+    scripted_llm.script(JUNK, '{"junk": []}')
+
+    report = tidy_engine.tidy_up()
+
+    assert report.counts()["stale"] == 1, report.findings
+    [proposal] = _tidy(tidy_engine)
+    meta = proposal.extra[tidy.TIDY_KEY]
+    assert proposal.target_id == older.id and meta["replaced_by"] == newer.id
+    assert meta["sources"] == [old_turn.id, new_turn.id]
+    tidy_engine.accept_proposal(proposal.id)
+    assert _live(tidy_engine) == ["The user lives in Leuven"]
 
 
 def test_accepting_a_merge_whose_facts_changed_meanwhile_is_refused(

@@ -4,13 +4,15 @@ Each turn is checked as it happens; nothing else ever looks at months of memory 
 does, among the live facts:
 
 - **duplicates**: the same meaning in other words. Vectors find the pairs; the model confirms and
-  writes the merged text, which must hold no name or number the originals do not (else the
-  newest original's text is kept as it is).
+  writes the merged text, which must hold no name or number the originals do not (else an
+  original's text is kept as it is). What is kept must hold every name and number of every
+  fact merged into it, else nothing is proposed: a merge never loses one.
 - **stale**: past `expires_at`, or contradicted by a newer live fact about the same thing (the
   model says which pairs contradict; the newer one wins, the older is retired with `replaced_by`).
 - **junk**: a model-made fact grounded in none of the turns it came from (no name or number of it
   in them), or one the model reads as no lasting fact at all (a question, a request, the
-  assistant's own words).
+  assistant's own words), when nothing the user said speaks for it (tidy_junk.py: a fact drawn
+  from the user's own message needs a second check to agree).
 - **gaps**: a sentence of a conversation's summary that no live fact holds and no forgotten fact
   explains.
 
@@ -41,13 +43,12 @@ from desktop_mem.engine.chat.tidy_findings import (
     clusters,
     expired,
     gaps,
-    junk_by_model,
     live_facts,
     over_limit,
     pairs,
     similar_pairs,
-    ungrounded,
 )
+from desktop_mem.engine.chat.tidy_junk import junk_by_model, ungrounded
 from desktop_mem.engine.models import Decision, Operation, utc_now
 from desktop_mem.engine.store.markdown_store import atomic_write
 
@@ -118,7 +119,7 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     claimed |= {m.id for f in findings for m in f.targets}
     if model is not None and report.model_error is None:
         try:
-            findings += junk_by_model(model, [m for m in facts if m.id not in claimed], step)
+            findings += junk_by_model(source, model, [m for m in facts if m.id not in claimed], step)
             findings += gaps(source, model, facts, step)
         except LLMError as exc:
             report.model_error = str(exc)

@@ -1,7 +1,7 @@
 """What tidy-up finds among the live facts (chat/tidy.py turns each into a review proposal).
 
-Duplicates and contradictions: vectors find the pairs, the model says which; junk: a name or
-number no source turn says, or what the model reads as no lasting fact; stale: expired, or past
+Duplicates and contradictions: vectors find the pairs, the model says which (a merge that would
+lose a name or number is not proposed); junk: tidy_junk.py; stale: expired, or past
 `memory.max_entries`; gaps: a summary sentence no live fact holds. Language-free rules (vectors,
 names and numbers in any script, dates) with the model's reading; no word lists.
 """
@@ -38,7 +38,6 @@ LIKELY_DUPLICATE = 0.95  # counted as a likely duplicate by the health view (no 
 GAP_SIMILARITY = 0.84  # a summary sentence no live fact reaches this closely is a gap candidate
 MAX_PAIRS = 60  # model calls per run for pairs; the closest first
 MAX_GAPS = 12
-JUNK_BATCH = 10
 MAX_FILE_BYTES = 256 * 1024
 _BLOCK = 512
 
@@ -200,7 +199,7 @@ _PAIR_PROMPT = (
 )
 
 
-def _ask(model: ChatModel, system: str, user: str, schema: Mapping[str, Any],
+def ask(model: ChatModel, system: str, user: str, schema: Mapping[str, Any],
          max_tokens: int) -> dict[str, Any]:
     messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     try:
@@ -229,7 +228,7 @@ def pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: S
         step("comparing similar facts", n, len(pairs))
         if a.id in retired or b.id in retired:
             continue
-        answer = _ask(model, _PAIR_PROMPT, f"A: {a.text}\nB: {b.text}", PAIR_SCHEMA, 120)
+        answer = ask(model, _PAIR_PROMPT, f"A: {a.text}\nB: {b.text}", PAIR_SCHEMA, 120)
         relation = str(answer.get("relation", "")).strip().lower()
         if relation == "same":
             ra, rb = root(a.id), root(b.id)
@@ -257,6 +256,10 @@ def pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: S
             continue
         members.sort(key=_when, reverse=True)  # the newest is kept (and rewritten if merged)
         text = _grounded_merge(members, merged_text)
+        if text is None:
+            log.info("tidy-up: no merge of %s: it would lose a name or number",
+                     [m.text for m in members])
+            continue
         conv = _group_scope(members)
         found.append(Finding("duplicate", "the same fact in other words", conv, tuple(members),
                              text=text, sources=sources(*members)))
@@ -273,75 +276,18 @@ def _group_scope(members: Sequence[Memory]) -> str:
     return GLOBAL_CONVERSATION if GLOBAL_CONVERSATION in convs else members[0].conversation_id
 
 
-def _grounded_merge(members: Sequence[Memory], merged: Mapping[frozenset[str], str]) -> str:
+def _grounded_merge(members: Sequence[Memory], merged: Mapping[frozenset[str], str]) -> str | None:
     """The model's merged text when every name and number in it is in the originals and it keeps
-    every name and number they hold (never a vaguer fact); else the newest original as it is."""
+    every name and number they hold (never a vaguer fact); else an original that holds them all;
+    else None: no merge is proposed, since it would lose a name or number."""
     originals = set().union(*(names_and_numbers(m.text) for m in members))
     candidates = [t for ids, t in merged.items() if ids <= {m.id for m in members}]
     for text in sorted(candidates, key=len, reverse=True):
         names = names_and_numbers(text)
         if names <= originals and originals <= names | words_of(text):
             return text
-    return max(members, key=lambda m: (len(names_and_numbers(m.text)), _when(m))).text
-
-
-def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
-    """A model-made fact naming a name or number that none of its source turns holds."""
-    found: list[Finding] = []
-    for m in facts:
-        if m.source not in ("llm", "pattern"):
-            continue
-        turns = [source.lookup(t) for t in sources(m)]
-        texts = [t.text for t in turns if t is not None]
-        if not texts:
-            continue  # no turn recorded, or its turns are not readable: no evidence either way
-        said = set().union(*(words_of(t) for t in texts))
-        missing = names_and_numbers(m.text) - said
-        if missing:
-            found.append(Finding("junk", f"not said in its source turn ({', '.join(sorted(missing))})",
-                                 m.conversation_id, (m,), sources=sources(m)))
-    return found
-
-
-JUNK_SCHEMA: Mapping[str, Any] = {"name": "junk", "schema": {
-    "type": "object",
-    "properties": {"junk": {"type": "array", "items": {
-        "type": "object",
-        "properties": {"n": {"type": "integer"},
-                       "why": {"type": "string", "enum": ["question", "request", "assistant", "not a fact"]}},
-        "required": ["n", "why"]}}},
-    "required": ["junk"],
-}}
-
-_JUNK_PROMPT = (
-    "Below are numbered entries of a memory about a user. A good entry states a lasting fact about "
-    "the user or about someone in their life. List ONLY the entries that are clearly not such a "
-    "fact: a question, a request or task, something the assistant said about itself, or words "
-    "that state nothing. When unsure, leave an entry out. Answer with JSON only: "
-    "{\"junk\": [{\"n\": <number>, \"why\": \"question\" | \"request\" | \"assistant\" | \"not a fact\"}]}"
-)
-
-
-def junk_by_model(model: ChatModel, facts: Sequence[Memory], step: Stepper) -> list[Finding]:
-    """Entries the model reads as no lasting fact. Facts the user wrote by hand are left alone."""
-    made = [m for m in facts if m.source in ("llm", "pattern", "mcp", "import")]
-    found: list[Finding] = []
-    batches = [made[i:i + JUNK_BATCH] for i in range(0, len(made), JUNK_BATCH)]
-    for n, batch in enumerate(batches):
-        step("looking for junk", n, len(batches))
-        listing = "\n".join(f"{i + 1}. {m.text}" for i, m in enumerate(batch))
-        answer = _ask(model, _JUNK_PROMPT, listing, JUNK_SCHEMA, 160)
-        items = answer.get("junk")
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, dict) or not isinstance(item.get("n"), int):
-                continue
-            i = item["n"] - 1
-            why = str(item.get("why") or "not a fact")
-            if 0 <= i < len(batch):
-                m = batch[i]
-                found.append(Finding("junk", why if why != "assistant" else "the assistant's words",
-                                     m.conversation_id, (m,), sources=sources(m)))
-    return list({f.targets[0].id: f for f in found}.values())
+    whole = [m for m in members if originals <= words_of(m.text)]
+    return max(whole, key=lambda m: (len(names_and_numbers(m.text)), _when(m))).text if whole else None
 
 
 GAP_SCHEMA: Mapping[str, Any] = {"name": "gap", "schema": {
@@ -382,7 +328,7 @@ def gaps(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: St
             if best >= GAP_SIMILARITY or best_gone >= GAP_SIMILARITY:
                 continue  # a live fact holds it, or it speaks of something forgotten (not a gap)
             step("checking summaries", i, len(sentences))
-            fact = str(_ask(model, _GAP_PROMPT, sentence, GAP_SCHEMA, 80).get("fact") or "").strip()
+            fact = str(ask(model, _GAP_PROMPT, sentence, GAP_SCHEMA, 80).get("fact") or "").strip()
             if fact and names_and_numbers(fact) <= names_and_numbers(sentence) | words_of(sentence):
                 found.append(Finding("gap", "the summary says it; no live fact holds it", conv,
                                      (), text=fact, sources=(summary.id,)))

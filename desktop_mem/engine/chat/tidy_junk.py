@@ -1,0 +1,147 @@
+"""Junk for tidy-up to propose dropping: facts no stored turn says, or that are no fact at all.
+
+A small model's reading of a fact on its own is not evidence enough: measured on the long-use
+story (docs/benchmarks.md), a 1.5B model called "The user has a cat named Pixel." and "The user
+is allergic to peanuts." "not a fact". So a fact drawn from the user's own message and grounded
+in it (every name and number of the fact is in the stored turn, any script) is proposed as junk
+only when a second, independent check agrees with the model's reading of the fact:
+
+- the model, reading the user's message itself, finds that it tells nothing lasting about anyone
+  (a question, a request, thanks, a joke), or
+- the fact is written as a question (it ends in a question mark, in any script) and the model
+  reads it as one.
+
+A fact whose turn is not stored (an import, an MCP add, a turn deleted since) has nothing to
+speak for it, and the model's reading decides. Facts the user wrote by hand are never offered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from desktop_mem.engine.chat.tidy_findings import ChatModel, Finding, Stepper, TidySource, ask, sources
+from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
+from desktop_mem.engine.models import Memory, Role
+from desktop_mem.engine.store.transaction import clip
+
+log = logging.getLogger(__name__)
+
+BATCH = 10
+MODEL_MADE = ("llm", "pattern", "mcp", "import")
+# Question marks of the world's scripts (punctuation, not words: the rule is the same in any
+# language): Latin/Cyrillic/Greek-in-practice, fullwidth, Arabic, Armenian, Ethiopic, inverted.
+QUESTION_MARKS = frozenset("?？؟՞፧⸮‽⁇⁈⁉¿")
+
+
+def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
+    """A model-made fact naming a name or number that none of its source turns holds."""
+    found: list[Finding] = []
+    for m in facts:
+        if m.source not in ("llm", "pattern"):
+            continue
+        texts = [t.text for t in _turns(source, m)]
+        if not texts:
+            continue  # no turn recorded, or its turns are not readable: no evidence either way
+        said = set().union(*(words_of(t) for t in texts))
+        missing = names_and_numbers(m.text) - said
+        if missing:
+            found.append(Finding("junk", f"not said in its source turn ({', '.join(sorted(missing))})",
+                                 m.conversation_id, (m,), sources=sources(m)))
+    return found
+
+
+JUNK_SCHEMA: Mapping[str, Any] = {"name": "junk", "schema": {
+    "type": "object",
+    "properties": {"junk": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"n": {"type": "integer"},
+                       "why": {"type": "string", "enum": ["question", "request", "assistant", "not a fact"]}},
+        "required": ["n", "why"]}}},
+    "required": ["junk"],
+}}
+
+JUNK_PROMPT = (
+    "Below are numbered entries of a memory about a user. A good entry states a lasting fact about "
+    "the user or about someone in their life. List ONLY the entries that are clearly not such a "
+    "fact: a question, a request or task, something the assistant said about itself, or words "
+    "that state nothing. When unsure, leave an entry out. Answer with JSON only: "
+    "{\"junk\": [{\"n\": <number>, \"why\": \"question\" | \"request\" | \"assistant\" | \"not a fact\"}]}"
+)
+
+TURNS_SCHEMA: Mapping[str, Any] = {"name": "idle_turns", "schema": {
+    "type": "object",
+    "properties": {"nothing": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["nothing"],
+}}
+
+TURNS_PROMPT = (
+    "Below are numbered messages a user wrote in a chat. List ONLY the messages that tell nothing "
+    "lasting about the writer or about anyone in their life: a question, a request or task for "
+    "the assistant, a greeting, thanks, a joke or a passing remark. Do NOT list a message that "
+    "tells something lasting (who someone is, where they live, family, work, pets, health, "
+    "habits, likes), even if it also asks for something. When unsure, leave a message out. "
+    "Answer with JSON only: {\"nothing\": [<number>, ...]}"
+)
+
+
+def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
+                  step: Stepper) -> list[Finding]:
+    """Entries the model reads as no lasting fact, when nothing the user said speaks for them
+    (module docstring)."""
+    flagged = _read_facts(model, [m for m in facts if m.source in MODEL_MADE], step)
+    turns = {m.id: _turns(source, m) for m, _why in flagged}
+    said = list({t.id: t for ts in turns.values() for t in ts}.values())
+    idle = _idle_turns(model, said, step) if said else set()
+    found: list[Finding] = []
+    for m, why in flagged:
+        mine = turns[m.id]
+        if not mine:
+            reason = why
+        elif all(t.id in idle for t in mine):
+            reason = f"{why}; its message tells nothing lasting"
+        elif why == "question" and m.text.rstrip()[-1:] in QUESTION_MARKS:
+            reason = "a question, stored as a fact"
+        else:
+            log.info("tidy-up: kept %r: the model read it as %s, but the user said it", m.text, why)
+            continue
+        found.append(Finding("junk", reason, m.conversation_id, (m,), sources=sources(m)))
+    return found
+
+
+def _read_facts(model: ChatModel, made: Sequence[Memory], step: Stepper) -> list[tuple[Memory, str]]:
+    """(fact, why) for each entry the model reads as no lasting fact."""
+    found: dict[str, tuple[Memory, str]] = {}
+    batches = [made[i:i + BATCH] for i in range(0, len(made), BATCH)]
+    for n, batch in enumerate(batches):
+        step("looking for junk", n, len(batches))
+        listing = "\n".join(f"{i + 1}. {m.text}" for i, m in enumerate(batch))
+        items = ask(model, JUNK_PROMPT, listing, JUNK_SCHEMA, 160).get("junk")
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("n"), int):
+                continue
+            i = item["n"] - 1
+            why = str(item.get("why") or "not a fact")
+            if 0 <= i < len(batch) and batch[i].id not in found:
+                found[batch[i].id] = (batch[i], why if why != "assistant" else "the assistant's words")
+    return list(found.values())
+
+
+def _idle_turns(model: ChatModel, turns: Sequence[Memory], step: Stepper) -> set[str]:
+    """The ids of the user's messages the model reads as telling nothing lasting."""
+    idle: set[str] = set()
+    batches = [turns[i:i + BATCH] for i in range(0, len(turns), BATCH)]
+    for n, batch in enumerate(batches):
+        step("reading the messages facts came from", n, len(batches))
+        listing = "\n".join(f"{i + 1}. {clip(t.text, 400)}" for i, t in enumerate(batch))
+        items = ask(model, TURNS_PROMPT, listing, TURNS_SCHEMA, 80).get("nothing")
+        idle |= {batch[i - 1].id for i in (items if isinstance(items, list) else [])
+                 if isinstance(i, int) and 0 < i <= len(batch)}
+    return idle
+
+
+def _turns(source: TidySource, m: Memory) -> list[Memory]:
+    """The stored user messages `m` was drawn from."""
+    found = [source.lookup(t) for t in sources(m)]
+    return [t for t in found if t is not None and t.role == Role.USER]
