@@ -33,6 +33,21 @@ def test_a_recalled_turn_says_when_it_was_said_and_the_prompt_says_today(
     assert reply.used.system_prompt == system
 
 
+def test_a_recalled_turn_in_another_language_gets_its_date_and_a_written_date_is_left_alone(
+        chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    said = datetime(2023, 7, 12, 12, 0, tzinfo=UTC)
+    chat_engine.add("Gisteren ben ik naar de conferentie in Utrecht gegaan.", conversation_id="nl",
+                    role="user", created_at=said, source="import")
+    chat_engine.add("On 8 May 2023 I moved to Utrecht for the conference.", conversation_id="nl",
+                    role="user", created_at=said, source="import")
+    scripted_llm.script(is_chat, "Op 11 juli 2023.")
+    chat_engine.chat("nl", "Wanneer ging ik naar de conferentie in Utrecht?", history=[], temporary=True)
+    system = [r.body for r in scripted_llm.chat_requests if is_chat(r.body)][-1]["messages"][0]["content"]
+    day_before = said_on(datetime(2023, 7, 11, 12, 0, tzinfo=UTC))
+    assert f"Gisteren ({day_before}) ben ik naar de conferentie in Utrecht gegaan." in system
+    assert "] On 8 May 2023 I moved to Utrecht for the conference." in system, "a written date stays as it is"
+
+
 def test_relative_dates_are_written_out_in_any_language_and_nothing_is_invented() -> None:
     """The expressions and their precision come from dateparser's language data: "gisteren",
     "letztes Jahr", "next month"; a date already written, or a turn with none, stays as it is."""
@@ -42,6 +57,14 @@ def test_relative_dates_are_written_out_in_any_language_and_nothing_is_invented(
     assert with_dates("Gisteren ben ik naar Utrecht verhuisd.", said).startswith("Gisteren (7 May 2023) ben")
     assert with_dates("Letztes Jahr war ich in Berlin.", said) == "Letztes Jahr (2022) war ich in Berlin."
     assert with_dates("Next month I go camping.", said) == "Next month (June 2023) I go camping."
+    assert (with_dates("Vorige week zijn we verhuisd.", said)
+            == "Vorige week (the week of 1 May 2023) zijn we verhuisd.")
+    assert (with_dates("I went to a conference two days ago and it was great.", said)
+            == "I went to a conference two days ago (6 May 2023) and it was great.")
+    # Weekday and month abbreviations of dateparser's data ("we" is Wednesday, "so" Sonntag, "do"
+    # donderdag), durations, and dates already written are no relative dates.
     for unchanged in ("On 8 May 2023 I moved to Ghent.", "Hey Mel! Good to see you! How have you been?",
-                      "I will go to the conference in July.", ""):
+                      "I will go to the conference in July.", "", "What happened that was so awesome?",
+                      "We met and we talked; I'll do my best.", "I've known these friends for 4 years.",
+                      "Now the hard work starts."):
         assert with_dates(unchanged, said) == unchanged
