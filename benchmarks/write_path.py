@@ -164,19 +164,29 @@ def story_engine(
     """One user's story: an engine over a fresh temporary store, chatting with ``url`` as
     `desktop-mem chat` does (index open, chat scope held), closed and deleted afterwards.
     Default settings except the short-answer system prompt and a long timeout (shared model)."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        config = load_config(flags={
-            "store.path": str(Path(tmp) / "store"), "watcher.enabled": False, "llm.base_url": url,
-            "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
-            "llm.system_prompt": SHORT_ANSWERS, **(settings or {}),
-        })
-        engine = MemoryEngine.open(config)
-        try:
-            engine.open_index()
-            engine.hold_chat_scope()
-            yield engine
-        finally:
-            engine.close()
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp, \
+            store_engine(Path(tmp) / "store", url, model, settings) as engine:
+        yield engine
+
+
+@contextlib.contextmanager
+def store_engine(
+    store: Path, url: str, model: str, settings: dict[str, object] | None = None,
+) -> Iterator[MemoryEngine]:
+    """``story_engine`` over the store at ``store`` (created if absent), kept afterwards: a run
+    can stop and go on later (benchmarks/long_use.py)."""
+    config = load_config(flags={
+        "store.path": str(store), "watcher.enabled": False, "llm.base_url": url,
+        "llm.model": model, "llm.api_key": "local", "llm.timeout": 600,
+        "llm.system_prompt": SHORT_ANSWERS, **(settings or {}),
+    })
+    engine = MemoryEngine.open(config)
+    try:
+        engine.open_index()
+        engine.hold_chat_scope()
+        yield engine
+    finally:
+        engine.close()
 
 
 def run_scenarios(url: str, model: str, scenarios: list[Scenario], log: Any) -> dict[str, Any]:
