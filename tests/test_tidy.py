@@ -232,6 +232,20 @@ def test_a_merge_that_would_lose_a_name_is_not_proposed(tidy_engine: MemoryEngin
     assert report.counts()["duplicate"] == 0 and _tidy(tidy_engine) == []
 
 
+def test_two_different_facts_the_model_calls_the_same_are_not_merged(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    # close enough to be asked about (a 1.5B model said "same" to this pair in the long-use run)
+    tidy_engine.add("The user is Ilse", source="llm")
+    tidy_engine.add("The user is vegetarian", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user is Ilse"}')
+    scripted_llm.script(JUNK, '{"junk": []}')
+
+    report = tidy_engine.tidy_up()
+
+    assert [r for r in scripted_llm.requests if PAIR in json.dumps(r.body)], "the pair was never asked"
+    assert report.counts()["duplicate"] == 0 and _tidy(tidy_engine) == []
+
+
 def test_a_merge_keeps_every_name_of_the_facts_it_joins(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     tidy_engine.add("The user lives in Ghent with her partner Tomas", source="llm")
     tidy_engine.add("The user lives in Ghent", source="llm")

@@ -1,9 +1,10 @@
 """What tidy-up finds among the live facts (chat/tidy.py turns each into a review proposal).
 
 Duplicates and contradictions: vectors find the pairs, the model says which (a merge that would
-lose a name or number is not proposed); junk: tidy_junk.py; stale: expired, or past
-`memory.max_entries`; gaps: a summary sentence no live fact holds. Language-free rules (vectors,
-names and numbers in any script, dates) with the model's reading; no word lists.
+lose a name or number, or whose text is not close to each fact it replaces, is not proposed);
+junk: tidy_junk.py; stale: expired, or past `memory.max_entries`; gaps: a summary sentence no
+live fact holds. Language-free rules (vectors, names and numbers in any script, dates) with the
+model's reading; no word lists.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ log = logging.getLogger(__name__)
 # docs/benchmarks.md): one fact in other words 0.93-0.99, a fact and its contradiction
 # 0.87-0.94, two facts of one person 0.72-0.89.
 PAIR_SIMILARITY = 0.86  # a pair the model is asked about
+# A merge is proposed only when what stays is at least this close to every fact merged into it:
+# above every "two facts of one person" pair measured (max 0.891), below every "one fact in other
+# words" pair (min 0.930). A small model calls "The user is Ilse" and "The user is vegetarian"
+# (0.863) the same; names and numbers cannot tell, as "vegetarian" is neither.
+MERGE_SIMILARITY = 0.90
 LIKELY_DUPLICATE = 0.95  # counted as a likely duplicate by the health view (no model)
 GAP_SIMILARITY = 0.84  # a summary sentence no live fact reaches this closely is a gap candidate
 MAX_PAIRS = 60  # model calls per run for pairs; the closest first
@@ -256,14 +262,28 @@ def pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: S
             continue
         members.sort(key=_when, reverse=True)  # the newest is kept (and rewritten if merged)
         text = _grounded_merge(members, merged_text)
-        if text is None:
-            log.info("tidy-up: no merge of %s: it would lose a name or number",
-                     [m.text for m in members])
+        if text is None or not _keeps_each(source, text, members):
+            log.info("tidy-up: no merge of %s into %r: it would lose a name, a number or a meaning",
+                     [m.text for m in members], text)
             continue
         conv = _group_scope(members)
         found.append(Finding("duplicate", "the same fact in other words", conv, tuple(members),
                              text=text, sources=sources(*members)))
     return found + stale
+
+
+def _keeps_each(source: TidySource, text: str, members: Sequence[Memory]) -> bool:
+    """`text` is at least MERGE_SIMILARITY close to every fact it would replace (cosine)."""
+    vectors = source.vectors(members)
+    if any(m.id not in vectors for m in members):
+        return False  # a fact without its vector cannot be checked: not merged
+    kept = source.embed([text])[0].astype(np.float32)
+    kept /= float(np.linalg.norm(kept)) or 1.0
+    for m in members:
+        v = vectors[m.id].astype(np.float32)
+        if float(kept @ v) / (float(np.linalg.norm(v)) or 1.0) < MERGE_SIMILARITY:
+            return False
+    return True
 
 
 def _when(m: Memory) -> datetime:
