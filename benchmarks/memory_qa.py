@@ -15,6 +15,9 @@ base system prompt; only what memory is put in front of the model differs:
   when the baseline was recorded (BASELINE_PREAMBLE), without dates;
 - `desktop_mem`: ChatService.prepare, the read path and context a temporary chat turn sends
   (`--smoke` checks that a real temporary turn sends the same system prompt and stores nothing);
+  the model is told "today" is the day after the conversation's last session, when LoCoMo's
+  questions are asked (`--today real`: the machine's clock, as before), and the answer
+  instruction is the product's unless `--preamble NAME` (prompts.DATA_PREAMBLES) names another;
 - `agent_cli`: agent-cli 0.112's own read path (`retrieve_memory`: dense candidates, its
   cross-encoder blend with recency, MMR) and its prompt layout (`format_augmented_content`) with
   our embedder and cross-encoder, when agent-cli is importable (`--agent-cli-path`).
@@ -56,6 +59,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo_retrieval import load_turns  # noqa: E402
 
+from desktop_mem.engine.chat import prompts  # noqa: E402
 from desktop_mem.engine.chat.context import build_system_prompt  # noqa: E402
 from desktop_mem.engine.chat.token_count import count_messages  # noqa: E402
 from desktop_mem.engine.config import load_config  # noqa: E402
@@ -265,9 +269,14 @@ Messages = list[dict[str, Any]]
 class Methods:
     """Builds each method's messages for a question over one engine holding every conversation."""
 
-    def __init__(self, engine: MemoryEngine, turns: dict[str, list[Turn]], agent_cli: Any) -> None:
+    def __init__(self, engine: MemoryEngine, turns: dict[str, list[Turn]], agent_cli: Any,
+                 today: str = "last-session") -> None:
         self.engine, self.turns, self.agent_cli = engine, turns, agent_cli
         self.service = engine.chat_service
+        # When each conversation's questions are asked: the day after its last session
+        self.asked_on = {conv: max(t.when for t in ts) + timedelta(days=1)
+                         for conv, ts in turns.items() if ts}
+        self.today = today
         self.base = str(engine.config["llm.system_prompt"])
         self.k = int(engine.config["retrieval.top_k"])
         self.text = {t.id: t.text for ts in turns.values() for t in ts}
@@ -286,6 +295,9 @@ class Methods:
         return [{"role": "system", "content": self.base}, {"role": "user", "content": message}]
 
     def desktop_mem(self, conv: str, message: str, strategy: str | None) -> Messages:
+        if self.today == "last-session" and conv in self.asked_on:
+            asked_on = self.asked_on[conv]
+            self.service.today = lambda: asked_on
         _used, context = self.service.prepare(conv, message, strategy=strategy)
         messages = [dict(m) for m in context.messages]
         self.budget = self.tokens(messages)
@@ -486,6 +498,12 @@ def main() -> int:
     parser.add_argument("--strategy", default="trimming",
                         help="desktop_mem's in-session strategy (default trimming: the imported turns "
                         "have no summary, and summarizing would summarise them at every question)")
+    parser.add_argument("--today", choices=("last-session", "real"), default="last-session",
+                        help="the day desktop_mem's turn says it is: the day after the conversation's "
+                        "last session, when LoCoMo asks its questions (default), or the machine's clock")
+    parser.add_argument("--preamble", choices=sorted(prompts.DATA_PREAMBLES),
+                        help="desktop_mem's answer instruction before the data block (default: the "
+                        "product's, prompts.MEMORY_DATA_PREAMBLE)")
     parser.add_argument("--cache", type=Path, help="JSONL of replies by exact request, reused across runs")
     parser.add_argument("--agent-cli-path", type=Path, default=AGENT_CLI_PATH,
                         help="site-packages holding agent-cli 0.112 (default: .venv-agentcli's)")
@@ -523,7 +541,11 @@ def main() -> int:
     engine, ingest_s = build_engine(turns, flags)
     print(f"{sum(map(len, turns.values()))} turns stored and indexed in {ingest_s:.1f} s; "
           f"{len(chosen)} questions; methods {', '.join(wanted)}; stemmer {STEMMER}", file=sys.stderr)
-    methods = Methods(engine, turns, agent_cli)
+    methods = Methods(engine, turns, agent_cli, args.today)
+    if args.preamble:
+        methods.service.data_preamble = prompts.DATA_PREAMBLES[args.preamble]
+    preamble = args.preamble or next((name for name, text in prompts.DATA_PREAMBLES.items()
+                                      if text == methods.service.data_preamble), "product")
     rows: list[dict[str, Any]] = []
     out = args.out.open("w", encoding="utf-8") if args.out else None
     try:
@@ -563,7 +585,8 @@ def main() -> int:
         engine.close()
     results = summarise(rows, wanted)
     load_avg = [round(x, 2) for x in os.getloadavg()]
-    print(f"\n{len(chosen)} questions, model {model.model}, load {load_avg}, stemmer {STEMMER}"
+    print(f"\n{len(chosen)} questions, model {model.model}, load {load_avg}, stemmer {STEMMER}, "
+          f"today {args.today}, preamble {preamble}"
           + (f", judge prompt {JUDGE_PROMPT_NAME}" if judge_model else ""))
     cats = sorted({r["category"] for r in rows})
     print(f"{'method':<12} {'F1':>6} {'abst.':>6} " + " ".join(f"{'c' + str(c):>6}" for c in cats)
@@ -575,7 +598,8 @@ def main() -> int:
               + f" {e['prompt_tokens_p50']:>8} {e['seconds_p50']:>6}")
     if args.json:
         payload: dict[str, Any] = {"questions": len(chosen), "model": model.model, "load": load_avg,
-                                   "stemmer": STEMMER, "strategy": args.strategy, "methods": results}
+                                   "stemmer": STEMMER, "strategy": args.strategy, "today": args.today,
+                                   "preamble": preamble, "methods": results}
         if judge_model is not None:
             payload["judge_prompt"] = JUDGE_PROMPT_NAME
         print(json.dumps(payload))

@@ -68,3 +68,24 @@ def test_relative_dates_are_written_out_in_any_language_and_nothing_is_invented(
                       "We met and we talked; I'll do my best.", "I've known these friends for 4 years.",
                       "Now the hard work starts."):
         assert with_dates(unchanged, said) == unchanged
+
+
+def test_the_turn_says_the_day_its_driver_asks_on_with_the_answer_instruction_it_chose(
+        chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """A benchmark replaying an old conversation asks on the day after its last session, and can
+    compare answer instructions: both go through the chat service, and a real turn sends them."""
+    said = datetime(2023, 7, 12, 12, 0, tzinfo=UTC)
+    chat_engine.add("I went to an LGBTQ conference two days ago.", conversation_id="old", role="user",
+                    created_at=said, source="import")
+    service = chat_engine.chat_service
+    service.today = lambda: datetime(2023, 7, 13, 12, 0, tzinfo=UTC)
+    service.data_preamble = prompts.DATA_PREAMBLES["only-notes"]
+    scripted_llm.script(is_chat, "On 10 July 2023.")
+    reply = chat_engine.chat("old", "When did I go to the LGBTQ conference?", history=[], temporary=True)
+    system = reply.used.system_prompt
+    asked = datetime(2023, 7, 13, 12, 0, tzinfo=UTC).astimezone()
+    assert f"Today is {asked:%A} {said_on(asked)}." in system
+    assert "2026" not in system, "the machine's clock is not what this turn was told"
+    assert prompts.DATA_PREAMBLE_ONLY_NOTES in system
+    assert prompts.MEMORY_DATA_PREAMBLE not in system
+    assert f"two days ago ({said_on(datetime(2023, 7, 10, 12, 0, tzinfo=UTC))})" in system

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from desktop_mem.engine.chat import forgetting, prompts, summary_state, temporal, turn_memory
@@ -89,7 +90,13 @@ def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
 
 
 class ChatService:
-    """Runs turns for one engine; write paths run one at a time on a background thread."""
+    """Runs turns for one engine; write paths run one at a time on a background thread.
+
+    What a turn tells the model, besides memory, is held here for whoever drives the turns:
+    `today` (when the turn is asked: the model is told the day, and validity is read at that
+    time; a benchmark replaying old conversations asks "the day after the last session") and
+    `data_preamble` (the answer instruction before the data block, prompts.DATA_PREAMBLES).
+    """
 
     def __init__(self, ports: ChatPorts, listeners: list[OutcomeListener] | None = None,
                  progress: WriteProgressHub | None = None) -> None:
@@ -109,6 +116,8 @@ class ChatService:
         # Shared with the engine, so the UI can subscribe before the first chat creates this
         # service (creating it imports openai: about a second, never on the GUI thread).
         self._listeners: list[OutcomeListener] = listeners if listeners is not None else []
+        self.today: Callable[[], datetime] = utc_now
+        self.data_preamble: str = prompts.MEMORY_DATA_PREAMBLE
 
     # ------------------------------------------------------------------ API
 
@@ -235,6 +244,7 @@ class ChatService:
         read what the message asks of memory (the memory model's one call per turn)."""
         ports = self.ports
         cfg = ports.config
+        now = self.today()
         snap = snapshot if snapshot is not None else ports.snapshot()
         summary = ports.summary(conversation_id)  # shared: a held-back one comes redacted
         own = [m for m in snap.transcript(conversation_id) if m.id not in exclude]
@@ -262,7 +272,7 @@ class ChatService:
                                              k + spare, own)
         # A question about the past brings the facts it replaced, each saying when it was true.
         view = temporal.with_validity(view, message, snap, lambda **kw: ports.search(
-            message, conversation_id=conversation_id, top_k=2 * temporal.MAX_PAST, **kw))
+            message, conversation_id=conversation_id, top_k=2 * temporal.MAX_PAST, **kw), now=now)
         view = replace(view, results=_without_forgotten(view.results, gone, live))
         cross = self._cross_session(snap, conversation_id) if cfg["context.cross_session"] else []
         if gone:
@@ -317,8 +327,8 @@ class ChatService:
                     else NOTHING_TO_FORGET_NOTE)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
                                injected_memories=recalled, cross_session=cross,
-                               data_preamble=prompts.MEMORY_DATA_PREAMBLE, forget_note=note,
-                               today=_today())
+                               data_preamble=self.data_preamble, forget_note=note,
+                               today=_today(now))
         used = MemoryUsed(
             conversation_id=conversation_id, summary=summary, memories=tuple(shown),
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
@@ -569,10 +579,10 @@ def _as_message(m: Memory, note: str | None = None) -> ChatMessage:
     return message
 
 
-def _today() -> str:
+def _today(now: datetime) -> str:
     """Today as the model is told it, in local time: `Saturday 28 November 2026`."""
-    now = utc_now().astimezone()
-    return f"{now:%A} {said_on(now)}"
+    local = now.astimezone()
+    return f"{local:%A} {said_on(local)}"
 
 
 def _opt_path(value: str) -> Any:
