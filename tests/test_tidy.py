@@ -219,31 +219,30 @@ def test_a_question_stored_as_a_fact_is_junk_in_any_script(
     assert "a question, stored as a fact" in proposal.describe()
 
 
+def _no_merge_of(engine: MemoryEngine, llm: Any, a: str, b: str, merged: str) -> None:
+    """The model calls `a` and `b` the same and merges them into `merged`: nothing is proposed."""
+    engine.add(a, source="llm")
+    engine.add(b, source="llm")
+    llm.script(PAIR, json.dumps({"relation": "same", "merged": merged}))
+    llm.script(JUNK, '{"junk": []}')
+
+    report = engine.tidy_up()
+
+    assert [r for r in llm.requests if PAIR in json.dumps(r.body)], "the pair was never asked"
+    assert report.counts()["duplicate"] == 0 and _tidy(engine) == []
+
+
 def test_a_merge_that_would_lose_a_name_is_not_proposed(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
-    tidy_engine.add("The user's brother Jonas lives in Antwerp", source="llm")
-    tidy_engine.add("The user's brother lives in Antwerp with his daughter Lies", source="llm")
-    # "same", merged into a text that names neither Jonas nor Lies; and neither original holds both
-    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user\'s brother lives in Antwerp"}')
-    scripted_llm.script(JUNK, '{"junk": []}')
-
-    report = tidy_engine.tidy_up()
-
-    assert [r for r in scripted_llm.requests if PAIR in json.dumps(r.body)], "the pair was never asked"
-    assert report.counts()["duplicate"] == 0 and _tidy(tidy_engine) == []
+    # merged into a text that names neither Jonas nor Lies; and neither original holds both
+    _no_merge_of(tidy_engine, scripted_llm, "The user's brother Jonas lives in Antwerp",
+                 "The user's brother lives in Antwerp with his daughter Lies",
+                 "The user's brother lives in Antwerp")
 
 
 def test_two_different_facts_the_model_calls_the_same_are_not_merged(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     # close enough to be asked about (a 1.5B model said "same" to this pair in the long-use run)
-    tidy_engine.add("The user is Ilse", source="llm")
-    tidy_engine.add("The user is vegetarian", source="llm")
-    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user is Ilse"}')
-    scripted_llm.script(JUNK, '{"junk": []}')
-
-    report = tidy_engine.tidy_up()
-
-    assert [r for r in scripted_llm.requests if PAIR in json.dumps(r.body)], "the pair was never asked"
-    assert report.counts()["duplicate"] == 0 and _tidy(tidy_engine) == []
+    _no_merge_of(tidy_engine, scripted_llm, "The user is Ilse", "The user is vegetarian", "The user is Ilse")
 
 
 def test_a_merge_keeps_every_name_of_the_facts_it_joins(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
