@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from PySide6.QtCore import QDir
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -25,10 +26,16 @@ def application(argv: Sequence[str] | None = None) -> QApplication:
     icon = resource_path("icons/desktop-mem.svg")
     if icon.exists():
         app.setWindowIcon(QIcon(str(icon)))
+    apply_style(app)
+    return app
+
+
+def apply_style(app: QApplication) -> None:
+    """The app's style sheet, with the `icons:` search path its arrow images are named by."""
+    QDir.setSearchPaths("icons", [str(resource_path("icons"))])
     style = resource_path("style.qss")
     if style.exists():
         app.setStyleSheet(style.read_text(encoding="utf-8"))
-    return app
 
 
 def run_app(config: Config, argv: Sequence[str] | None = None) -> int:

@@ -45,6 +45,7 @@ Index = QModelIndex | QPersistentModelIndex
 _DELETED_STYLE = "background-color:#ffcdd2; color:#b71c1c; text-decoration:line-through;"
 _INSERTED_STYLE = "background-color:#c8e6c9; color:#1b5e20;"
 _BLOCK_STYLE = "white-space:pre-wrap;"
+FIELD_ROWS = 5  # changed front-matter keys shown without scrolling
 
 
 @dataclass(frozen=True)
@@ -181,14 +182,18 @@ class DiffView(QWidget):
         readable_layout = QVBoxLayout(readable)
         readable_layout.setContentsMargins(0, 0, 0, 0)
         text_and_fields = QSplitter(Qt.Orientation.Vertical, readable)
+        self._text_and_fields = text_and_fields
         text_and_fields.addWidget(self.text_stack)
         fields_box = QWidget(readable)
         fields_layout = QVBoxLayout(fields_box)
+        self._fields_layout = fields_layout
         fields_layout.setContentsMargins(0, 0, 0, 0)
         fields_layout.addWidget(self.fields_label)
         fields_layout.addWidget(self.fields_table, 1)
         text_and_fields.addWidget(fields_box)
         text_and_fields.setSizes([260, 140])
+        text_and_fields.setStretchFactor(0, 1)
+        text_and_fields.setStretchFactor(1, 0)
         readable_layout.addWidget(text_and_fields)
         self.raw_view = QPlainTextEdit(self)
         self.raw_view.setReadOnly(True)
@@ -252,7 +257,26 @@ class DiffView(QWidget):
             self.fields_label.setText(details.fields_error)
         else:
             self.fields_label.setText("Front matter: no changes" if not details.fields else "Front matter")
+        self._fit_fields_table()
         self.details_loaded.emit(details)
+
+    def _fit_fields_table(self) -> None:
+        """Room for the changed keys, up to FIELD_ROWS of them, taken from the text above (the
+        splitter's share alone showed about one row under a short text and a wide empty one)."""
+        table = self.fields_table
+        rows = min(self.fields_model.rowCount(), FIELD_ROWS)
+        height = sum(table.rowHeight(r) or table.sizeHintForRow(r) for r in range(rows))
+        header = table.horizontalHeader()
+        wide = header.length() > table.viewport().width()  # a long value: a scroll bar under the rows
+        scroll_bar = table.horizontalScrollBar().sizeHint().height() if wide else 0
+        spacing = max(self._fields_layout.spacing(), 0)
+        needed = (self.fields_label.sizeHint().height() + spacing + header.sizeHint().height() + height
+                  + 2 * table.frameWidth() + scroll_bar)
+        # a share of the splitter, not a minimum: a short window may still squeeze both
+        splitter = self._text_and_fields
+        total = sum(splitter.sizes())
+        if total > 0 and splitter.sizes()[1] < needed:
+            splitter.setSizes([max(total - needed, total // 3), min(needed, total - total // 3)])
 
     def _on_details_failed(self, error: BaseException) -> None:
         self.fields_label.setText(f"Could not read this change: {error}")

@@ -71,11 +71,21 @@ class FlowLayout(QLayout):
     def _hint(item: QLayoutItem) -> QSize:
         return item.sizeHint().expandedTo(item.minimumSize())
 
+    @classmethod
+    def _width(cls, item: QLayoutItem) -> int:
+        """The width an item takes on a line before the spare is shared: a growing item (a search
+        field) asks for its minimum only, since it gets the rest of its line anyway; its hint
+        pushed the last filter onto a line of its own."""
+        minimum = item.minimumSize().width()
+        if item.expandingDirections() & Qt.Orientation.Horizontal and minimum > 0:
+            return minimum
+        return cls._hint(item).width()
+
     def _lines(self, width: int) -> list[list[QLayoutItem]]:
         lines: list[list[QLayoutItem]] = [[]]
         used = 0
         for item in self._visible():
-            w = self._hint(item).width()
+            w = self._width(item)
             if lines[-1] and used + self._spacing + w > width:
                 lines.append([])
                 used = 0
@@ -95,7 +105,7 @@ class FlowLayout(QLayout):
         return y - self._spacing - rect.y() + m.bottom() if y > area.y() else m.top() + m.bottom()
 
     def _place_line(self, line: list[QLayoutItem], area: QRect, y: int, height: int) -> None:
-        widths = [min(self._hint(i).width(), area.width()) for i in line]
+        widths = [min(self._width(i), area.width()) for i in line]
         spare = area.width() - sum(widths) - self._spacing * (len(line) - 1)
         growers = [n for n, i in enumerate(line) if i.expandingDirections() & Qt.Orientation.Horizontal]
         if spare > 0 and growers:

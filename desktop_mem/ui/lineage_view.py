@@ -110,11 +110,12 @@ class LineageView(QWidget):
         self.table.setModel(self.model)
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setWordWrap(False)
-        # The text takes what the short columns leave and ends in "…" (whole in the tooltip):
-        # never a sideways scroll that hides it.
+        # The text takes what the short columns leave and wraps there, its row as tall as it needs
+        # (a chain has a few rows and the pane room below them): cut to "…" on one line, a fact
+        # was unreadable while the pane stood empty (issue #39). Never a sideways scroll.
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)

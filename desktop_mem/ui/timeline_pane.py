@@ -141,7 +141,7 @@ class TimelinePane(QWidget):
         filters.addWidget(self.conversation_combo)
         filters.addWidget(self.types_button)
         filters.addWidget(group(self, self.dates_check, self.since_edit, "to", self.until_edit))
-        self.search_edit.setMinimumWidth(160)
+        self.search_edit.setMinimumWidth(140)
         self.search_edit.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         filters.addWidget(self.search_edit)
         filters.addWidget(self.only_check)

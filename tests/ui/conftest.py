@@ -90,3 +90,16 @@ def open_demo(qtbot: Any, window: Any) -> Any:
     qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
     assert window.workspace is not None
     return window.workspace
+
+
+@pytest.fixture
+def app_style(qapp: Any) -> Iterator[None]:
+    """The app's style sheet (its padded buttons, rows and arrows), as `desktop-mem` runs with it."""
+    from desktop_mem.ui.app import apply_style
+
+    before = qapp.styleSheet()
+    apply_style(qapp)
+    try:
+        yield
+    finally:
+        qapp.setStyleSheet(before)

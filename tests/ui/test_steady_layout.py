@@ -10,14 +10,13 @@ selection, measured on the real window over the demo store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtWidgets import QStyle
 
 from desktop_mem.engine.models import EventType
-from desktop_mem.resources import resource_path
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.timeline_pane import EVENT_ROWS
 from desktop_mem.ui.workspace import MEMORIES_TAB, TIMELINE_TAB
@@ -72,6 +71,8 @@ def test_memories_keep_their_proportions_whatever_is_selected(
         seen.append((memory.path, geometry))
         assert geometry["text"] >= 0.5 * geometry["viewport"], (width, memory.path, geometry)
         assert geometry["save_y"] == geometry["delete_y"], (width, "Save wrapped onto its own row", geometry)
+    # the title names the store; Qt adds the app's display name ("desktop-mem"): once (issue #39)
+    assert "desktop-mem" not in window.windowTitle() and str(window.engine.root) in window.windowTitle()
     splitters = {g["splitter"] for _path, g in seen}
     assert len(splitters) == 1, f"the splitter moved on selection at {width}: {seen}"
     assert any(LONG_CONVERSATION in path for path, _g in seen)
@@ -86,15 +87,42 @@ def test_memories_keep_their_proportions_whatever_is_selected(
     assert geometry["text"] >= 0.45 * geometry["viewport"], (width, "Include deleted squeezed Text", geometry)
 
 
-@pytest.fixture
-def app_style(qapp: Any) -> Iterator[None]:
-    """The app's style sheet (its padded buttons and rows), as `desktop-mem` runs with it."""
-    before = qapp.styleSheet()
-    qapp.setStyleSheet(resource_path("style.qss").read_text(encoding="utf-8"))
-    try:
-        yield
-    finally:
-        qapp.setStyleSheet(before)
+def _assert_lineage_texts_whole(view: Any) -> None:
+    """Each step's text fits its cell: wrapped in the Text column's width, within its row."""
+    table = view.table
+    for row in range(view.model.rowCount()):
+        text = view.model.index(row, 0).data()
+        cell = table.visualRect(view.model.index(row, 0))
+        margin = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 1)
+        needed = table.fontMetrics().boundingRect(
+            QRect(0, 0, cell.width() - margin, 10_000), Qt.TextFlag.TextWordWrap, text)
+        assert needed.height() <= cell.height(), (text, "cut", needed.height(), cell.height())
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_lineage_shows_a_long_fact_whole(qtbot: Any, app_style: None, opened_window: MainWindow,
+                                         width: int, height: int) -> None:
+    window = opened_window
+    ws = open_demo(qtbot, window)
+    assert window.engine is not None
+    long = ("The user is planning a two-week walking holiday along the Portuguese coast in May with "
+            "their sister Anna, staying in small guest houses and avoiding the big hotels")
+    first = window.engine.add(long)
+    _old, new = window.engine.replace(first.id, long.replace("two-week", "three-week"))
+    window.show_tab(TIMELINE_TAB)
+    _resize(qtbot, window, width, height)
+    pane = ws.timeline
+    view = pane.lineage_view
+    qtbot.waitUntil(lambda: pane.model.rowCount() > 3, timeout=30000)
+    pane.detail_tabs.setCurrentWidget(view)
+    view.show_memory(new.id)
+    qtbot.waitUntil(lambda: view.lineage is not None and view.model.rowCount() == 2, timeout=10000)
+    qtbot.wait(50)
+    assert not view.table.horizontalScrollBar().isVisible()
+    _assert_lineage_texts_whole(view)
+    text = view.model.index(0, 0).data()
+    assert view.table.fontMetrics().horizontalAdvance(text) > view.table.columnWidth(0), (
+        "the text is long enough to be cut on one line", width)
 
 
 @pytest.mark.parametrize(("width", "height"), [*SIZES, DEFAULT_ON_1366])
@@ -106,6 +134,8 @@ def test_timeline_event_list_lineage_and_messages_are_readable(
     _resize(qtbot, window, width, height)
     pane = ws.timeline
     qtbot.waitUntil(lambda: pane.model.rowCount() > 3, timeout=30000)
+    if width >= 1366:  # the filters keep one row on a 1366-px screen (their arrows drawn apart)
+        assert pane.source_combo.y() == pane.conversation_combo.y(), "the last filter wrapped"
     row = next(r for r in range(pane.model.rowCount())
                if any(e.type == EventType.UPDATE for e in pane.model.commit_at(r).events))
     pane.select_commit(row)
@@ -123,6 +153,16 @@ def test_timeline_event_list_lineage_and_messages_are_readable(
         details_top = pane.detail_tabs.mapTo(pane, QPoint(0, 0)).y()
         assert button.mapTo(pane, QPoint(0, button.height())).y() <= details_top
 
+    # every changed front-matter key is in view (the table showed about one row; issue #39)
+    qtbot.waitUntil(lambda: pane.diff_view.details is not None, timeout=10000)
+    qtbot.wait(50)
+    fields = pane.diff_view.fields_table
+    shown = fields.model().rowCount()
+    assert shown >= 3, shown  # deleted_at, replaced_by, valid_to
+    last = shown - 1
+    assert fields.rowViewportPosition(last) + fields.rowHeight(last) <= fields.viewport().height(), (
+        width, "front matter rows hidden", fields.viewport().height(), fields.rowHeight(0))
+
     qtbot.waitUntil(lambda: pane.lineage_view.lineage is not None, timeout=10000)
     pane.detail_tabs.setCurrentWidget(pane.lineage_view)
     qtbot.wait(50)
@@ -130,6 +170,7 @@ def test_timeline_event_list_lineage_and_messages_are_readable(
     assert pane.lineage_view.model.headerData(0, Qt.Orientation.Horizontal) == "Text"
     assert not table.horizontalScrollBar().isVisible()
     assert table.columnWidth(0) >= 0.4 * table.viewport().width()
+    _assert_lineage_texts_whole(pane.lineage_view)
 
     # a one-line action message comes and goes without moving the Diff/Lineage tabs (issue #39)
     pane.status_label.clear()
