@@ -15,9 +15,10 @@ from desktop_mem.engine.chat.context import (
     ContextResult,
     SessionState,
     StrategySettings,
-    build_context,
     build_system_prompt,
+    context_from,
     make_strategy,
+    open_memory,
     resolve_strategy,
 )
 from desktop_mem.engine.chat.token_count import (
@@ -295,7 +296,7 @@ def test_settings_and_missing_summarizer_give_clear_errors() -> None:
         make_strategy("summarizing", StrategySettings(), COUNTER, None)
 
 
-# --- system prompt and build_context ----------------------------------------------------------
+# --- system prompt and context_from ----------------------------------------------------------
 
 
 def data_block(prompt: str) -> list[str]:
@@ -354,18 +355,18 @@ def test_system_prompt_without_data_is_the_base_prompt() -> None:
     assert empty == "Base."
 
 
-def test_build_context_folds_summary_into_one_system_message() -> None:
+def test_the_context_folds_summary_into_one_system_message() -> None:
     history: list[Message] = [{"role": "system", "content": "stale prompt"}, *chat(3), user("u3")]
-    result = build_context(
+    memory = open_memory(
         history,
         strategy="summarizing",
         settings=StrategySettings(summary_threshold=4, summary_keep_last=2),
         state=SessionState(),
         counter=COUNTER,
-        base_prompt="You are helpful.",
         summarizer=lambda prev, msgs: "user likes tea",
-        injected_memories=["[memory] User is vegan"],
     )
+    result = context_from(memory, counter=COUNTER, base_prompt="You are helpful.",
+                          injected_memories=["[memory] User is vegan"])
     assert isinstance(result, ContextResult)
     assert [m["role"] for m in result.messages] == ["system", "assistant", "user"]
     system = result.messages[0]["content"]
@@ -376,16 +377,11 @@ def test_build_context_folds_summary_into_one_system_message() -> None:
     assert result.tokens_after == count_messages(COUNTER, result.messages) < result.tokens_before
 
 
-def test_build_context_none_keeps_stored_summary_in_prompt() -> None:
+def test_the_context_with_none_keeps_stored_summary_in_prompt() -> None:
     history = chat(2)
-    result = build_context(
-        history,
-        strategy="none",
-        settings=StrategySettings(),
-        state=SessionState("earlier: tea", 2),
-        counter=COUNTER,
-        base_prompt="Base.",
-    )
+    memory = open_memory(history, strategy="none", settings=StrategySettings(),
+                         state=SessionState("earlier: tea", 2), counter=COUNTER)
+    result = context_from(memory, counter=COUNTER, base_prompt="Base.")
     assert result.messages[1:] == history
     assert "earlier: tea" in result.messages[0]["content"]
     assert result.tokens_before == result.tokens_after and not result.summary_changed
@@ -401,15 +397,10 @@ def test_recalled_turns_already_in_the_transcript_are_not_repeated_and_ids_are_n
         seen.append(sent)
         return [f"[user] u{i}" for i in range(4) if f"id-u{i}" not in sent]
 
-    result = build_context(
-        [*history, user("now")],
-        strategy="trimming",
-        settings=StrategySettings(max_turns=3, keep_last_turns=2),
-        state=SessionState(),
-        counter=COUNTER,
-        base_prompt="Base.",
-        injected_memories=recalled,
-    )
+    memory = open_memory([*history, user("now")], strategy="trimming",
+                         settings=StrategySettings(max_turns=3, keep_last_turns=2), state=SessionState(),
+                         counter=COUNTER)
+    result = context_from(memory, counter=COUNTER, base_prompt="Base.", injected_memories=recalled)
     assert seen == [frozenset({"id-u3"})] and result.sent_ids == frozenset({"id-u3"})
     assert result.messages[1:] == [{"role": "user", "content": "u3"}, user("now")]
     system = result.messages[0]["content"]

@@ -1,4 +1,5 @@
-"""The 004 read / store / appended interface: simple, sliding-window and summarizing memories."""
+"""The 004 read / store / appended interface: the simple memory and the engine's strategies
+(sliding window, summarizing) behind it."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.engine.chat.memory_interface import (
-    MessageMemory,
-    SimpleMemory,
-    SlidingWindowMemory,
-    SummarizingMemory,
+from desktop_mem.engine.chat.context import (
+    SUMMARY_PREFIX,
+    SessionState,
+    StrategySettings,
+    Summarizer,
+    context_from,
+    open_memory,
 )
+from desktop_mem.engine.chat.memory_interface import MessageMemory, SimpleMemory
+from desktop_mem.engine.chat.token_count import make_counter
+from desktop_mem.engine.models import StrategyName
 
 Message = dict[str, Any]
 
@@ -62,56 +68,56 @@ def test_simple_memory_is_not_changed_through_the_callers_lists() -> None:
 
 
 def test_sliding_window_reads_last_n_but_appended_sees_all_new() -> None:
-    memory = SlidingWindowMemory(msgs("a", "b", "c"), window_size=3)
+    """004's sliding-window memory is the `sliding_window` strategy: turn-aware, so the window
+    starts at a user message (004's exact slice could start at a tool result)."""
+    memory = _strategy_memory("sliding_window", msgs("a", "b", "c"), window_messages=3)
     run_step(memory)
-    assert [m["content"] for m in memory.read()] == [None, "72F in Tokyo", "It's 72F in Tokyo."]
+    assert [m["content"] for m in memory.read()] == [
+        "What's the weather?", None, "72F in Tokyo", "It's 72F in Tokyo."]
     assert len(memory.appended()) == 4  # the window only limits what is read
-    assert SlidingWindowMemory(msgs("a", "b")).read() == msgs("a", "b")  # default window 30
-    with pytest.raises(ValueError, match="window_size must be at least 1"):
-        SlidingWindowMemory(window_size=0)
+    assert _strategy_memory("sliding_window", msgs("a", "b")).read() == msgs("a", "b")  # default window 30
+    with pytest.raises(ValueError, match="window_messages must be at least 1"):
+        StrategySettings(window_messages=0)
 
 
-def test_summarizing_memory_puts_summary_user_message_before_recent_ones() -> None:
+def test_summarizing_memory_puts_the_summary_before_recent_ones() -> None:
+    """004's summarizing memory is the `summarizing` strategy: beyond its threshold the older
+    messages are read as one summary message, the recent ones verbatim."""
     seen: list[list[str]] = []
 
-    def summarizer(old: list[Message]) -> str:
+    def summarizer(previous: str | None, old: list[Message]) -> str:
         seen.append([m["content"] for m in old])
         return f"{len(old)} earlier messages"
 
-    memory = SummarizingMemory(msgs("m0", "m1", "m2"), max_messages=4, summarizer=summarizer)
+    memory = _strategy_memory("summarizing", msgs("m0", "m1", "m2"), summarizer=summarizer,
+                              summary_threshold=4, summary_keep_last=2)
     assert memory.read() == msgs("m0", "m1", "m2") and seen == []  # within the limit: verbatim
     memory.store({"role": "assistant", "content": "m3"})
     memory.store({"role": "user", "content": "m4"})
     memory.store({"role": "assistant", "content": "m5"})
     read = memory.read()
-    assert read[0] == {"role": "user", "content": "[Previous conversation summary: 2 earlier messages]"}
-    assert [m["content"] for m in read[1:]] == ["m2", "m3", "m4", "m5"]
-    assert seen == [["m0", "m1"]]
-    memory.read()
-    assert len(seen) == 1  # same cutoff: the summary is reused, no second LLM call
-    memory.store({"role": "user", "content": "m6"})
-    assert memory.read()[0]["content"] == "[Previous conversation summary: 3 earlier messages]"
-    assert seen[-1] == ["m0", "m1", "m2"]
-    assert [m["content"] for m in memory.appended()] == ["m3", "m4", "m5", "m6"]
+    assert read[0] == {"role": "system", "content": f"{SUMMARY_PREFIX}4 earlier messages"}
+    assert [m["content"] for m in read[1:]] == ["m4", "m5"]
+    assert seen == [["m0", "m1", "m2", "m3"]]
+    assert [m["content"] for m in memory.appended()] == ["m3", "m4", "m5"]
 
 
 def test_summarizing_memory_rejects_a_zero_limit() -> None:
-    with pytest.raises(ValueError, match="max_messages must be at least 1"):
-        SummarizingMemory(max_messages=0, summarizer=lambda old: "")
+    with pytest.raises(ValueError, match="summary_threshold must be at least 1"):
+        StrategySettings(summary_threshold=0)
+
+
+def _strategy_memory(name: StrategyName, initial: list[Message], *, summarizer: Summarizer | None = None,
+                     **settings: int) -> MessageMemory:
+    """One of the engine's strategies behind the 004 interface, as a chat turn opens it."""
+    return open_memory(initial, strategy=name, settings=StrategySettings(**settings), state=SessionState(),
+                       counter=make_counter(None), summarizer=summarizer)
 
 
 def test_the_engines_strategies_are_004_memories_and_the_chat_context_is_their_read() -> None:
     """A chat turn's strategy is used through read / store / appended: the prior conversation is
     the initial state, the new message is stored, what is sent is `read()`, and `appended()` is
     this turn's messages only."""
-    from desktop_mem.engine.chat.context import (
-        SessionState,
-        StrategySettings,
-        context_from,
-        open_memory,
-    )
-    from desktop_mem.engine.chat.token_count import make_counter
-
     counter = make_counter(None)
     memory = open_memory(msgs(*(f"m{i}" for i in range(8))), strategy="sliding_window",
                          settings=StrategySettings(window_messages=4), state=SessionState(), counter=counter)

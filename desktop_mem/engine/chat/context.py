@@ -564,24 +564,3 @@ def context_from(
         sent_ids=sent_ids,
     )
 
-
-def build_context(
-    history: Sequence[Message],
-    *,
-    strategy: StrategyName,
-    settings: StrategySettings,
-    state: SessionState,
-    counter: TokenCounter,
-    base_prompt: str,
-    summarizer: Summarizer | None = None,
-    injected_memories: Recalled = (),
-    cross_session: Sequence[tuple[str, str]] = (),
-    data_preamble: str = DEFAULT_DATA_PREAMBLE,
-) -> ContextResult:
-    """`context_from(open_memory(history, ...))`: ``history`` is the stored transcript ending
-    with the user's new message; its system messages are ignored (the prompt is built here, as
-    in 004)."""
-    memory = open_memory(history, strategy=strategy, settings=settings, state=state, counter=counter,
-                         summarizer=summarizer)
-    return context_from(memory, counter=counter, base_prompt=base_prompt, injected_memories=injected_memories,
-                        cross_session=cross_session, data_preamble=data_preamble)
