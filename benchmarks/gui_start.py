@@ -49,7 +49,7 @@ def build_store(store: Path, n: int) -> None:
 
     engine = MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     start = utc_now() - timedelta(days=400)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {n} facts") as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"Import {n} facts") as tx:
         for i in range(n):
             words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
             tx.add(f"Fact {i}: the user mentioned {words}", conversation_id=f"conv-{i % 20}",
@@ -70,7 +70,7 @@ def build_imported(store: Path, n: int) -> None:
     source = store.parent / "facts.json"
     source.write_text(json.dumps(items), encoding="utf-8")
     engine = MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
-    apply_import(engine, plan_import(engine, source))
+    apply_import(engine._parts, plan_import(engine._parts, source))
     engine.open_index()
     engine.close()
 
@@ -88,7 +88,8 @@ def build_conversations(store: Path, n: int) -> None:
     conversations = 1000
     for c in range(conversations):
         engine.new_conversation(f"Conversation {c} about {WORDS[c % len(WORDS)]}")
-    with engine.writer.transaction(Operation.IMPORT, f"{n} memories in {conversations} conversations") as tx:
+    writer = engine._parts.writer
+    with writer.transaction(Operation.IMPORT, f"{n} memories in {conversations} conversations") as tx:
         for i in range(n):
             words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
             role = ("user", "assistant", "memory")[i % 3]

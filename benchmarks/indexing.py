@@ -45,7 +45,7 @@ def config(root: Path, git: bool, watcher: bool = False) -> Any:
 
 def write_files(engine: MemoryEngine, n: int) -> None:
     for m in memories(n):
-        engine.store.new_memory(m.text, conversation_id=m.conversation_id, role=m.role, kind=m.kind,
+        engine._parts.store.new_memory(m.text, conversation_id=m.conversation_id, role=m.role, kind=m.kind,
                                 source="import", created_at=m.created_at)
     engine.refresh()
 

@@ -182,24 +182,25 @@ def main() -> int:
         return [r.memory.id for r in engine.search(q, conversation_id=conv, top_k=10)]
 
     def forced(conv: str, q: str) -> list[str]:
-        retriever = engine.retriever
+        retriever = engine._parts.search_index.retriever
         unbudgeted = replace(retriever.settings, rerank_budget_ms=0)
         return [r.memory.id for r in retriever.search(q, SearchFilters(conversation_id=conv), top_k=10,
                                                       rerank=True, settings=unbudgeted)]
 
     def bm25(conv: str, q: str) -> list[str]:
-        return [h.id for h in engine.retriever.keywords.query(q, 10, conversation_ids=[conv, "global"])]
+        keywords = engine._parts.search_index.retriever.keywords
+        return [h.id for h in keywords.query(q, 10, conversation_ids=[conv, "global"])]
 
     def dense(conv: str, q: str) -> list[str]:
-        vec = engine.retriever.embedder.embed_query(q)
+        vec = engine._parts.search_index.retriever.embedder.embed_query(q)
         where = {"$and": [{"conversation_id": {"$in": [conv, "global"]}}, {"deleted": False}]}
-        return [h.id for h in engine.retriever.vectors.query(vec, 10, where)]
+        return [h.id for h in engine._parts.search_index.retriever.vectors.query(vec, 10, where)]
 
     # Warm-up, not timed: the first searches pay one-off costs (the query embedding session loads
     # in the background on the first one, sqlite pages come into memory), not per-turn ones.
     for conv, question, _, _ in questions[:10]:
         chat_turn(conv, question)
-    wait = getattr(engine.retriever.embedder, "wait_for_query_session", None)
+    wait = getattr(engine._parts.search_index.retriever.embedder, "wait_for_query_session", None)
     if wait is not None:
         wait(60)
     reranked_turns[:] = [0, 0]
@@ -207,11 +208,12 @@ def main() -> int:
     results = [evaluate("chat turn read path (default)", chat_turn, questions)]
     load_after = os.getloadavg()[0]
     ran, searched = reranked_turns
-    if engine.retriever.reranker is not None:
+    if engine._parts.search_index.retriever.reranker is not None:
         results.append(evaluate("forced cross-encoder, no budget", forced, questions))
     results += [evaluate("no cross-encoder (fused)", fused, questions),
                 evaluate("BM25 only", bm25, questions),
-                evaluate(f"dense only ({engine.retriever.embedder.name})", dense, questions)]
+                evaluate(f"dense only ({engine._parts.search_index.retriever.embedder.name})", dense,
+                          questions)]
     adv_name = "chat turn read path, category 5 (adversarial)"
     adv = evaluate(adv_name, chat_turn, adversarial) if adversarial else None
     print(f"\n{len(questions)} questions (categories 1-4) over {len(samples)} conversations\n")

@@ -35,7 +35,7 @@ def build_store(store: Path, n: int) -> None:
     topics = ["tea", "coffee", "Ghent", "Leuven", "cycling", "chess", "Python", "Rust", "jazz", "hiking"]
     config = load_config(env={}, flags={"store.path": str(store), "llm.base_url": ""})
     with MemoryEngine.open(config) as engine:
-        with engine.writer.transaction(engine_op("add"), "seed") as tx:
+        with engine._parts.writer.transaction(engine_op("add"), "seed") as tx:
             for i in range(n):
                 tx.add(f"The user mentioned {topics[i % 10]} on day {i} of the project",
                        conversation_id="global", role="memory", kind="fact", source="manual")

@@ -272,7 +272,7 @@ class Methods:
     def __init__(self, engine: MemoryEngine, turns: dict[str, list[Turn]], agent_cli: Any,
                  today: str = "last-session") -> None:
         self.engine, self.turns, self.agent_cli = engine, turns, agent_cli
-        self.service = engine.chat_service
+        self.service = engine._parts.chat
         # When each conversation's questions are asked: the day after its last session
         self.asked_on = {conv: max(t.when for t in ts) + timedelta(days=1)
                          for conv, ts in turns.items() if ts}
@@ -313,11 +313,12 @@ class Methods:
         return self._layout(lines, message)
 
     def bm25(self, conv: str, message: str) -> Messages:
-        hits = self.engine.retriever.keywords.query(message, self.k, conversation_ids=[conv, "global"])
+        keywords = self.engine._parts.search_index.retriever.keywords
+        hits = keywords.query(message, self.k, conversation_ids=[conv, "global"])
         return self._layout([self.text[h.id] for h in hits if h.id in self.text], message)
 
     def dense(self, conv: str, message: str) -> Messages:
-        retriever = self.engine.retriever
+        retriever = self.engine._parts.search_index.retriever
         where = {"$and": [{"conversation_id": {"$in": [conv, "global"]}}, {"deleted": False}]}
         hits = retriever.vectors.query(retriever.embedder.embed_query(message), self.k, where)
         return self._layout([self.text[h.id] for h in hits if h.id in self.text], message)
@@ -340,7 +341,7 @@ class _ChromaView:
     def query(self, query_texts: list[str], n_results: int, where: dict[str, Any],
               include: Sequence[str] = ()) -> dict[str, Any]:
         conv = next(c["conversation_id"] for c in where["$and"] if "conversation_id" in c)
-        retriever = self.engine.retriever
+        retriever = self.engine._parts.search_index.retriever
         hits = retriever.vectors.query(retriever.embedder.embed_query(query_texts[0]), n_results,
                                        {"$and": [{"conversation_id": {"$in": [conv]}}, {"deleted": False}]})
         return {"ids": [[h.id for h in hits]], "documents": [[h.document for h in hits]],
@@ -367,7 +368,7 @@ class _CrossEncoderView:
         self.engine = engine
 
     def predict(self, pairs: list[tuple[str, str]]) -> list[float]:
-        reranker = self.engine.retriever.reranker
+        reranker = self.engine._parts.search_index.retriever.reranker
         if reranker is None or not pairs:
             return [0.0] * len(pairs)
         return list(reranker.score(pairs[0][0], [doc for _, doc in pairs]))
@@ -438,7 +439,7 @@ def build_engine(turns: dict[str, list[Turn]], flags: dict[str, Any]) -> tuple[M
 def smoke_check(engine: MemoryEngine, methods: Methods, conv: str, message: str, strategy: str | None) -> None:
     """The desktop_mem messages are what a real temporary turn sends, and it stores nothing."""
     def state() -> tuple[int, int, int]:
-        retriever = engine.retriever
+        retriever = engine._parts.search_index.retriever
         return (len(engine.list_memories(include_deleted=True)), retriever.vectors.count(),
                 retriever.keywords.count())
 

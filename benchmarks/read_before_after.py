@@ -68,7 +68,7 @@ def main() -> int:
     flags = {"store.path": str(args.store), "watcher.enabled": False, "retrieval.rerank_budget_ms": 0}
     with MemoryEngine.open(load_config(flags=flags)) as engine:
         engine.open_index()
-        r = engine.retriever
+        r = engine._parts.search_index.retriever
         after = (r.scope_ids, r.reranker, r.embedder)
         old_reranker, old_embedder = before_parts(engine.config["embedding.local_model"])
 

@@ -52,10 +52,10 @@ def build(root: Path, n: int, threads: int) -> None:
     if marker.exists():
         return
     with MemoryEngine.open(config(root, threads)) as engine:
-        start = time.perf_counter()
+        start, files = time.perf_counter(), engine._parts.store
         for m in memories(n):
-            engine.store.new_memory(m.text, conversation_id=m.conversation_id, role=m.role, kind=m.kind,
-                                    source="import", created_at=m.created_at)
+            files.new_memory(m.text, conversation_id=m.conversation_id, role=m.role, kind=m.kind,
+                             source="import", created_at=m.created_at)
         engine.refresh()
         wrote = time.perf_counter() - start
         start = time.perf_counter()
@@ -106,7 +106,7 @@ def main() -> int:
         with MemoryEngine.open(config(root, 1, **{"retrieval.rerank": False})) as engine:
             engine.open_index()
             plain = measure(engine, args.queries)
-            embedder = engine.retriever.embedder.name
+            embedder = engine._parts.search_index.retriever.embedder.name
         # No time budget here: the row measures what the full pool of the cross-encoder costs.
         full_pool = {"retrieval.rerank": True, "retrieval.rerank_budget_ms": 0}
         with MemoryEngine.open(config(root, 1, **full_pool)) as engine:

@@ -86,14 +86,15 @@ def build(store: Path, n: int, workers: int = 2) -> dict[str, float]:
     phases: dict[str, float] = {"workers": workers}
     with MemoryEngine.open(config(store)) as engine:
         start = t = time.perf_counter()
-        plan = plan_import(engine, source, "json", secrets="keep")
+        plan = plan_import(engine._parts, source, "json", secrets="keep")
         phases["import_plan_s"] = time.perf_counter() - t
         t = time.perf_counter()
         engine.open_index()
         phases["index_open_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        with engine.index.background(progress_printer("index: embeddings"), expected=n, workers=workers):
-            result = apply_import(engine, plan, progress_printer("import: files"))
+        index = engine._parts.search_index.index
+        with index.background(progress_printer("index: embeddings"), expected=n, workers=workers):
+            result = apply_import(engine._parts, plan, progress_printer("import: files"))
             phases["import_write_and_commit_s"] = time.perf_counter() - t
             say(f"import wrote and committed {n:,} memories in {phases['import_write_and_commit_s']:.0f} s "
                 f"({len(result.commits)} commits); indexing goes on")
@@ -108,7 +109,7 @@ def reindex(store: Path, workers: int) -> dict[str, float]:
     """`desktop-mem reindex` on the built store: drop both indexes, re-embed every memory."""
     with MemoryEngine.open(config(store)) as engine:
         engine.open_index()
-        embedder = engine.retriever.embedder
+        embedder = engine._parts.search_index.retriever.embedder
         if hasattr(embedder, "workers"):
             embedder.workers = workers
         t = time.perf_counter()

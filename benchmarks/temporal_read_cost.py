@@ -64,7 +64,7 @@ def main() -> int:
                 questions += [(conv, q["question"]) for q in sample["qa"]
                               if q.get("category") in (1, 2, 3, 4)]
             engine.open_index()
-            prepare = engine.chat_service.prepare
+            prepare = engine._parts.chat.prepare
             timings: dict[str, list[float]] = {}
             past_share = 0
             for n, (conv, question) in enumerate(questions):

@@ -56,7 +56,7 @@ def cosines(pairs: tuple[tuple[str, str, str], ...]) -> list[tuple[str, float]]:
         config = load_config(flags={"store.path": str(Path(tmp) / "store"), "watcher.enabled": False})
         with MemoryEngine.open(config) as engine:
             engine.open_index()
-            view = engine._p.tidy_view()  # noqa: SLF001 - the embedder tidy-up itself uses
+            view = engine._parts.tidy_view()  # noqa: SLF001 - the embedder tidy-up itself uses
             a = view.embed([p[1] for p in pairs])
             b = view.embed([p[2] for p in pairs])
     a = a / np.linalg.norm(a, axis=1, keepdims=True)

@@ -213,14 +213,14 @@ def build_store(root: Path, commits: int, seed: int = 7, bulk: int = 0) -> None:
     subprocess.run(["git", "reset", "--hard", "-q"], **run)  # type: ignore[call-overload]
 
 
-def measure(engine: Any, runs: int, query: TimelineQuery, *, kept: bool) -> tuple[float, float, int]:
+def measure(source: Any, runs: int, query: TimelineQuery, *, kept: bool) -> tuple[float, float, int]:
     """Median first-page and next-page times (ms), fresh commit cache each run, and the events on
     page 1; `kept=False` removes the on-disk cache before each run (commits never seen)."""
     firsts, nexts = [], []
     events = 0
-    cache_file = commit_summaries.cache_file(engine.git)
+    cache_file = commit_summaries.cache_file(source.git)
     if kept:  # what an earlier session (or the app's own bulk commits) left
-        timeline_page(engine, query, None, 50, CommitCache())
+        timeline_page(source, query, None, 50, CommitCache())
         wait_for_background()
     for _ in range(runs):
         if not kept:
@@ -228,10 +228,10 @@ def measure(engine: Any, runs: int, query: TimelineQuery, *, kept: bool) -> tupl
                 path.unlink()
         cache = CommitCache()  # a new session: nothing classified in memory
         start = time.perf_counter()
-        first = timeline_page(engine, query, None, 50, cache)
+        first = timeline_page(source, query, None, 50, cache)
         firsts.append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
-        timeline_page(engine, query, first.next_cursor, 50, cache)
+        timeline_page(source, query, first.next_cursor, 50, cache)
         nexts.append((time.perf_counter() - start) * 1000)
         wait_for_background()  # runs do not overlap (a page's background work is not timed)
         events = sum(len(c.events) for c in first.commits)

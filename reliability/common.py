@@ -129,18 +129,18 @@ def unparsable_files(store: Path) -> list[str]:
 def check_engine(engine: MemoryEngine, with_index: bool = True) -> Check:
     """files == index == git for an open engine (the index is opened and synced first)."""
     result = Check()
-    result.temp_files = [str(p) for p in engine.store.orphan_temp_files()]
+    result.temp_files = [str(p) for p in engine._parts.store.orphan_temp_files()]
     result.problems = [f"{p.path}: {p.reason}" for p in engine.problems()]
     try:
-        engine.git.fsck()
+        engine._parts.git.fsck()
     except Exception as exc:  # reported, not raised: the harness counts it
         result.git = str(exc)
-    result.dirty = list(engine.git.dirty_paths())
+    result.dirty = list(engine._parts.git.dirty_paths())
     catalog = {m.id for m in engine.list_memories(include_deleted=True, include_summaries=True)}
     result.memories = len(catalog)
     if with_index:
         engine.open_index()
-        index = engine.index
+        index = engine._parts.search_index.index
         for ids in (index.vectors.ids(), index.keywords.ids()):
             result.index_missing += len(catalog - ids)
             result.index_extra += len(ids - catalog)

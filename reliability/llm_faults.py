@@ -71,7 +71,7 @@ def run_cell(engine: MemoryEngine, llm: ScriptedLLM, step: str, name: str, fault
     """One turn under one fault; returns what the user saw and what was checked."""
     conv = f"{step}-{abs(hash(name)) % 10**8}"
     prior = engine.add(PRIOR_FACT, conversation_id=conv)
-    with engine.writer.transaction(Operation.SUMMARY, "prior summary", conv) as tx:
+    with engine._parts.writer.transaction(Operation.SUMMARY, "prior summary", conv) as tx:
         tx.write_summary(conv, PRIOR_SUMMARY, 0)
     _script(llm, step, fault)
     outcomes: list[WriteOutcome] = []
@@ -98,7 +98,7 @@ def run_cell(engine: MemoryEngine, llm: ScriptedLLM, step: str, name: str, fault
         lost.append("prior fact")
     if summary is None or not summary.text:
         lost.append("summary")
-    if engine.git.dirty_paths():
+    if engine._parts.git.dirty_paths():
         lost.append("uncommitted files")
     if reply is not None and reply.text and not any(
             m.role == "assistant" and (m.text == reply.text

@@ -88,7 +88,7 @@ def burst_under_watcher(workdir: Path, base_url: str, n: int) -> list[list[Any]]
     deadline = started + 300
     while time.monotonic() < deadline:
         seen = len(engine.list_memories(conversation_id="burst"))
-        if seen == n and not engine.git.dirty_paths():
+        if seen == n and not engine._parts.git.dirty_paths():
             break
         time.sleep(0.5)
     elapsed = time.monotonic() - started
@@ -147,7 +147,7 @@ def soak(workdir: Path, base_url: str, turns: int, samples: int) -> tuple[list[l
     users = len(engine.list_memories(role="user", include_deleted=True))
     check = check_engine(engine)
     files = sum(1 for _ in (store / "entries").rglob("*.md"))
-    commits = engine.git.count()
+    commits = engine._parts.git.count()
     engine.close()
     later = [r[1] for r in rss[len(rss) // 2:]]
     growth = (max(later) - min(later)) if later else 0

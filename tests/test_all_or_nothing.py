@@ -23,16 +23,16 @@ TOO_BIG = "y " * LIMIT
 def test_a_batch_with_one_unsavable_item_saves_nothing(make_config: Callable[..., Any]) -> None:
     with MemoryEngine(make_config(**{"store.max_file_bytes": LIMIT})) as engine:
         engine.add("Already here")
-        before = engine.git.head()
+        before = engine._parts.git.head()
         with pytest.raises(ValidationError, match=r"nothing was saved: item 2 of 3"):
             engine.add_many(["The user likes tea", TOO_BIG, "The user likes cake"])
         assert [m.text for m in engine.list_memories(role="memory")] == ["Already here"]
-        assert engine.git.head() == before and not engine.git.dirty_paths()
+        assert engine._parts.git.head() == before and not engine._parts.git.dirty_paths()
 
         saved = engine.add_many(["The user likes tea", "The user likes cake", "The user likes tea"])
         assert len({m.id for m in saved}) == 2
-        assert engine.git.count() == 2, "the batch is one commit"
-        files = engine.git.repo.git.show("--name-only", "--format=", "HEAD").split()
+        assert engine._parts.git.count() == 2, "the batch is one commit"
+        files = engine._parts.git.repo.git.show("--name-only", "--format=", "HEAD").split()
         assert len([f for f in files if f.endswith(".md")]) == 2
 
 

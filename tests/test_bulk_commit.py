@@ -25,7 +25,7 @@ def test_many_memories_are_one_commit_even_under_an_ignore_rule(make_config: Cal
         (root / ".git" / "info").mkdir(parents=True, exist_ok=True)
         (root / ".git" / "info" / "exclude").write_text("entries/\n", encoding="utf-8")
         before = int(_git(root, "rev-list", "--count", "--all"))
-        with eng.writer.transaction(Operation.IMPORT, "Import 300 facts") as tx:
+        with eng._parts.writer.transaction(Operation.IMPORT, "Import 300 facts") as tx:
             written = [tx.add(f"Fact {i}: the user likes item {i}.", conversation_id=f"c{i % 7}", kind="fact",
                               source="import") for i in range(300)]
         assert int(_git(root, "rev-list", "--count", "--all")) == before + 1

@@ -51,7 +51,7 @@ def test_an_import_in_batches_is_one_whole_commit_per_batch(make_config: Callabl
                                                             tmp_path: Path) -> None:
     source = _history(tmp_path / "history.json", 700)
     with MemoryEngine.open(make_config()) as eng:
-        result = apply_import(eng, plan_import(eng, source, secrets="keep"), batch_size=300)
+        result = apply_import(eng._parts, plan_import(eng._parts, source, secrets="keep"), batch_size=300)
         assert len(result.commits) == 3 and result.commit == result.commits[-1]
         assert len(result.memories) == 700
         # each commit holds its batch whole: 300, 300, 100 files, nothing left uncommitted
@@ -97,7 +97,8 @@ def test_an_import_killed_half_way_finishes_when_run_again(tmp_path: Path) -> No
         assert _git(store, "status", "--porcelain", "entries") == ""
         report = eng.open_index()
         assert report.embedded == 0  # the second run indexed everything the first had not
-        assert eng.retriever.vectors.count() == 800 and eng.retriever.keywords.count() == 800
+        retriever = eng._parts.search_index.retriever
+        assert retriever.vectors.count() == 800 and retriever.keywords.count() == 800
         hit = eng.search("Note 799: the user went to Oslo with friend 799", top_k=3)
         assert any(r.memory.text.startswith("Note 799:") for r in hit)
 
@@ -115,7 +116,7 @@ def test_an_index_behind_its_manifest_re_embeds_only_what_is_missing(make_config
         for i in range(12):
             eng.add(f"The user keeps jar number {i} of honey in the pantry.", conversation_id="c")
         assert eng.open_index().embedded == 12
-        manifest = eng.index.manifest
+        manifest = eng._parts.search_index.index.manifest
         dropped = sorted(manifest.indexed)[:4]
         for memory_id in dropped:  # indexed, but the manifest was not saved after it
             del manifest.indexed[memory_id]
@@ -123,7 +124,8 @@ def test_an_index_behind_its_manifest_re_embeds_only_what_is_missing(make_config
     with MemoryEngine.open(make_config()) as eng:
         report = eng.open_index()
         assert report.embedded == 4
-        assert eng.retriever.vectors.count() == 12 and eng.retriever.keywords.count() == 12
+        retriever = eng._parts.search_index.retriever
+        assert retriever.vectors.count() == 12 and retriever.keywords.count() == 12
         best = eng.search("jar number 7 of honey", top_k=1)[0].memory
         assert best.text.startswith("The user keeps jar number 7")
 
@@ -134,7 +136,7 @@ def test_the_model_copy_a_bulk_index_used_is_dropped_when_it_ends(make_config: C
     config = make_config(**{"embedding.batch_size": 8, "embedding.threads": 1, "embedding.query_threads": 2})
     with MemoryEngine.open(config) as eng:
         eng.add_many([f"The user keeps jar number {i} of honey in the pantry." for i in range(40)])
-        embedder = eng.retriever.embedder
+        embedder = eng._parts.search_index.retriever.embedder
         built: list[object] = []
         bulk = embedder._session_for_bulk
         embedder._session_for_bulk = lambda: built.append(bulk()) or built[-1]  # type: ignore[method-assign]

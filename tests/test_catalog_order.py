@@ -12,7 +12,7 @@ from desktop_mem.engine.facade import MemoryEngine
 
 
 def _sorted(engine: MemoryEngine) -> list[Any]:
-    everything = list(engine._p.catalog._by_path.values())  # noqa: SLF001 - the reference answer
+    everything = list(engine._parts.catalog._by_path.values())  # noqa: SLF001 - the reference answer
     return sorted(everything, key=lambda m: (m.created_at, m.path))
 
 
@@ -34,12 +34,12 @@ def test_every_change_keeps_the_catalog_in_order(engine: MemoryEngine) -> None:
     path.unlink()  # and one removed by hand
     engine.apply_external_changes([facts[1].path])
 
-    listed = engine._p.catalog.select(include_deleted=True)  # noqa: SLF001
+    listed = engine._parts.catalog.select(include_deleted=True)  # noqa: SLF001
     assert listed == _sorted(engine)
     assert listed[0].id == facts[0].id  # moved back in time: first now
     assert facts[1].id not in {m.id for m in listed}
-    assert len(engine._p.catalog._ordered) == len(engine._p.catalog)  # noqa: SLF001 - nothing left behind
+    assert len(engine._parts.catalog._ordered) == len(engine._parts.catalog)  # noqa: SLF001 - nothing left behind
     live = engine.list_memories()
     assert live == [m for m in listed if not m.deleted]
     engine.refresh()  # a full re-read gives the same order
-    assert engine._p.catalog.select(include_deleted=True) == _sorted(engine)  # noqa: SLF001
+    assert engine._parts.catalog.select(include_deleted=True) == _sorted(engine)  # noqa: SLF001

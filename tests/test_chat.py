@@ -84,7 +84,7 @@ def test_unreachable_llm_fails_clearly_and_keeps_the_turn_and_pattern_facts(
         facts = eng.list_memories(role="memory")
         assert {m.source for m in facts} == {"pattern"}
         assert any("Alice" in m.text for m in facts) and any("dark mode" in m.text for m in facts)
-        assert eng.git.dirty_paths() == []
+        assert eng._parts.git.dirty_paths() == []
     finally:
         eng.close()
 
@@ -140,7 +140,7 @@ def test_reconciliation_faults_keep_the_new_fact(
 
 
 def test_summary_failure_keeps_the_old_summary(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
-    chat_engine.store.write_summary("c4", "Old summary.", 0)
+    chat_engine._parts.store.write_summary("c4", "Old summary.", 0)
     chat_engine.refresh()
     scripted_llm.script(FACTS, '["The user plays chess"]')
     scripted_llm.script(SUMMARY, Fault.malformed_json())
@@ -185,7 +185,7 @@ def test_eviction_and_ttl(make_config: Callable[..., Any], scripted_llm: Any) ->
     try:
         eng.add("old fact", conversation_id="c6")
         eng.add("short-lived", conversation_id="c6", expires_at=utc_now() - timedelta(seconds=1))
-        eng.store.write_summary("c6", "A summary.", 0)
+        eng._parts.store.write_summary("c6", "A summary.", 0)
         eng.refresh()
         outcomes: list[Any] = []
         eng.subscribe_outcomes(outcomes.append)

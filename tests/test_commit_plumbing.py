@@ -23,10 +23,10 @@ def test_an_edit_is_committed_without_git_commit_and_reads_as_one(
     engine: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = engine.add("User lives in Berlin.")
-    before = engine.git.head()
+    before = engine._parts.git.head()
 
     called: list[str] = []
-    cls = type(engine.git.repo.git)
+    cls = type(engine._parts.git.repo.git)
     call = cls._call_process
 
     def recording(self: Any, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -37,11 +37,11 @@ def test_an_edit_is_committed_without_git_commit_and_reads_as_one(
     engine.edit(first.id, text="User lives in Hamburg.")
 
     assert "commit_tree" in called and "commit" not in called  # git commit lstat's every file
-    head = engine.git.head()
+    head = engine._parts.git.head()
     assert head != before
     assert git(engine.root, "rev-parse", f"{head}^").strip() == before
     message = git(engine.root, "log", "-1", "--format=%B", head)
-    info = engine.git.commit_info(head)
+    info = engine._parts.git.commit_info(head)
     assert message.rstrip("\n") == info.message
     assert parse_trailers(message)["Operation"] == "edit"
     assert info.message + "\n" == format_message(info.subject, parse_trailers(message))
@@ -52,7 +52,7 @@ def test_an_edit_is_committed_without_git_commit_and_reads_as_one(
 
 def test_a_commit_made_meanwhile_is_never_overwritten(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     fact = engine.add("User lives in Berlin.")
-    history = engine.git
+    history = engine._parts.git
     stale = history.head()
     (engine.root / "notes.txt").write_text("by hand\n")
     git(engine.root, "add", "notes.txt")

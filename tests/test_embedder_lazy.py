@@ -27,7 +27,7 @@ from desktop_mem.engine.facade import MemoryEngine
 engine = MemoryEngine.open(load_config(flags={"store.path": sys.argv[1], "watcher.enabled": False}))
 report = engine.open_index()
 engine.hold_chat_scope()
-embedder = engine.retriever.embedder
+embedder = engine._parts.search_index.retriever.embedder
 opened = {"loaded": embedder.loaded, "embedded": report.embedded, "unchanged": report.unchanged}
 found = [r.memory.text for r in engine.search("which instrument does the user play", top_k=1)]
 print(json.dumps({"opened": opened, "after_search": embedder.loaded, "found": found}))

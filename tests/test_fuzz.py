@@ -149,7 +149,7 @@ def test_any_conversation_yaml_never_breaks_the_conversation_list(meta: str) -> 
         folder.mkdir(parents=True)
         (folder / "conversation.yaml").write_text(meta, encoding="utf-8", errors="surrogatepass")
         with MemoryEngine(config) as eng:
-            assert "trip" in eng.conversations() or eng.store.conversation_meta("trip").get("deleted")
+            assert "trip" in eng.conversations() or eng._parts.store.conversation_meta("trip").get("deleted")
             assert isinstance(eng.conversation_title("trip"), str)
     finally:
         shutil.rmtree(outer)
@@ -295,8 +295,8 @@ def test_json_bodies_of_every_shape_left_the_store_consistent(
 ) -> None:
     client, engine, _outer = api
     assert engine.wait_idle(60)
-    assert engine.git.dirty_paths() == []
-    engine.git.fsck()
+    assert engine._parts.git.dirty_paths() == []
+    engine._parts.git.fsck()
     listed = client.get("/api/memories", params={"limit": 1000}).json()
     assert all(isinstance(m, dict) and m["id"] for m in listed["data"])
     assert all(isinstance(m, Memory) for m in engine.list_memories(include_deleted=True))
@@ -362,12 +362,12 @@ def _operate(eng: MemoryEngine, operation: str, fact_id: str, outer: Path, expor
     elif operation == "restore":
         eng.restore(fact_id)
     elif operation == "title":
-        eng.store.write_conversation_meta("c", {"title": "Linked"})
+        eng._parts.store.write_conversation_meta("c", {"title": "Linked"})
     elif operation == "summary":
-        eng.store.write_summary("c", "A summary.", 1)
+        eng._parts.store.write_summary("c", "A summary.", 1)
     elif operation == "export":
         (outer / "out.zip").unlink(missing_ok=True)
-        export_zip(eng, outer / "out.zip")
+        export_zip(eng._parts, outer / "out.zip")
     elif operation == "refresh":
         eng.refresh()
     else:
@@ -470,19 +470,19 @@ def test_any_import_entries_are_planned_then_written_whole_or_refused(items: lis
                                     "security.secrets": "redact"})
         with MemoryEngine(config) as eng:
             eng.add("The user likes tea", conversation_id="global")
-            head = eng.git.head()
+            head = eng._parts.git.head()
             try:
-                plan = plan_import(eng, source)
+                plan = plan_import(eng._parts, source)
             except EngineError as exc:  # the file as a whole: one clear reason, nothing written
-                assert str(exc) and eng.git.head() == head
+                assert str(exc) and eng._parts.git.head() == head
                 return
-            apply_import(eng, plan)
+            apply_import(eng._parts, plan)
             eng.refresh()
             assert eng.problems() == [], "an import wrote a file the store cannot read"
-            assert eng.git.dirty_paths() == []
+            assert eng._parts.git.dirty_paths() == []
             ids = [m.id for m in eng.list_memories(include_deleted=True)]
             assert len(ids) == len(set(ids)), "an import wrote a second file with an existing id"
-            assert plan_import(eng, source).entries == (), "re-importing would add something"
+            assert plan_import(eng._parts, source).entries == (), "re-importing would add something"
         assert sorted(p.name for p in outer.iterdir()) == ["import.json", "store"]
     finally:
         shutil.rmtree(outer)

@@ -19,7 +19,7 @@ NAME = "zanzibarqqzkt"
 def test_the_only_memory_with_a_rare_name_is_found_by_it(engine: Any) -> None:
     # More than the dense pool (40) of near-homonyms: closer in meaning to the bare name than the
     # fact is, and none of them holds the word itself.
-    with engine.writer.transaction(Operation.IMPORT, "Import near-homonyms", "global") as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, "Import near-homonyms", "global") as tx:
         for a in "bcdfghjk":
             for b in "lmnpqrs":
                 tx.add(f"zanzibarqq{a}{b}t", conversation_id="global")

@@ -56,7 +56,7 @@ def test_under_ask_a_hand_edit_with_a_key_is_held_back_and_named_by_doctor(
         store = eng.root
     with MemoryEngine(make_config(store=store)) as again:  # the start-up commit holds it back too
         assert KEY.encode() not in _history(again.root)
-        assert again.git.dirty_paths() == [tea.path]
+        assert again._parts.git.dirty_paths() == [tea.path]
 
 
 def test_a_key_saved_while_the_app_was_closed_is_redacted_or_kept_by_policy(
@@ -72,11 +72,11 @@ def test_a_key_saved_while_the_app_was_closed_is_redacted_or_kept_by_policy(
         assert KEY.encode() not in _history(store)
         assert "[redacted:openai_key]" in path.read_text(encoding="utf-8")
         assert eng.get(tea.id).text == "The staging key is [redacted:openai_key]"
-        assert eng.git.dirty_paths() == []
+        assert eng._parts.git.dirty_paths() == []
     path.write_text(raw.replace("User likes tea", f"The staging key is {KEY}"), encoding="utf-8")
     with MemoryEngine(make_config(store=store, **{"security.secrets": "keep"})) as eng:
         assert KEY.encode() in _history(store), "keep: the user's choice is committed as is"
-        assert eng.git.dirty_paths() == []
+        assert eng._parts.git.dirty_paths() == []
 
 
 # ---------------------------------------------------------------- the question and its answers
@@ -109,7 +109,7 @@ def test_a_held_back_hand_edit_is_announced_with_its_kind_and_redact_commits_it_
         assert [(h.path, h.memory_id, h.kinds) for h in heard] == [(tea.path, tea.id, ("openai_key",))]
         assert heard[0].preview == "The staging key is [redacted:openai_key] for billing"
         assert eng.held_back_files() == tuple(heard)
-        assert eng.git.dirty_paths() == [tea.path]
+        assert eng._parts.git.dirty_paths() == [tea.path]
 
         change = eng.resolve_held_back(tea.path, HeldBackChoice.REDACT, expected_hash=heard[0].content_hash)
         assert change.operation == Operation.EXTERNAL_EDIT and change.memory_ids == (tea.id,)
@@ -119,7 +119,7 @@ def test_a_held_back_hand_edit_is_announced_with_its_kind_and_redact_commits_it_
         assert eng.get(tea.id).text == "The staging key is [redacted:openai_key] for billing"
         assert _messages(eng.root).startswith(
             "Edit outside the app (likely secret redacted): The staging key")
-        assert eng.git.dirty_paths() == [] and eng.held_back_files() == ()
+        assert eng._parts.git.dirty_paths() == [] and eng.held_back_files() == ()
         assert changes[-1] == change
         store = eng.root
     assert KEY.encode() not in _history(store)
@@ -206,10 +206,10 @@ def test_resolving_refuses_paths_outside_the_store_stale_paths_and_files_changed
         eng.apply_external_changes([tea.path])
         asked = heard[-1]
         _hand_edit(eng, tea.path, f"The staging key is {KEY} and the old one is {AWS_KEY}")
-        head = eng.git.head()
+        head = eng._parts.git.head()
         with pytest.raises(ConflictError, match="changed since you were asked"):
             eng.resolve_held_back(tea.path, "keep", expected_hash=asked.content_hash)
-        assert eng.git.head() == head and KEY.encode() not in _history(eng.root)
+        assert eng._parts.git.head() == head and KEY.encode() not in _history(eng.root)
         eng.apply_external_changes([tea.path])  # the watcher still sees the change: asked again
         assert heard[-1].kinds == ("openai_key", "aws_access_key") and heard[-1] != asked
 
@@ -247,15 +247,15 @@ def test_a_held_back_file_is_not_committed_by_a_delete_or_update_before_the_user
         tea = eng.add("User likes tea")
         _hand_edit(eng, tea.path, f"Tea shop key {KEY}")
         eng.apply_external_changes([tea.path])
-        head = eng.git.head()
+        head = eng._parts.git.head()
         for attempt in (lambda: eng.delete(tea.id), lambda: eng.replace(tea.id, "User likes mint tea"),
                         lambda: eng.edit(tea.id, meta={"kind": "preference"})):
             with pytest.raises(ValidationError, match="choose Redact or Keep as written first"):
                 attempt()
-        assert eng.git.head() == head and KEY.encode() not in _history(eng.root)
-        assert eng.raw.list_memories() == [eng.raw.get(tea.id)], "nothing was added or moved"
+        assert eng._parts.git.head() == head and KEY.encode() not in _history(eng.root)
+        assert eng._parts.raw.list_memories() == [eng._parts.raw.get(tea.id)], "nothing was added or moved"
         eng.edit(tea.id, text="User likes tea from the corner shop")  # new text: an answer too
-        assert eng.held_back_files() == () and eng.git.dirty_paths() == []
+        assert eng.held_back_files() == () and eng._parts.git.dirty_paths() == []
         eng.delete(tea.id)
         assert KEY.encode() not in _history(eng.root)
 
@@ -292,8 +292,8 @@ def test_a_held_back_memory_never_reaches_the_llm_and_never_breaks_a_chat_turn(
         assert KEY not in sent and AWS_KEY not in sent
         [outcome] = outcomes
         assert outcome.commit is not None, "the turn is recorded although the oldest memory is held back"
-        assert not eng.raw.get(trip.id).deleted, "eviction passes over a held-back memory"
-        assert sorted(eng.git.dirty_paths()) == sorted([portal.path, trip.path])
+        assert not eng._parts.raw.get(trip.id).deleted, "eviction passes over a held-back memory"
+        assert sorted(eng._parts.git.dirty_paths()) == sorted([portal.path, trip.path])
         assert KEY.encode() not in _history(eng.root) and AWS_KEY.encode() not in _history(eng.root)
 
 
@@ -305,7 +305,7 @@ def test_a_held_back_turn_or_summary_is_sent_redacted_and_the_summary_is_not_rew
     config = _chatting(make_config, scripted_llm, memory__summary_threshold=2)
     with MemoryEngine(config) as eng:
         assert eng.chat("trip", "Book the Porto hotel").ok and eng.wait_idle(30)
-        with eng.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
+        with eng._parts.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
             summary = tx.write_summary("trip", "The user plans a trip.", 0)
         [user_turn] = [m for m in eng.list_memories(conversation_id="trip", role="user")]
         _hand_edit(eng, user_turn.path, f"Book the Porto hotel with card key {AWS_KEY}")

@@ -225,7 +225,7 @@ def test_8_a_bad_sync_url_is_one_line_and_never_hangs(make_config: Callable[...,
     try:
         eng.add("User likes tea")
         with pytest.raises(SyncError) as caught:
-            sync(eng)
+            sync(eng._parts)
         assert "\n" not in str(caught.value) and "sync.remote_url" in str(caught.value)
         assert [r.name for r in git.Repo(eng.root).remotes] == []
     finally:
@@ -273,10 +273,10 @@ def test_9_ansi_escapes_in_memory_text_are_not_printed_raw(tmp_path: Path) -> No
 
 
 def test_9_a_soft_deleted_summary_can_be_restored_after_a_newer_one(engine: MemoryEngine) -> None:
-    first = engine.store.write_summary("trip", "We talked about Rome.", 2)
+    first = engine._parts.store.write_summary("trip", "We talked about Rome.", 2)
     engine.refresh()
     tomb = engine.delete(first.id)
-    newer = engine.store.write_summary("trip", "We talked about Paris.", 4)
+    newer = engine._parts.store.write_summary("trip", "We talked about Paris.", 4)
     engine.refresh()
     assert tomb.id != newer.id  # a deleted version keeps a name of its own
     restored = engine.restore(tomb.id)
@@ -345,7 +345,7 @@ def test_1_a_linked_file_is_a_problem_never_read(engine: MemoryEngine, tmp_path:
         assert "symbolic link" in problems["entries/home/facts/20250101T000000Z__link.md"]
     client = TestClient(create_app(engine, None), base_url="http://127.0.0.1")
     assert "TOP-SECRET" not in client.get("/api/memories").text
-    export_zip(engine, tmp_path / "out.zip")
+    export_zip(engine._parts, tmp_path / "out.zip")
     import zipfile
 
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:

@@ -81,8 +81,8 @@ def test_a_read_only_engine_and_the_mcp_process_never_give_out_a_held_back_hand_
         assert tea.path in error and "desktop-mem secrets" in error and KEY not in error
 
         with MemoryEngine(config, read_only=True) as reader:  # exports leave it out
-            done = export_json(reader, tmp_path / "out.json")
-            zipped = export_zip(reader, tmp_path / "out.zip")
+            done = export_json(reader._parts, tmp_path / "out.json")
+            zipped = export_zip(reader._parts, tmp_path / "out.zip")
         assert done.held_back == (tea.path,) and done.memories == 1 and zipped.held_back == (tea.path,)
         assert KEY.encode() not in (tmp_path / "out.json").read_bytes()
         with zipfile.ZipFile(tmp_path / "out.zip") as archive:
@@ -90,7 +90,7 @@ def test_a_read_only_engine_and_the_mcp_process_never_give_out_a_held_back_hand_
             assert all(KEY.encode() not in archive.read(n) for n in archive.namelist())
 
         assert _local_state(app.root) == before, "readers wrote nothing"
-        assert app.git.dirty_paths() == [tea.path]
+        assert app._parts.git.dirty_paths() == [tea.path]
 
         # Once the user answers, readers see the answer.
         app.resolve_held_back(tea.path, HeldBackChoice.REDACT)
@@ -102,7 +102,7 @@ def test_a_read_only_engine_and_the_mcp_process_never_give_out_a_held_back_hand_
 def test_a_held_back_summary_is_refused_as_an_mcp_resource(make_config: Callable[..., Any]) -> None:
     config = make_config()
     with MemoryEngine(config) as app:
-        with app.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
+        with app._parts.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
             summary = tx.write_summary("trip", "The user plans a trip.", 0)
         _hand_edit(app, summary.path, f"The user plans a trip; portal key {KEY}")
         app.apply_external_changes([summary.path])
@@ -140,7 +140,7 @@ def test_a_reader_decides_like_the_writer_before_the_writer_has_seen_the_edit(
             assert reader.held_back_ids() == frozenset(), "a kept key is not held back, as by the writer"
             assert KEY in reader.get(coffee.id).text
         app.apply_external_changes([coffee.path])
-        assert app.held_back_ids() == frozenset() and app.git.dirty_paths() == []
+        assert app.held_back_ids() == frozenset() and app._parts.git.dirty_paths() == []
 
 
 def test_read_only_search_never_returns_a_held_back_hand_edit(make_config: Callable[..., Any]) -> None:
@@ -192,7 +192,7 @@ def test_cli_reads_while_the_app_holds_the_store_never_show_a_held_back_hand_edi
         exported = run(store, "export", "--output", str(tmp_path / "out.json"))
         assert f"left out: {tea.path}" in exported.stderr
         assert KEY.encode() not in (tmp_path / "out.json").read_bytes()
-        assert app.git.dirty_paths() == [tea.path] and os.path.exists(store / tea.path)
+        assert app._parts.git.dirty_paths() == [tea.path] and os.path.exists(store / tea.path)
         assert not subprocess.run(["git", "-C", str(store), "log", "-p", "--all"], capture_output=True,
                                   check=True, text=True).stdout.count(KEY)
 

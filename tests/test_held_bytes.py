@@ -37,7 +37,7 @@ def test_the_index_record_shares_the_catalogs_id_strings(make_config: Callable[.
     config, ids = _indexed_store(make_config)
     with MemoryEngine(config) as eng:  # a restart: the record is read from the manifest file
         assert eng.open_index().embedded == 0
-        keys = {key: key for key in eng.manifest.indexed}
+        keys = {key: key for key in eng._parts.manifest.indexed}
         for memory_id in ids:
             memory = eng.get(memory_id)
             assert keys[memory.id] is memory.id
@@ -49,7 +49,7 @@ def test_the_index_record_costs_under_56_bytes_a_memory(make_config: Callable[..
     config, ids = _indexed_store(make_config)
     with MemoryEngine(config) as eng:
         assert eng.open_index().embedded == 0
-        record = eng.manifest.indexed
+        record = eng._parts.manifest.indexed
         assert sorted(record) == sorted(ids)
         assert max(sys.getsizeof(value) for value in record.values()) <= 56
         changed = eng.edit(ids[0], text="The user keeps three cats")

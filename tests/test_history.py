@@ -36,7 +36,7 @@ def test_history_classifies_app_events_in_order_with_texts(engine: Any) -> None:
     engine.restore(m.id)
     tomb, new = engine.replace(m.id, "User lives in Hamburg")
     engine.delete(new.id, operation=Operation.EVICT)
-    with engine.writer.transaction(Operation.SUMMARY, "Update summary", "c1") as tx:
+    with engine._parts.writer.transaction(Operation.SUMMARY, "Update summary", "c1") as tx:
         tx.write_summary("c1", "The user moved a lot.", 3)
     engine.add("hello there", conversation_id="c1", role="user")
     events = [e for c in reversed(engine.history(limit=50)) for e in c.events]
@@ -105,7 +105,7 @@ def test_restore_file_as_of_a_commit(engine: Any) -> None:
     m = engine.add("User likes jazz")
     first = engine.history(limit=1)[0].sha
     engine.edit(m.id, text="User likes techno")
-    old_bytes = engine.git.show_file(m.path, first)
+    old_bytes = engine._parts.git.show_file(m.path, first)
     assert b"User likes jazz" in old_bytes
     restored = engine.restore_version(m.id, first)
     assert restored.text == "User likes jazz"

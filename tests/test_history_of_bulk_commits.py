@@ -25,7 +25,7 @@ IMPORTED = HISTORY_EVENTS_SHOWN + 25
 def _imported_store(tmp_path: Path) -> Path:
     store = tmp_path / "store"
     with MemoryEngine.open(load_config(flags={"store.path": str(store), "watcher.enabled": False})) as eng:
-        with eng.writer.transaction(Operation.IMPORT, f"Import {IMPORTED} facts") as tx:
+        with eng._parts.writer.transaction(Operation.IMPORT, f"Import {IMPORTED} facts") as tx:
             for i in range(IMPORTED):
                 tx.add(f"The user mentioned hobby number {i}", conversation_id="hobbies", kind="fact")
         eng.add("The user plays the cello")
@@ -73,7 +73,7 @@ def test_cli_history_json_lists_every_event_of_a_commit_too_big_to_read_in_detai
     many = DETAIL_LIMIT + 10
     config = load_config(flags={"store.path": str(store), "watcher.enabled": False})
     subject = f"Import {many} facts"
-    with MemoryEngine.open(config) as eng, eng.writer.transaction(Operation.IMPORT, subject) as tx:
+    with MemoryEngine.open(config) as eng, eng._parts.writer.transaction(Operation.IMPORT, subject) as tx:
         for i in range(many):
             tx.add(f"The user kept note number {i}", conversation_id="notes", kind="fact")
     command = [sys.executable, "-m", "desktop_mem.cli", "--store", str(store), "history", "--json"]

@@ -70,7 +70,7 @@ def test_two_memories_with_one_id_are_reported_never_dropped_as_already_present(
         {"id": "m-2", "text": "The user has a cat"},
     ]), encoding="utf-8")
     with MemoryEngine(make_config()) as engine:  # type: ignore[operator]
-        plan = plan_import(engine, source)
+        plan = plan_import(engine._parts, source)
         assert [e.text for e in plan.entries] == ["The user lives in Ghent", "The user has a cat"]
         assert plan.already_present == 0
         reasons = [s.reason for s in plan.skipped]

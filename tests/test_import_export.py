@@ -63,8 +63,8 @@ def chatgpt_file(tmp_path: Path) -> Path:
 
 
 def test_chatgpt_dry_run_reports_and_writes_nothing(engine: MemoryEngine, chatgpt_file: Path) -> None:
-    commits = engine.git.count()
-    plan = plan_import(engine, chatgpt_file)
+    commits = engine._parts.git.count()
+    plan = plan_import(engine._parts, chatgpt_file)
     assert plan.format == "chatgpt"
     assert (plan.conversations, plan.turns, plan.facts) == (2, 5, 0)
     reasons = {s.where: s.reason for s in plan.skipped}
@@ -72,7 +72,7 @@ def test_chatgpt_dry_run_reports_and_writes_nothing(engine: MemoryEngine, chatgp
     assert "conversation 2" in reasons and "mapping" in reasons["conversation 2"]
     assert any("system, tool" in n for n in plan.notes)
     assert any("Rome in May is lovely" in line for line in plan.preview())
-    assert engine.git.count() == commits
+    assert engine._parts.git.count() == commits
     assert engine.list_memories() == []
     assert not (engine.root / "entries").exists()
 
@@ -80,11 +80,11 @@ def test_chatgpt_dry_run_reports_and_writes_nothing(engine: MemoryEngine, chatgp
 def test_chatgpt_import_makes_one_commit_and_reimport_adds_nothing(
     engine: MemoryEngine, chatgpt_file: Path
 ) -> None:
-    before = engine.git.count()
+    before = engine._parts.git.count()
     seen: list[tuple[int, int]] = []
-    plan = plan_import(engine, chatgpt_file)
-    result = apply_import(engine, plan, progress=lambda d, t: seen.append((d, t)))
-    assert engine.git.count() == before + 1
+    plan = plan_import(engine._parts, chatgpt_file)
+    result = apply_import(engine._parts, plan, progress=lambda d, t: seen.append((d, t)))
+    assert engine._parts.git.count() == before + 1
     head = engine.history(limit=1)[0]
     assert head.subject == "Import conversations.json: 2 conversations, 5 turns, 0 facts"
     assert head.trailers["Operation"] == "import"
@@ -102,10 +102,10 @@ def test_chatgpt_import_makes_one_commit_and_reimport_adds_nothing(
         "My manager is called Dana", "Noted.\n\nDana is your manager."]
     assert all(m.source == "import" for m in result.memories)
 
-    again = plan_import(engine, chatgpt_file)
+    again = plan_import(engine._parts, chatgpt_file)
     assert (again.turns, again.conversations, again.already_present) == (0, 0, 5)
-    second = apply_import(engine, again)
-    assert second.commit is None and engine.git.count() == before + 1
+    second = apply_import(engine._parts, again)
+    assert second.commit is None and engine._parts.git.count() == before + 1
     assert len(engine.list_memories()) == 5
 
 
@@ -140,7 +140,7 @@ def test_json_memory_list_imports_good_entries_and_reports_bad_ones(
         ["not", "an", "object"],
         {"text": "User said hi", "role": "narrator"},
     ]), encoding="utf-8")
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     assert (plan.format, plan.facts) == ("json", 3)
     assert [(s.where, s.reason) for s in plan.skipped] == [
         ("memory 4", 'has no "text" (or "content")'),
@@ -148,13 +148,13 @@ def test_json_memory_list_imports_good_entries_and_reports_bad_ones(
         ("memory 6", 'is not an object with a "text"'),
         ("memory 7", "role 'narrator' is not one of memory, user, assistant"),
     ]
-    apply_import(engine, plan)
+    apply_import(engine._parts, plan)
     by_text = {m.text: m for m in engine.list_memories()}
     assert by_text["User loves fado"].kind == "preference"
     assert by_text["User loves fado"].conversation_id == "trip-to-rome"
     assert by_text["Dinner booked"].created_at.isoformat() == "2024-05-01T19:00:00+00:00"
     assert by_text["User lives in Lisbon"].conversation_id == "global"
-    assert plan_import(engine, path).facts == 0
+    assert plan_import(engine._parts, path).facts == 0
 
 
 def test_markdown_bullets_become_facts_under_their_heading(engine: MemoryEngine, tmp_path: Path) -> None:
@@ -164,11 +164,11 @@ def test_markdown_bullets_become_facts_under_their_heading(engine: MemoryEngine,
         "- Leads the billing rewrite\n  due in June\nSome prose that is not a bullet.\n- [x] Shipped v2\n",
         encoding="utf-8",
     )
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     assert plan.format == "markdown"
     assert [(s.where, s.reason) for s in plan.skipped] == [
         ("line 7", "is not a '- ' or '* ' bullet (only bullets become facts)")]
-    apply_import(engine, plan)
+    apply_import(engine._parts, plan)
     assert {m.text for m in engine.list_memories(conversation_id="global")} == {
         "Likes green tea", "Has a cat named Miso"}
     assert [m.text for m in engine.list_memories(conversation_id="work-projects")] == [
@@ -190,11 +190,11 @@ def test_malformed_files_fail_clearly_and_write_nothing(
 ) -> None:
     path = tmp_path / "broken.json"
     path.write_bytes(content)
-    commits = engine.git.count()
+    commits = engine._parts.git.count()
     with pytest.raises(ImportFileError, match=message) as info:
-        plan_import(engine, path, fmt)
+        plan_import(engine._parts, path, fmt)
     assert str(path) in str(info.value)
-    assert engine.git.count() == commits and engine.list_memories() == []
+    assert engine._parts.git.count() == commits and engine.list_memories() == []
 
 
 def test_a_failing_write_rolls_back_the_whole_import(engine: MemoryEngine, tmp_path: Path) -> None:
@@ -203,16 +203,16 @@ def test_a_failing_write_rolls_back_the_whole_import(engine: MemoryEngine, tmp_p
         {"text": "First", "conversation_id": "alpha"}, {"text": "Second", "conversation_id": "alpha"},
         {"text": "Third", "conversation_id": "beta"},
     ]), encoding="utf-8")
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     (engine.root / "entries").mkdir(exist_ok=True)
     (engine.root / "entries" / "beta").write_text("a file where a folder must go", encoding="utf-8")
-    commits = engine.git.count()
+    commits = engine._parts.git.count()
     with pytest.raises(OSError):
-        apply_import(engine, plan)
+        apply_import(engine._parts, plan)
     assert not (engine.root / "entries" / "alpha").exists() or not any(
         (engine.root / "entries" / "alpha").rglob("*.md"))
     engine.refresh()
-    assert engine.list_memories() == [] and engine.git.count() == commits
+    assert engine.list_memories() == [] and engine._parts.git.count() == commits
 
 
 @pytest.fixture
@@ -228,7 +228,7 @@ def rich_store(engine: MemoryEngine) -> MemoryEngine:
     engine.edit(tagged.id, meta={"mood": "curious"})
     engine.add("Book me a flight to Rome", conversation_id=conv, role="user")
     engine.add("Which dates?", conversation_id=conv, role="assistant", source="llm")
-    with engine.writer.transaction(Operation.SUMMARY, "Summary", conv) as tx:
+    with engine._parts.writer.transaction(Operation.SUMMARY, "Summary", conv) as tx:
         tx.write_summary(conv, "The user plans a trip to Rome.", 2)
     return engine
 
@@ -243,36 +243,36 @@ def test_json_export_imported_into_an_empty_store_gives_the_same_memories(
     rich_store: MemoryEngine, make_config: Callable[..., Any], tmp_path: Path
 ) -> None:
     out = tmp_path / "export.json"
-    result = export_json(rich_store, out)
+    result = export_json(rich_store._parts, out)
     assert result.memories == len(rich_store.list_memories(include_deleted=True)) == 9
     assert result.deleted == 2
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["format"] == "desktop-mem-export"
     with MemoryEngine(make_config(store=tmp_path / "other")) as other:
-        plan = plan_import(other, out)
+        plan = plan_import(other._parts, out)
         assert plan.skipped == ()
-        apply_import(other, plan)
+        apply_import(other._parts, plan)
         assert _snapshot(other) == _snapshot(rich_store)
         conv = next(c for c in other.conversations() if c != "global")
         assert other.conversation_title(conv) == "Trip planning"
         assert other.summary(conv) is not None
-        assert plan_import(other, out).entries == ()
+        assert plan_import(other._parts, out).entries == ()
 
 
 def test_conversation_export_holds_only_that_conversation(rich_store: MemoryEngine, tmp_path: Path) -> None:
     conv = next(c for c in rich_store.conversations() if c != "global")
     data_path = tmp_path / "one.json"
-    export_json(rich_store, data_path, conv)
+    export_json(rich_store._parts, data_path, conv)
     data = json.loads(data_path.read_text(encoding="utf-8"))
     assert {m["conversation_id"] for m in data["memories"]} == {conv}
     assert data["conversations"] == [{"id": conv, "title": "Trip planning"}]
     with pytest.raises(ValidationError, match="no conversation 'nope'"):
-        export_json(rich_store, tmp_path / "x.json", "nope")
+        export_json(rich_store._parts, tmp_path / "x.json", "nope")
 
 
 def test_zip_export_is_the_markdown_tree_with_a_readme(rich_store: MemoryEngine, tmp_path: Path) -> None:
     out = tmp_path / "store.zip"
-    export_zip(rich_store, out)
+    export_zip(rich_store._parts, out)
     with zipfile.ZipFile(out) as archive:
         names = archive.namelist()
         assert "README.txt" in names
@@ -281,10 +281,10 @@ def test_zip_export_is_the_markdown_tree_with_a_readme(rich_store: MemoryEngine,
             assert m.path in names
             assert archive.read(m.path) == (rich_store.root / m.path).read_bytes()
     with pytest.raises(ValidationError, match="already exists"):
-        export_zip(rich_store, out)
+        export_zip(rich_store._parts, out)
     conv = next(c for c in rich_store.conversations() if c != "global")
     one = tmp_path / "one.zip"
-    export_zip(rich_store, one, conv)
+    export_zip(rich_store._parts, one, conv)
     with zipfile.ZipFile(one) as archive:
         assert all(n == "README.txt" or n.startswith(f"entries/{conv}/") for n in archive.namelist())
 

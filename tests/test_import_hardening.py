@@ -29,7 +29,7 @@ KEY = "sk-proj-Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa"
 def _state(engine: MemoryEngine) -> tuple[dict[str, bytes], str | None, int]:
     files = {p.relative_to(engine.root).as_posix(): p.read_bytes()
              for p in (engine.root / "entries").rglob("*") if p.is_file() and not p.is_symlink()}
-    return files, engine.git.head(), engine.git.count()
+    return files, engine._parts.git.head(), engine._parts.git.count()
 
 
 def _ours(*memories: dict[str, Any], conversations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _chatgpt(title: str, *texts: str) -> list[dict[str, Any]]:
 def test_3_a_failing_import_leaves_the_store_and_its_history_byte_identical(
     engine: MemoryEngine, tmp_path: Path
 ) -> None:
-    engine.store.write_summary("trip", "We talked about Rome.", 2)
+    engine._parts.store.write_summary("trip", "We talked about Rome.", 2)
     engine.add("User likes tea", conversation_id="trip")
     engine.commit_all("Summary", Operation.SUMMARY)
     engine.refresh()
@@ -72,12 +72,12 @@ def test_3_a_failing_import_leaves_the_store_and_its_history_byte_identical(
         {"id": "f1", "role": "memory", "conversation_id": "trip", "text": "User likes coffee"},
         {"id": "t1", "role": "user", "conversation_id": "trip", "text": "hello"},
     ))
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     # a write that fails half way: the turns folder became a link after the plan was made
     turns = engine.root / "entries" / "trip" / "turns"
     turns.symlink_to(tmp_path, target_is_directory=True)
     with pytest.raises(Exception, match="symbolic link"):
-        apply_import(engine, plan)
+        apply_import(engine._parts, plan)
     turns.unlink()
     assert _state(engine) == before
     assert engine.summary("trip") is not None and engine.summary("trip").text == "We talked about Rome."
@@ -88,16 +88,16 @@ def test_3_a_failing_import_leaves_the_store_and_its_history_byte_identical(
 def test_3_an_imported_summary_never_replaces_the_current_one_silently(
     engine: MemoryEngine, tmp_path: Path
 ) -> None:
-    engine.store.write_summary("trip", "We talked about Rome.", 2)
+    engine._parts.store.write_summary("trip", "We talked about Rome.", 2)
     engine.commit_all("Summary", Operation.SUMMARY)
     engine.refresh()
     path = _write_json(tmp_path, _ours(
         {"id": "s-new", "role": "summary", "conversation_id": "trip", "text": "We talked about Paris."}))
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     lines = "\n".join(iter_plan_lines(plan))
     assert "would add 0 conversations" in lines or plan.entries == ()
     assert "already has a summary" in lines
-    apply_import(engine, plan)
+    apply_import(engine._parts, plan)
     assert engine.summary("trip") is not None and engine.summary("trip").text == "We talked about Rome."
 
 
@@ -111,7 +111,7 @@ def test_3_extra_never_sets_core_keys(engine: MemoryEngine, tmp_path: Path) -> N
          "extra": {"id": existing.id, "role": "summary", "conversation_id": "other",
                    "replaced_by": existing.id, "deleted_at": "2020-01-01T00:00:00Z", "mood": "happy"}}))
     for _ in range(3):
-        apply_import(engine, plan_import(engine, path))
+        apply_import(engine._parts, plan_import(engine._parts, path))
     engine.refresh()
     memories = engine.list_memories(include_deleted=True)
     assert sorted(m.id for m in memories) == sorted([existing.id, "imp-1"])
@@ -140,9 +140,9 @@ def test_3_a_bad_entry_is_skipped_with_a_reason_never_a_traceback_or_a_problem_f
     before = _state(engine)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(_ours({"role": "memory", **bad}), ensure_ascii=True), encoding="utf-8")
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     assert plan.entries == () and len(plan.skipped) == 1 and plan.skipped[0].reason
-    apply_import(engine, plan)
+    apply_import(engine._parts, plan)
     engine.refresh()
     assert engine.problems() == [] and _state(engine) == before
 
@@ -155,11 +155,11 @@ def test_3_imports_follow_the_secret_policy(make_config: Callable[..., Any], tmp
     with MemoryEngine(make_config()) as eng:
         before = _state(eng)
         with pytest.raises(SecretDetectedError) as caught:
-            plan_import(eng, path)
+            plan_import(eng._parts, path)
         assert KEY not in str(caught.value)
         assert _state(eng) == before
-        plan = plan_import(eng, path, secrets="redact")
-        apply_import(eng, plan)
+        plan = plan_import(eng._parts, path, secrets="redact")
+        apply_import(eng._parts, plan)
         store = eng.root
     assert KEY.encode() not in subprocess.run(["git", "-C", str(store), "log", "-p", "--all"],
                                               capture_output=True, check=True).stdout
@@ -191,11 +191,11 @@ def test_3_a_zip_bomb_is_refused_before_it_is_expanded(engine: MemoryEngine, tmp
         archive.writestr("conversations.json", b"[" + b" " * (40 * 1024 * 1024) + b"]")
     assert bomb.stat().st_size < 200 * 1024
     with pytest.raises(ImportFileError, match="limit"):
-        plan_import(engine, bomb)
+        plan_import(engine._parts, bomb)
     big = tmp_path / "big.json"
     big.write_bytes(b"[" + b" " * (5 * 1024 * 1024) + b"]")
     with pytest.raises(ImportFileError, match="limit"):
-        plan_import(engine, big)
+        plan_import(engine._parts, big)
 
 
 def test_3_the_number_of_entries_is_limited(engine: MemoryEngine, tmp_path: Path,
@@ -203,4 +203,4 @@ def test_3_the_number_of_entries_is_limited(engine: MemoryEngine, tmp_path: Path
     monkeypatch.setattr(importers, "MAX_IMPORT_ENTRIES", 50)
     path = _write_json(tmp_path, [{"text": f"fact {i}"} for i in range(51)])
     with pytest.raises(ImportFileError, match="50"):
-        plan_import(engine, path)
+        plan_import(engine._parts, path)

@@ -37,9 +37,9 @@ def test_an_import_failing_in_a_later_batch_says_what_was_and_was_not_saved(
 ) -> None:
     source = _facts(tmp_path / "facts.json", 7)
     with MemoryEngine.open(make_config()) as eng:
-        plan = plan_import(eng, source, "json")
+        plan = plan_import(eng._parts, source, "json")
         with pytest.raises(ImportIncomplete) as failed:
-            apply_import(eng, plan, _disk_fills_at(4), batch_size=3)  # 3 | 3 | 1: fails in part 2
+            apply_import(eng._parts, plan, _disk_fills_at(4), batch_size=3)  # 3 | 3 | 1: fails in part 2
         message = str(failed.value)
         assert message.startswith("3 of 7 memories were imported (1 commit, the last ")
         assert "part 2 of 3 failed and the other 4 were not imported: No space left on device" in message
@@ -51,7 +51,8 @@ def test_an_import_failing_in_a_later_batch_says_what_was_and_was_not_saved(
         assert subprocess.run(["git", "status", "--porcelain", "entries"], cwd=eng.root, capture_output=True,
                               text=True, check=True).stdout == ""  # part 2 was put back whole
 
-        again = apply_import(eng, plan_import(eng, source, "json"), batch_size=3)  # as the message says
+        parts = eng._parts
+        again = apply_import(parts, plan_import(parts, source, "json"), batch_size=3)  # as the message says
         assert len(again.memories) == 4 and len(eng.list_memories()) == 7
 
 
@@ -61,6 +62,6 @@ def test_an_import_failing_in_its_first_batch_raises_the_reason_itself(
     source = _facts(tmp_path / "facts.json", 4)
     with MemoryEngine.open(make_config()) as eng:
         with pytest.raises(OSError, match="No space left") as failed:
-            apply_import(eng, plan_import(eng, source, "json"), _disk_fills_at(2), batch_size=3)
+            apply_import(eng._parts, plan_import(eng._parts, source, "json"), _disk_fills_at(2), batch_size=3)
         assert not isinstance(failed.value, ImportIncomplete)
         assert eng.list_memories() == []  # nothing was saved, as the plain error implies

@@ -75,8 +75,8 @@ def _texts(engine: MemoryEngine, role: str) -> list[str]:
 
 
 def test_claude_export_dry_run_says_what_and_writes_nothing(engine: MemoryEngine, tmp_path: Path) -> None:
-    commits = engine.git.count()
-    plan = plan_import(engine, claude_zip(tmp_path))
+    commits = engine._parts.git.count()
+    plan = plan_import(engine._parts, claude_zip(tmp_path))
     assert plan.format == "claude"
     # two chats with text, the user's own facts (global) and the Garden project's memory
     assert (plan.conversations, plan.turns) == (4, 3)
@@ -87,16 +87,16 @@ def test_claude_export_dry_run_says_what_and_writes_nothing(engine: MemoryEngine
     assert "conversation 2 'Untitled'" in reasons
     assert "neither human nor assistant" in reasons["conversation 3 'Old shape': message 2"]
     assert any("tool calls" in n for n in plan.notes)
-    assert engine.git.count() == commits and engine.list_memories() == []
+    assert engine._parts.git.count() == commits and engine.list_memories() == []
 
 
 def test_claude_export_imports_in_one_commit_and_again_adds_nothing(
     engine: MemoryEngine, tmp_path: Path
 ) -> None:
     path = claude_zip(tmp_path)
-    before = engine.git.count()
-    apply_import(engine, plan_import(engine, path))
-    assert engine.git.count() == before + 1
+    before = engine._parts.git.count()
+    apply_import(engine._parts, plan_import(engine._parts, path))
+    assert engine._parts.git.count() == before + 1
     assert engine.history(limit=1)[0].trailers["Operation"] == "import"
     ghent = next(c for c in engine.conversations() if engine.conversation_title(c) == "Moving to Ghent")
     assert [(m["role"], m["content"]) for m in engine.messages(ghent)] == [
@@ -108,19 +108,19 @@ def test_claude_export_imports_in_one_commit_and_again_adds_nothing(
     garden = facts["Planning a garden."].conversation_id
     assert engine.conversation_title(garden) == "Garden"  # the project's memory stays with it
 
-    again = plan_import(engine, path)
+    again = plan_import(engine._parts, path)
     assert again.turns == again.facts == again.conversations == 0
-    assert apply_import(engine, again).commit is None and engine.git.count() == before + 1
+    assert apply_import(engine._parts, again).commit is None and engine._parts.git.count() == before + 1
 
 
 def test_claude_conversations_json_alone_is_recognised(engine: MemoryEngine, tmp_path: Path) -> None:
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps(claude_conversations()), encoding="utf-8")
-    plan = plan_import(engine, path)
+    plan = plan_import(engine._parts, path)
     assert plan.format == "claude" and (plan.conversations, plan.turns, plan.facts) == (2, 3, 0)
     memories = tmp_path / "memories.json"
     memories.write_text(json.dumps(claude_memories()), encoding="utf-8")
-    alone = plan_import(engine, memories)
+    alone = plan_import(engine._parts, memories)
     assert alone.format == "claude" and (alone.turns, alone.facts) == (0, 5)
 
 
@@ -131,9 +131,9 @@ def test_a_secret_in_a_claude_export_is_caught_before_anything_is_written(
     convs[0]["chat_messages"][0]["content"][0]["text"] = (
         "my key is sk-proj-Q3v9XcT2LmN8bR4kW7yZ1aE5fH6jP0sD")
     with pytest.raises(SecretDetectedError):
-        plan_import(engine, claude_zip(tmp_path, convs), secrets="ask")
-    redacted = plan_import(engine, claude_zip(tmp_path, convs), secrets="redact")
-    apply_import(engine, redacted)
+        plan_import(engine._parts, claude_zip(tmp_path, convs), secrets="ask")
+    redacted = plan_import(engine._parts, claude_zip(tmp_path, convs), secrets="redact")
+    apply_import(engine._parts, redacted)
     assert all("Q3v9XcT2LmN8bR4kW7yZ1aE5fH6jP0sD" not in m.text for m in engine.list_memories())
 
 
@@ -142,7 +142,7 @@ def test_a_zip_without_an_export_inside_is_refused_clearly(engine: MemoryEngine,
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("a.jpg", b"\xff\xd8")
     with pytest.raises(ImportFileError, match="no conversations.json or memories.json"):
-        plan_import(engine, path)
+        plan_import(engine._parts, path)
 
 
 # ---------------------------------------------------------------------------------- mem0
@@ -191,23 +191,23 @@ def openmemory_zip(tmp_path: Path) -> Path:
 def test_mem0_get_all_json_imports_the_user_facts(engine: MemoryEngine, tmp_path: Path) -> None:
     path = tmp_path / "mem0.json"
     path.write_text(json.dumps(mem0_get_all()), encoding="utf-8")
-    before = engine.git.count()
-    plan = plan_import(engine, path)
+    before = engine._parts.git.count()
+    plan = plan_import(engine._parts, path)
     assert plan.format == "mem0" and plan.facts == 2
     assert {s.where: s.reason for s in plan.skipped} == {"memory 3": 'has no "memory" (or "content") text'}
-    apply_import(engine, plan)
-    assert engine.git.count() == before + 1
+    apply_import(engine._parts, plan)
+    assert engine._parts.git.count() == before + 1
     facts = [m for m in engine.list_memories() if m.role == "memory"]
     assert sorted(m.text for m in facts) == ["Allergic to nuts", "Is a vegetarian"]
     assert all(m.conversation_id == "global" and m.source == "import" for m in facts)
-    assert plan_import(engine, path).facts == 0  # again: nothing new
+    assert plan_import(engine._parts, path).facts == 0  # again: nothing new
 
 
 def test_openmemory_export_keeps_deleted_memories_deleted(engine: MemoryEngine, tmp_path: Path) -> None:
-    plan = plan_import(engine, openmemory_zip(tmp_path))
+    plan = plan_import(engine._parts, openmemory_zip(tmp_path))
     assert plan.format == "mem0"
     assert any("archived or deleted" in n for n in plan.notes)
-    apply_import(engine, plan)
+    apply_import(engine._parts, plan)
     live = [m.text for m in engine.list_memories() if m.role == "memory"]
     assert live == ["Lives in Leuven"]  # the deleted one is never told to the model
     gone = [m for m in engine.list_memories(include_deleted=True) if m.text == "Lives in Ghent"]

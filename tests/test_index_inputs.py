@@ -44,7 +44,7 @@ def _full_pass(eng: Any) -> dict[str, tuple[str, str]]:
 
 
 def _recorded(eng: Any) -> dict[str, tuple[str, str]]:
-    return {i: entry_hashes(v) for i, v in eng.manifest.indexed.items()}
+    return {i: entry_hashes(v) for i, v in eng._parts.manifest.indexed.items()}
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_each_change_to_what_a_memory_is_indexed_with_is_caught(make_config: Cal
         with eng:
             assert _recorded(eng) == _full_pass(eng)  # exactly what a pass digesting all records
             assert (report.embedded, report.metadata_only) == (embedded, metadata_only)
-            n = len(eng.manifest.indexed)
+            n = len(eng._parts.manifest.indexed)
             assert report.unchanged == n - embedded - metadata_only
         return eng
 
@@ -168,7 +168,7 @@ def test_a_store_recorded_without_keys_is_keyed_on_its_first_start(make_config: 
     eng, report = _reopen(config)
     with eng:
         assert (report.embedded, report.metadata_only, report.unchanged) == (0, 0, len(made))
-        assert all(entry_inputs(v) for v in eng.manifest.indexed.values())
+        assert all(entry_inputs(v) for v in eng._parts.manifest.indexed.values())
     digested.clear()
     eng, report = _reopen(config)
     with eng:

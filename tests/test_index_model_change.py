@@ -40,7 +40,7 @@ def test_a_model_change_re_embeds_everything_with_progress(make_config: Callable
         assert progress and progress[-1] == (len(FACTS), len(FACTS))
         assert _recorded_model(eng) == "e5-small-v2-int8-onnx:384"
         # The stored vectors are the new model's, not MiniLM's left behind.
-        stored = eng.retriever.vectors.get_embeddings([dog.id])[dog.id]
+        stored = eng._parts.search_index.retriever.vectors.get_embeddings([dog.id])[dog.id]
         e5 = OnnxEmbedder(model="e5-small-v2").embed([dog.text])[0]
         minilm = OnnxEmbedder(model="all-MiniLM-L6-v2").embed([dog.text])[0]
         assert float(stored @ e5) > 0.99
@@ -64,7 +64,7 @@ def test_switching_back_re_embeds_again(make_config: Callable[..., Any]) -> None
     with MemoryEngine(make_config(embedding__local_model="all-MiniLM-L6-v2")) as eng:
         assert eng.open_index().embedded == 3
         memory = eng.list_memories()[0]
-        stored = eng.retriever.vectors.get_embeddings([memory.id])[memory.id]
+        stored = eng._parts.search_index.retriever.vectors.get_embeddings([memory.id])[memory.id]
         expected = OnnxEmbedder(model="all-MiniLM-L6-v2").embed([memory.text])[0]
         np.testing.assert_allclose(stored, expected, atol=1e-4)
         assert _recorded_model(eng) == "all-MiniLM-L6-v2-int8-onnx:384"

@@ -15,7 +15,7 @@ from tests.test_timeline_query import build_history, git
 
 def test_chain_both_ways_with_texts_and_commits(engine: Any) -> None:
     built = build_history(engine)
-    line = lineage(engine, built.b)
+    line = lineage(engine._parts, built.b)
     assert [s.memory_id for s in line.chain] == [built.a, built.b, built.c]
     assert [s.text for s in line.chain] == ["User lives in Munich.", "User lives in Hamburg.",
                                            "User lives in Hamburg, Altona."]
@@ -33,15 +33,15 @@ def test_chain_both_ways_with_texts_and_commits(engine: Any) -> None:
     assert c.created_in is not None and b.replaced_in is not None and c.created_in.sha == b.replaced_in.sha
     assert c.replaced_in is None
     assert not line.cycle and line.dangling == ()
-    from_end = lineage(engine, built.c)
+    from_end = lineage(engine._parts, built.c)
     assert [s.memory_id for s in from_end.earlier] == [built.a, built.b] and from_end.later == ()
-    from_start = lineage(engine, built.a)
+    from_start = lineage(engine._parts, built.a)
     assert [s.memory_id for s in from_start.later] == [built.b, built.c]
 
 
 def test_hand_made_replacement_is_in_the_lineage(engine: Any) -> None:
     built = build_history(engine)
-    line = lineage(engine, built.green)
+    line = lineage(engine._parts, built.green)
     assert [s.text for s in line.chain] == ["User's favourite colour is blue",
                                            "User's favourite colour is green"]
     blue, green = line.chain
@@ -59,16 +59,16 @@ def test_merge_cycle_and_dangling_targets_do_not_crash(engine: Any) -> None:
     # A second old fact pointing at the same replacement (a merge), edited by hand.
     engine.delete(y.id)
     engine.edit(y.id, meta={"replaced_by": merged.id})
-    line = lineage(engine, merged.id)
+    line = lineage(engine._parts, merged.id)
     assert sorted(s.memory_id for s in line.earlier) == sorted([x.id, y.id])
     assert {s.depth for s in line.earlier} == {-1}
 
     # Make a loop: the live end now claims to be replaced by the first tombstone.
     engine.edit(merged.id, meta={"replaced_by": x.id})
-    looped = lineage(engine, x.id)
+    looped = lineage(engine._parts, x.id)
     assert looped.cycle
     assert [s.memory_id for s in looped.chain] == [x.id, merged.id]  # each step once, then it stops
-    looped_end = lineage(engine, merged.id)
+    looped_end = lineage(engine._parts, merged.id)
     assert looped_end.cycle and [s.memory_id for s in looped_end.chain] == [y.id, merged.id, x.id]
 
     gone = engine.add("User rides a bike")
@@ -76,7 +76,7 @@ def test_merge_cycle_and_dangling_targets_do_not_crash(engine: Any) -> None:
     git(engine.root, "rm", "-q", target.path)
     git(engine.root, "commit", "-qm", "drop the e-bike file")
     engine.refresh()
-    dangling = lineage(engine, gone.id)
+    dangling = lineage(engine._parts, gone.id)
     assert dangling.dangling == (target.id,)
     [missing] = dangling.later
     assert missing.missing and missing.memory is None
@@ -86,7 +86,7 @@ def test_merge_cycle_and_dangling_targets_do_not_crash(engine: Any) -> None:
     lone = engine.add("User owns a kayak")
     engine.delete(lone.id)
     engine.edit(lone.id, meta={"replaced_by": "never-written"})
-    nowhere = lineage(engine, lone.id)
+    nowhere = lineage(engine._parts, lone.id)
     assert nowhere.dangling == ("never-written",) and nowhere.later[0].text is None
 
 
@@ -94,11 +94,11 @@ def test_works_from_the_files_alone_without_git(make_config: Callable[..., Any])
     with MemoryEngine(make_config(store__git_versioning=False)) as eng:
         first = eng.add("User is vegetarian")
         _, second = eng.replace(first.id, "User is vegan")
-        line = lineage(eng, second.id)
+        line = lineage(eng._parts, second.id)
         assert [s.text for s in line.chain] == ["User is vegetarian", "User is vegan"]
         assert all(s.created_in is None and s.replaced_in is None for s in line.chain)
 
 
 def test_unknown_id_is_a_clear_error(engine: Any) -> None:
     with pytest.raises(NotFoundError, match="no memory with id"):
-        lineage(engine, "does-not-exist")
+        lineage(engine._parts, "does-not-exist")

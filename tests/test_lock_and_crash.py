@@ -40,7 +40,7 @@ import sys, time
 from desktop_mem.engine.config import load_config
 from desktop_mem.engine.facade import MemoryEngine
 eng = MemoryEngine(load_config(flags={"store.path": sys.argv[1], "watcher.enabled": False}))
-eng.lock.publish(endpoint="unix:/nonexistent/desktop-mem-x/mcp.sock")  # the app or serve
+eng._parts.lock.publish(endpoint="unix:/nonexistent/desktop-mem-x/mcp.sock")  # the app or serve
 print("ready", flush=True)
 time.sleep(60)
 """
@@ -99,7 +99,7 @@ def test_second_writer_gets_a_clear_message_and_readers_still_work(make_config: 
         holder.kill()
         holder.wait()
     with MemoryEngine(make_config(store)) as eng:  # the OS released the lock of the killed holder
-        assert eng.lock.held
+        assert eng._parts.lock.held
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -120,8 +120,8 @@ def test_sigkill_mid_write_leaves_no_partial_file_and_clean_git(
         for mid in acked:
             eng.get(mid)  # every acknowledged write is there
         assert not list((store / "entries").rglob("*.tmp"))
-        eng.git.fsck()
-        assert eng.git.dirty_paths() == [], "start-up recovery commits what the crash left"
+        eng._parts.git.fsck()
+        assert eng._parts.git.dirty_paths() == [], "start-up recovery commits what the crash left"
     assert len(acked) > 0
 
 
@@ -130,20 +130,20 @@ def test_start_up_removes_temp_files_and_commits_only_what_changed_while_closed(
     store = tmp_path / "store"
     with MemoryEngine(make_config(store)) as eng:
         memory = eng.add("User lives in Berlin", conversation_id="trip")
-        head = eng.git.head()
+        head = eng._parts.git.head()
     path = store / memory.path
     temp = path.parent / f".{path.name}.1234abcd.tmp"  # a write killed before its rename
     temp.write_text("partial", encoding="utf-8")
     with MemoryEngine(make_config(store)) as eng:
         assert not temp.exists() and eng.problems() == []
-        assert eng.git.head() == head, "nothing changed while closed: no commit"
+        assert eng._parts.git.head() == head, "nothing changed while closed: no commit"
     path.write_text(path.read_text(encoding="utf-8").replace("Berlin", "Munich"), encoding="utf-8")
     with MemoryEngine(make_config(store)) as eng:
-        newest = eng.git.newest()
+        newest = eng._parts.git.newest()
         assert newest is not None and newest.sha != head and newest.changes == ()  # no file list read
         assert newest.subject == "Record changes made while desktop-mem was closed"
-        assert [c.new_path for c in eng.git.log(limit=1)[0].changes] == [memory.path]
-        assert eng.git.dirty_paths() == [] and eng.get(memory.id).text == "User lives in Munich"
+        assert [c.new_path for c in eng._parts.git.log(limit=1)[0].changes] == [memory.path]
+        assert eng._parts.git.dirty_paths() == [] and eng.get(memory.id).text == "User lives in Munich"
 
 
 STRAGGLER = """
@@ -180,7 +180,7 @@ def test_a_dead_writers_lock_is_waited_for_briefly_not_reported_as_held(
         start = time.monotonic()
         if straggles == 0.5:
             with MemoryEngine(make_config(store)) as eng:
-                assert eng.lock.held
+                assert eng._parts.lock.held
             assert time.monotonic() - start < 2 + 1
         else:
             with pytest.raises(StoreLockedError, match=f"pid {dead.pid}"):

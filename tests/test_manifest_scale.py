@@ -93,8 +93,8 @@ def test_an_old_json_manifest_is_carried_over_without_parsing_or_re_embedding(
         facts = [eng.add(t) for t in ("The user has a greyhound named Biscuit", "The user is a nurse")]
         eng.open_index()
         root = eng.root
-        indexed = dict(eng.manifest.indexed)
-        embedder = eng.manifest.embedder_name
+        indexed = dict(eng._parts.manifest.indexed)
+        embedder = eng._parts.manifest.embedder_name
         stats = {m.path: (root / m.path).stat() for m in facts}
     legacy = {"version": 1, "embedder": embedder,
               "files": {m.path: {"mtime_ns": stats[m.path].st_mtime_ns, "size": stats[m.path].st_size,
@@ -200,7 +200,7 @@ def test_a_start_that_never_reads_the_indexed_table_keeps_it(make_config: Callab
     with MemoryEngine(config) as eng:
         first = eng.add("The user keeps two cats")
         eng.open_index()
-        indexed = dict(eng.manifest.indexed)
+        indexed = dict(eng._parts.manifest.indexed)
         root = eng.root
     assert first.id in indexed
     with MemoryEngine(config) as eng:  # no index opened: only file rows are saved

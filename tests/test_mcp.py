@@ -250,7 +250,7 @@ def test_reads_work_and_writes_fail_clearly_when_the_writer_does_not_answer(tmp_
     holder = MemoryEngine(load_config(flags={"store.path": str(store), "watcher.enabled": False}))
     try:
         holder.add("Already here")
-        holder.lock.publish(endpoint=dead_private_socket(tmp_path))  # nothing listens there
+        holder._parts.lock.publish(endpoint=dead_private_socket(tmp_path))  # nothing listens there
 
         async def scenario() -> tuple[dict[str, Any], Any]:
             async with stdio_session(store) as s:

@@ -27,11 +27,11 @@ def test_mcp_writes_carry_source_and_client_and_filter_on_the_timeline(engine: M
         ("add", None, None), ("add", "mcp", "Claude Desktop"),  # the batch: one commit (issue #22)
         ("update", "mcp", "Cursor"), ("delete", "mcp", "Cursor"), ("restore", "mcp", "Cursor")]
 
-    page = timeline_page(engine, TimelineQuery(source="mcp"))
+    page = timeline_page(engine._parts, TimelineQuery(source="mcp"))
     assert [[e.type for e in c.events] for c in page.commits] == [
         [EventType.RESTORE], [EventType.DELETE], [EventType.UPDATE], [EventType.ADD, EventType.ADD]]
     assert {commit_source(c.trailers) for c in page.commits} == {"mcp"}
-    app_only = timeline_page(engine, TimelineQuery(source="app"))
+    app_only = timeline_page(engine._parts, TimelineQuery(source="app"))
     assert [c.subject for c in app_only.commits] == ["Add fact: Typed in the app"]
     assert TimelineQuery(source="mcp").filtered
 

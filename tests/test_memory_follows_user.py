@@ -366,7 +366,7 @@ def test_cancel_stops_the_memory_update_with_nothing_half_applied(
     assert not outcome.added and not outcome.summary_changed
     assert any("cancelled" in n for n in outcome.notes)
     assert not chat_engine.list_memories(role="memory")
-    assert chat_engine.git.dirty_paths() == []  # the turn's messages are committed all the same
+    assert chat_engine._parts.git.dirty_paths() == []  # the turn's messages are committed all the same
     assert chat_engine.get(reply.turn_id).text == "I like tea."
     assert events[-1].state == "cancelled"
 

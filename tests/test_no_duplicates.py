@@ -16,11 +16,11 @@ def _facts(engine: MemoryEngine) -> list[str]:
 
 def test_adding_the_same_fact_again_returns_the_one_already_stored(engine: MemoryEngine) -> None:
     first = engine.add("The user lives in Ghent")
-    commits = engine.git.count()
+    commits = engine._parts.git.count()
     again = engine.add("the user  lives in Ghent")  # a retry, differently spaced and cased
     assert again.id == first.id
     assert _facts(engine) == ["The user lives in Ghent"]
-    assert engine.git.count() == commits, "a repeated add makes no commit"
+    assert engine._parts.git.count() == commits, "a repeated add makes no commit"
     other = engine.add("The user lives in Ghent", conversation_id="trip")  # another conversation: its own
     assert other.id != first.id
 

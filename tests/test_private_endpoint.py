@@ -81,7 +81,7 @@ def test_a_forwarder_never_sends_to_a_tcp_port_named_in_the_lock_note(tmp_path: 
     squatter = Squatter()
     holder = _holder(tmp_path / "store")
     try:
-        holder.lock.publish(endpoint=f"http://127.0.0.1:{squatter.port}")
+        holder._parts.lock.publish(endpoint=f"http://127.0.0.1:{squatter.port}")
         assert writer_endpoint(holder.root) is None
 
         async def scenario() -> Any:
@@ -105,7 +105,7 @@ def test_a_socket_others_can_reach_or_own_is_not_trusted(tmp_path: Path) -> None
     try:
         folder = Path(endpoint[len(UNIX_PREFIX):]).parent
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-        holder.lock.publish(endpoint=endpoint)
+        holder._parts.lock.publish(endpoint=endpoint)
         assert str(writer_endpoint(holder.root)) == endpoint
         os.chmod(folder, 0o755)  # another user could now swap the socket out
         assert writer_endpoint(holder.root) is None
@@ -114,7 +114,7 @@ def test_a_socket_others_can_reach_or_own_is_not_trusted(tmp_path: Path) -> None
             os.chown(folder, 4242, 4242)
             assert writer_endpoint(holder.root) is None
             os.chown(folder, 0, 0)
-        holder.lock.publish(endpoint=UNIX_PREFIX + "/tmp/../tmp/x/" + SOCKET_NAME)
+        holder._parts.lock.publish(endpoint=UNIX_PREFIX + "/tmp/../tmp/x/" + SOCKET_NAME)
         assert writer_endpoint(holder.root) is None
     finally:
         sock.close()
@@ -230,7 +230,7 @@ def test_a_squatter_on_the_fallback_port_receives_nothing_secret(tmp_path: Path)
     holder = _holder(tmp_path / "store")
     key, note = run_key_note()
     try:
-        holder.lock.publish(endpoint=f"http://127.0.0.1:{squatter.port}", endpoint_key=note)
+        holder._parts.lock.publish(endpoint=f"http://127.0.0.1:{squatter.port}", endpoint_key=note)
         token = "tok-3f9a1c5e7d"
 
         async def scenario() -> Any:
@@ -318,7 +318,7 @@ def test_a_key_note_others_could_read_or_swap_is_not_trusted(tmp_path: Path) -> 
     holder = _holder(tmp_path / "store")
     _key, note = run_key_note()
     try:
-        holder.lock.publish(endpoint="http://127.0.0.1:9", endpoint_key=note)
+        holder._parts.lock.publish(endpoint="http://127.0.0.1:9", endpoint_key=note)
         assert writer_endpoint(holder.root) is not None
         os.chmod(note, 0o644)
         assert writer_endpoint(holder.root) is None
@@ -328,9 +328,9 @@ def test_a_key_note_others_could_read_or_swap_is_not_trusted(tmp_path: Path) -> 
         os.chmod(Path(note).parent, 0o700)
         link = tmp_path / "run.key"
         link.symlink_to(note)
-        holder.lock.publish(endpoint_key=str(link))
+        holder._parts.lock.publish(endpoint_key=str(link))
         assert writer_endpoint(holder.root) is None
-        holder.lock.publish(endpoint_key=note, endpoint="http://203.0.113.5:80")  # not this machine
+        holder._parts.lock.publish(endpoint_key=note, endpoint="http://203.0.113.5:80")  # not this machine
         assert writer_endpoint(holder.root) is None
     finally:
         holder.close()

@@ -34,7 +34,7 @@ def test_subscribers_are_told_after_the_writer_lock_is_released_in_commit_order(
     engine = MemoryEngine.open(make_config())
     try:
         seen: list[tuple[StoreChange, bool]] = []
-        engine.subscribe(lambda change: seen.append((change, _free_elsewhere(engine.writer.lock))))
+        engine.subscribe(lambda change: seen.append((change, _free_elsewhere(engine._parts.writer.lock))))
         first = engine.add("The user likes green tea")
         second = engine.add("The user owns a bicycle")
         assert [c.memory_ids for c, _free in seen] == [(first.id,), (second.id,)]
@@ -65,7 +65,7 @@ def test_a_save_during_a_full_index_lands_at_once_and_is_searchable_after(
     try:
         # More than one embedding batch (256), written while the index is closed: the first
         # open_index has to embed them all.
-        with engine.writer.transaction(Operation.IMPORT, "Import filler") as tx:
+        with engine._parts.writer.transaction(Operation.IMPORT, "Import filler") as tx:
             for i in range(300):
                 tx.add(f"Filler note number {i} about topic {i % 17}", conversation_id="filler")
         sync_running, saved = threading.Event(), threading.Event()
@@ -73,7 +73,7 @@ def test_a_save_during_a_full_index_lands_at_once_and_is_searchable_after(
 
         def progress(done: int, total: int) -> None:
             if not sync_running.is_set():  # after the first batch: hold the sync until the save is done
-                lock_free_during_sync.append(_free_elsewhere(engine.writer.lock))
+                lock_free_during_sync.append(_free_elsewhere(engine._parts.writer.lock))
                 sync_running.set()
                 saved.wait(timeout=60)
 

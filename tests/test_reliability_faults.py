@@ -27,7 +27,7 @@ def test_an_enormous_reply_is_shown_whole_stored_cut_and_committed(
     assert [m.text for m in chat_engine.list_memories(conversation_id="big", role="user")] == [
         "Write me a very long story."]
     assert any("only the first" in note for note in outcomes[0].notes)
-    assert chat_engine.git.dirty_paths() == [] and chat_engine.problems() == []
+    assert chat_engine._parts.git.dirty_paths() == [] and chat_engine.problems() == []
 
 
 def test_a_fact_list_cut_off_before_its_first_item_falls_back_to_pattern_rules(

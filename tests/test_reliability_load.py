@@ -19,12 +19,12 @@ def test_a_reader_asking_for_dirty_paths_never_breaks_a_writers_commit(
 
     def reader() -> None:
         while not stop.is_set():
-            engine.git.dirty_paths()
+            engine._parts.git.dirty_paths()
 
     threads = [threading.Thread(target=reader) for _ in range(2)]
     for t in threads:
         t.start()
-    before = engine.git.count()
+    before = engine._parts.git.count()
     try:
         with caplog.at_level(logging.ERROR, logger="desktop_mem.engine.facade"):
             for i in range(40):
@@ -34,5 +34,5 @@ def test_a_reader_asking_for_dirty_paths_never_breaks_a_writers_commit(
         for t in threads:
             t.join()
     assert not [r for r in caplog.records if "could not commit" in r.getMessage()]
-    assert engine.git.count() == before + 40
-    assert engine.git.dirty_paths() == []
+    assert engine._parts.git.count() == before + 40
+    assert engine._parts.git.dirty_paths() == []

@@ -31,7 +31,7 @@ def _fill(eng: MemoryEngine) -> None:
 def test_default_reranks_a_small_pool_with_the_shipped_model(make_config: Callable[..., Any]) -> None:
     with MemoryEngine(make_config(retrieval__rerank_pool=4, retrieval__rerank_budget_ms=0)) as eng:
         _fill(eng)
-        assert getattr(eng.retriever.reranker, "name", "") == "ms-marco-MiniLM-L-12-v2"
+        assert getattr(eng._parts.search_index.retriever.reranker, "name", "") == "ms-marco-MiniLM-L-12-v2"
         results = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
         assert results[0].memory.text == TURNS[2]
         assert all(r.scores.rerank is not None for r in results)
@@ -44,7 +44,7 @@ def test_default_reranks_a_small_pool_with_the_shipped_model(make_config: Callab
 def test_rerank_off_is_the_fused_read_path(make_config: Callable[..., Any]) -> None:
     with MemoryEngine(make_config(retrieval__rerank=False)) as eng:
         _fill(eng)
-        assert eng.retriever.reranker is None
+        assert eng._parts.search_index.retriever.reranker is None
         results = eng.search("What did Caroline research?", conversation_id="c1", rerank=True)
         assert results[0].memory.text == TURNS[2]
         assert all(r.scores.rerank is None for r in results)
@@ -57,7 +57,7 @@ def test_a_users_own_folder_replaces_the_shipped_model(make_config: Callable[...
     with MemoryEngine(make_config(retrieval__reranker_path=str(folder),
                                   retrieval__score_threshold=0.0)) as eng:
         _fill(eng)
-        assert getattr(eng.retriever.reranker, "folder", None) == folder
+        assert getattr(eng._parts.search_index.retriever.reranker, "folder", None) == folder
         results = eng.search("kids beach sandcastle", conversation_id="c1", rerank=True)
         # The tiny model scores shared words: the turn with all three comes first.
         assert results[0].memory.text == TURNS[5]
@@ -101,7 +101,7 @@ class _Timed:
 
 
 def _retriever_on_a_busy_machine(eng: MemoryEngine, ms_per_pair: float) -> tuple[Any, _Timed]:
-    retriever = eng.retriever
+    retriever = eng._parts.search_index.retriever
     timed = _Timed(retriever.reranker, ms_per_pair)
     retriever.reranker, retriever.clock = timed, timed.clock
     return retriever, timed

@@ -191,7 +191,7 @@ def test_the_first_chat_turn_after_a_release_scores_the_whole_pool(make_config: 
         eng.add_many([f"Caroline: note {i} about the support group, the garden and the adoption agency"
                       for i in range(24)], conversation_id="c1")
         eng.open_index()
-        retriever = eng.retriever
+        retriever = eng._parts.search_index.retriever
         reranker: Any = retriever.reranker
         assert isinstance(reranker, OnnxReranker)
         reranker.prepare()

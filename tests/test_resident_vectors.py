@@ -205,7 +205,7 @@ def test_a_fact_saved_mid_conversation_is_found_by_meaning_at_the_next_turn(chat
     no word with the question) is found by meaning at the next search, with no reload."""
     question = "kayak on the lake and the herons"
     chat.search(question, conversation_id="mine")  # the scope's vectors are now held
-    assert chat.retriever.vectors.resident.nbytes > 0
+    assert chat._parts.search_index.retriever.vectors.resident.nbytes > 0
     chat.add("Paddling across the water early, we spotted some big grey birds.", role="memory")
     hits = chat.search(question, conversation_id="mine", top_k=3)
     found = next((h for h in hits if h.memory.text.startswith("Paddling")), None)
@@ -222,7 +222,7 @@ def test_memories_the_filters_drop_do_not_crowd_out_the_rest(
         chat.delete(m.id)
     chat.add("Paddling across the water early, we spotted some big grey birds.", conversation_id="mine",
              role="user")
-    retriever = chat.retriever
+    retriever = chat._parts.search_index.retriever
     monkeypatch.setattr(retriever, "settings", replace(retriever.settings, candidates=3))
     monkeypatch.setattr(retrieval, "RESIDENT_FIRST", 1)  # the nearest 9 rows are all deleted ones
     hits = chat.search("kayak on the lake and the herons", conversation_id="mine", top_k=3, use_mmr=False)

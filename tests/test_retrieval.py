@@ -105,7 +105,7 @@ def test_filters_role_kind_and_date_range(indexed: MemoryEngine) -> None:
 
 
 def test_summaries_are_excluded_unless_asked_for(indexed: MemoryEngine) -> None:
-    summary = indexed.store.write_summary("trip", "The user went hiking at the lake with Biscuit", 2)
+    summary = indexed._parts.store.write_summary("trip", "The user went hiking at the lake with Biscuit", 2)
     indexed.apply_external_changes([summary.path])
     found = indexed.search("hiking lake Biscuit", conversation_id="trip", top_k=20)
     assert summary.id not in ids(found)
@@ -202,16 +202,16 @@ def test_mmr_fetches_vectors_for_the_best_few_per_pick_only(
                 conversation_id="trips", role="user")
     eng.open_index()
     # A scope too large to keep in memory: its dense hits come without their vectors.
-    monkeypatch.setattr(eng.retriever.vectors.resident, "budget", 0)
+    monkeypatch.setattr(eng._parts.search_index.retriever.vectors.resident, "budget", 0)
     try:
         asked: list[int] = []
-        real = eng.retriever.vectors.get_embeddings
+        real = eng._parts.search_index.retriever.vectors.get_embeddings
 
         def spy(wanted: list[str], **kwargs: Any) -> Any:
             asked.append(len(wanted))
             return real(wanted, **kwargs)
 
-        monkeypatch.setattr(eng.retriever.vectors, "get_embeddings", spy)
+        monkeypatch.setattr(eng._parts.search_index.retriever.vectors, "get_embeddings", spy)
         capped = ids(eng.search("hiking at the lake with the dog", conversation_id="trips", top_k=3))
         assert len(capped) == 3
         assert asked and max(asked) <= max(retrieval.MMR_POOL_PER_PICK * 3, retrieval.MMR_MIN_POOL)

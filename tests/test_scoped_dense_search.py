@@ -34,7 +34,7 @@ def crowded(make_config: Callable[..., Any]) -> Iterator[MemoryEngine]:
 
 def _spy_where(eng: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     seen: list[Any] = []
-    vectors = eng.retriever.vectors
+    vectors = eng._parts.search_index.retriever.vectors
     real = vectors.query
 
     def spy(*args: Any, **kwargs: Any) -> Any:
@@ -53,7 +53,7 @@ def test_a_scope_crowded_out_by_other_conversations_still_gets_its_nearest_memor
     memories are far down the store-wide nearest list, is searched over its own ids. Either way
     the conversation's memory and the user's global facts are found, nothing from other
     conversations is, and chroma is never asked to filter by conversation."""
-    monkeypatch.setattr(crowded.retriever.vectors.resident, "budget", resident_bytes)
+    monkeypatch.setattr(crowded._parts.search_index.retriever.vectors.resident, "budget", resident_bytes)
     monkeypatch.setattr(retrieval, "MAX_OVERSAMPLED", 41)  # the nearest 41 are all other conversations'
     wheres = _spy_where(crowded, monkeypatch)
     hits = crowded.search("kayak on the lake and the herons", conversation_id="mine", top_k=5)
@@ -70,8 +70,8 @@ def test_exact_scoped_similarity_equals_the_vector_index_similarity(crowded: Mem
     same whichever path found it."""
     hits = crowded.search("kayak on the lake and the herons", conversation_id="mine", top_k=5, use_mmr=False)
     mine = next(h for h in hits if h.memory.conversation_id == "mine")
-    vector = crowded.retriever.embedder.embed_query("kayak on the lake and the herons")
-    by_chroma = crowded.retriever.vectors.query(vector, 100, None, with_payload=False)
+    vector = crowded._parts.search_index.retriever.embedder.embed_query("kayak on the lake and the herons")
+    by_chroma = crowded._parts.search_index.retriever.vectors.query(vector, 100, None, with_payload=False)
     expected = next(h.similarity for h in by_chroma if h.id == mine.memory.id)
     assert mine.scores.dense == pytest.approx(expected, abs=1e-4)
 
@@ -82,10 +82,11 @@ def test_a_scope_holding_a_memory_not_yet_indexed_is_still_searched(
     """A large scope is searched over its ids; one of them not in the vector index (the user's
     message saved a moment before the chat turn searches, or a hand edit held back for a secret)
     made chroma refuse the whole search, and the chat turn answered without memories."""
-    monkeypatch.setattr(crowded.retriever.vectors.resident, "budget", 0)
+    monkeypatch.setattr(crowded._parts.search_index.retriever.vectors.resident, "budget", 0)
     monkeypatch.setattr(retrieval, "MAX_OVERSAMPLED", 41)
     fresh = crowded.add("A heron stood on one leg by the boathouse.", conversation_id="mine", role="user")
-    crowded.retriever.vectors.delete([fresh.id])  # in the catalog, not (yet) in the vector index
+    # in the catalog, not (yet) in the vector index
+    crowded._parts.search_index.retriever.vectors.delete([fresh.id])
     hits = crowded.search("kayak on the lake and the herons", conversation_id="mine", top_k=5)
     texts = {h.memory.text.split()[0] for h in hits if h.memory.conversation_id == "mine"}
     assert "Paddling" in texts

@@ -37,11 +37,11 @@ def _everywhere(root: Path) -> bytes:
 def test_a_key_given_as_a_conversation_id_is_refused_before_anything_is_written(
     engine: MemoryEngine, secret: str
 ) -> None:
-    before = engine.git.head()
+    before = engine._parts.git.head()
     with pytest.raises(ValidationError, match="looks like a secret") as caught:
         engine.add("The user likes tea", conversation_id=secret)
     assert secret not in str(caught.value)
-    assert engine.git.head() == before
+    assert engine._parts.git.head() == before
     assert secret.encode() not in _everywhere(engine.root)
 
 
@@ -60,7 +60,7 @@ def test_a_client_name_holding_a_key_reaches_neither_front_matter_nor_trailers(e
 
 
 def test_a_commit_subject_and_trailer_holding_a_key_are_redacted(engine: MemoryEngine) -> None:
-    with engine.writer.transaction(Operation.ADD, conversation="global",
+    with engine._parts.writer.transaction(Operation.ADD, conversation="global",
                                    trailers={"Client": f"x {PLAIN_KEY}"}) as tx:
         tx.add("The user likes coffee", conversation_id="global")
         tx.subject = f"Add fact: the key {KEY}"

@@ -63,13 +63,13 @@ def test_assignments_are_found_but_ordinary_text_is_not() -> None:
 
 
 def test_add_with_a_secret_asks_first_and_stores_nothing(engine: MemoryEngine) -> None:
-    commits = engine.git.count()
+    commits = engine._parts.git.count()
     text = f"The user's OpenAI key is {SAMPLES['openai_key']}"
     with pytest.raises(SecretDetectedError) as info:
         engine.add(text)
     assert [f.kind for f in info.value.findings] == ["openai_key"]
     assert SAMPLES["openai_key"] not in str(info.value) and "redact" in str(info.value)
-    assert engine.list_memories() == [] and engine.git.count() == commits
+    assert engine.list_memories() == [] and engine._parts.git.count() == commits
     assert not list((engine.root / "entries").rglob("*.md"))
     redacted = engine.add(text, secrets="redact")
     assert redacted.text == "The user's OpenAI key is [redacted:openai_key]"

@@ -292,7 +292,7 @@ def test_rest_sessions_show_a_held_back_turn_and_summary_redacted(served: Served
 
     engine = served.engine
     conv = engine.new_conversation("Trip")
-    with engine.writer.transaction(Operation.SUMMARY, "Summary", conv) as tx:
+    with engine._parts.writer.transaction(Operation.SUMMARY, "Summary", conv) as tx:
         summary = tx.write_summary(conv, "The user plans a trip.", 0)
     turn = engine.add("Book the Porto hotel", conversation_id=conv, role="user")
     _hand_edit(engine, turn.path, f"Book the Porto hotel with key {KEY}")

@@ -118,11 +118,11 @@ def test_a_hostile_remote_tree_changes_nothing_but_memory(
             (eng.root / "chroma").mkdir(exist_ok=True)
             (eng.root / "chroma" / "chroma.sqlite3").write_bytes(b"local index")
             (eng.root / "keyword_index.sqlite3").write_bytes(b"local keyword index")
-            eng.lock.publish(endpoint="http://127.0.0.1:1/mcp")
-            eng.manifest.flush()
+            eng._parts.lock.publish(endpoint="http://127.0.0.1:1/mcp")
+            eng._parts.manifest.flush()
             before = _outside_memory(eng.root)
 
-            sync(eng)
+            sync(eng._parts)
 
             after = _outside_memory(eng.root)
             # every local-state file is byte-identical (the catalog cache may be rewritten by us)
@@ -139,7 +139,7 @@ def test_a_hostile_remote_tree_changes_nothing_but_memory(
             # the remote's memory arrived, and versioning still works for the next write
             assert LEGIT_TEXT in {m.text for m in eng.list_memories()}
             later = eng.add("The user bikes to work")
-            tracked = eng.git.repo.git.ls_files("--", later.path)
+            tracked = eng._parts.git.repo.git.ls_files("--", later.path)
             assert tracked == later.path, "a new memory after sync is not versioned"
 
 
@@ -169,7 +169,7 @@ def test_an_add_is_versioned_even_when_an_exclude_rule_ignores_memory(engine: Me
     (engine.root / ".git" / "info" / "exclude").write_text("entries/\n*.md\n", encoding="utf-8")
     memory = engine.add("The user keeps bees")
     assert _ls(engine.root, memory.path) == memory.path
-    assert not engine.git.dirty_paths()
+    assert not engine._parts.git.dirty_paths()
 
 
 def test_doctor_reports_a_memory_file_git_ignores(engine: MemoryEngine) -> None:

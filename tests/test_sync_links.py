@@ -38,7 +38,7 @@ def test_a_link_pulled_by_sync_is_never_checked_out_or_followed(
     _git(hostile, "push", "-q", str(remote), "main:main")
     with MemoryEngine(make_config(**{"sync.remote_url": str(remote), "sync.branch": "main"})) as eng:
         eng.add("User likes tea")
-        sync(eng)
+        sync(eng._parts)
         link = eng.root / "entries" / "global" / "facts" / "20250101T000000Z__link.md"
         # a link is not a memory file: sync does not take it at all (issue #22)
         assert not link.is_symlink() and not link.exists()

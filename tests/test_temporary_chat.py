@@ -22,11 +22,11 @@ def _tree(root: Path) -> dict[str, str]:
 
 
 def _state(engine: MemoryEngine) -> tuple[Any, ...]:
-    retriever = engine.retriever
+    retriever = engine._parts.search_index.retriever
     tree = _tree(engine.root)
     assert any(name.startswith("entries/") for name in tree) or not engine.list_memories()
     return (tree, [c.sha for c in engine.history(limit=50)],
-            retriever.vectors.count(), retriever.keywords.count(), engine.git.dirty_paths())
+            retriever.vectors.count(), retriever.keywords.count(), engine._parts.git.dirty_paths())
 
 
 def test_a_temporary_turn_reads_memory_and_writes_nothing(chat_engine: MemoryEngine, scripted_llm: Any) -> None:

@@ -34,17 +34,17 @@ class CountingBlobs:
 
     def __init__(self, engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         self.read: list[str | None] = []
-        real = engine.git.blob
+        real = engine._parts.git.blob
 
         def blob(sha: str | None) -> bytes | None:
             self.read.append(sha)
             return real(sha)
 
-        monkeypatch.setattr(engine.git, "blob", blob)
+        monkeypatch.setattr(engine._parts.git, "blob", blob)
 
 
 def bulk_add(engine: Any, conversation: str = "c1") -> list[Any]:
-    with engine.writer.transaction(Operation.IMPORT, f"Import {BULK} facts", conversation) as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"Import {BULK} facts", conversation) as tx:
         return [tx.add(f"Imported fact number {word}", conversation_id=conversation)
                 for word in WORDS]
 
@@ -56,7 +56,7 @@ def test_a_bulk_commit_on_the_first_page_reads_none_of_its_files(
     added = bulk_add(engine)
     blobs = CountingBlobs(engine, monkeypatch)
 
-    page = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    page = timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())
 
     bulk, single = page.commits[0], page.commits[1]
     assert bulk.events_from_paths and len(bulk.events) == BULK > low_limit
@@ -72,7 +72,7 @@ def test_a_bulk_commit_on_the_first_page_reads_none_of_its_files(
 
 
 def _blobs_of(engine: Any, sha: str) -> set[str]:
-    raw = engine.git.commit_info(sha)
+    raw = engine._parts.git.commit_info(sha)
     return {b for c in raw.changes for b in (c.old_blob, c.new_blob) if b}
 
 
@@ -81,23 +81,24 @@ def test_a_bulk_delete_can_be_filtered_shown_and_restored_from_its_path_events(
 ) -> None:
     added = bulk_add(engine)
     engine.add("User has a dog", conversation_id="c2")
-    with engine.writer.transaction(Operation.DELETE, "Delete everything imported", "c1") as tx:
+    with engine._parts.writer.transaction(Operation.DELETE, "Delete everything imported", "c1") as tx:
         for memory in added:
-            tx.soft_delete(engine.raw.lookup(memory.id))
+            tx.soft_delete(engine._parts.raw.lookup(memory.id))
 
-    only = timeline_page(engine, TimelineQuery(only_deletes_and_replacements=True), None, 10, CommitCache())
+    query = TimelineQuery(only_deletes_and_replacements=True)
+    only = timeline_page(engine._parts, query, None, 10, CommitCache())
     assert len(only.commits) == 1 and only.commits[0].events_from_paths
     deleted = only.commits[0].events
     assert [e.type for e in deleted] == [EventType.DELETE] * BULK
-    in_c2 = timeline_page(engine, TimelineQuery(conversation="c2"), None, 10, CommitCache())
+    in_c2 = timeline_page(engine._parts, TimelineQuery(conversation="c2"), None, 10, CommitCache())
     assert [c.subject for c in in_c2.commits] == ["Add fact: User has a dog"]
 
     # The diff view reads the two sides of the one event shown.
     event = next(e for e in deleted if e.memory_id == added[3].id)
-    old, new = event_bytes(engine, event)
+    old, new = event_bytes(engine._parts, event)
     assert old is not None and b"Imported fact number four" in old
     assert new is not None and b"deleted_at" in new
-    restored = restore_deleted(engine, event)
+    restored = restore_deleted(engine._parts, event)
     assert restored.id == added[3].id and not restored.deleted
     assert engine.get(added[3].id).text == "Imported fact number four"
 
@@ -105,7 +106,7 @@ def test_a_bulk_delete_can_be_filtered_shown_and_restored_from_its_path_events(
 def test_a_commit_at_the_limit_keeps_its_texts(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(timeline, "DETAIL_LIMIT", BULK)
     bulk_add(engine)
-    commit = timeline_page(engine, TimelineQuery(), None, 5, CommitCache()).commits[0]
+    commit = timeline_page(engine._parts, TimelineQuery(), None, 5, CommitCache()).commits[0]
     assert not commit.events_from_paths
     assert sorted(e.new_text or "" for e in commit.events)[0] == "Imported fact number eight"
 
@@ -114,7 +115,7 @@ def test_a_small_commit_reads_each_of_its_files_once(engine: Any, monkeypatch: p
     fact = engine.add("User lives in Berlin.")
     engine.edit(fact.id, text="User lives in Hamburg.")
     blobs = CountingBlobs(engine, monkeypatch)
-    commit = timeline_page(engine, TimelineQuery(), None, 1, CommitCache()).commits[0]
+    commit = timeline_page(engine._parts, TimelineQuery(), None, 1, CommitCache()).commits[0]
     assert [(e.type, e.old_text, e.new_text) for e in commit.events] == [
         (EventType.EDIT, "User lives in Berlin.", "User lives in Hamburg.")]
     read = [b for b in blobs.read if b]

@@ -50,7 +50,7 @@ class GitListings:
     def __init__(self, engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         self.listed: list[str] = []
         self.pages: int = 0  # `git log` pages read with their files (the old way: every commit)
-        real_with_files, real_log = engine.git.with_files, engine.git.log
+        real_with_files, real_log = engine._parts.git.with_files, engine._parts.git.log
 
         def with_files(shas: list[str]) -> Any:
             self.listed += shas
@@ -61,33 +61,33 @@ class GitListings:
                 self.pages += 1
             return real_log(*args, **kwargs)
 
-        real_commit_info = engine.git.commit_info
+        real_commit_info = engine._parts.git.commit_info
 
         def commit_info(sha: str, **kwargs: Any) -> Any:
             if kwargs.get("files", True):
                 self.listed.append(sha)
             return real_commit_info(sha, **kwargs)
 
-        monkeypatch.setattr(engine.git, "with_files", with_files)
-        monkeypatch.setattr(engine.git, "log", log)
-        monkeypatch.setattr(engine.git, "commit_info", commit_info)
+        monkeypatch.setattr(engine._parts.git, "with_files", with_files)
+        monkeypatch.setattr(engine._parts.git, "log", log)
+        monkeypatch.setattr(engine._parts.git, "commit_info", commit_info)
 
     def read(self, sha: str) -> bool:
         return sha in self.listed or self.pages > 0
 
 
 def bulk_import(engine: Any, conversation: str = "c1") -> str:
-    with engine.writer.transaction(Operation.IMPORT, f"Import {BULK} facts", conversation) as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"Import {BULK} facts", conversation) as tx:
         for word in WORDS:
             tx.add(f"Imported fact number {word}", conversation_id=conversation)
-    head = engine.git.head()
+    head = engine._parts.git.head()
     assert head is not None
     return head
 
 
 def from_git(engine: Any, sha: str) -> CommitInfo:
     """The commit as classify makes it straight from git (what every page must show)."""
-    return timeline.classify(engine.git.commit_info(sha), engine.git.blob)
+    return timeline.classify(engine._parts.git.commit_info(sha), engine._parts.git.blob)
 
 
 def same_events(a: CommitInfo, b: CommitInfo) -> bool:
@@ -102,7 +102,7 @@ def test_a_bulk_commit_the_app_made_is_shown_without_git_listing_its_files(
     engine.add("User has a dog.")
     listings = GitListings(engine, monkeypatch)
 
-    page = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    page = timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())
 
     bulk = next(c for c in page.commits if c.sha == sha)
     assert not listings.read(sha)
@@ -120,17 +120,17 @@ def test_commits_shown_once_are_not_listed_again_in_a_new_session(
 ) -> None:
     fact = engine.add("User lives in Berlin.")
     engine.edit(fact.id, text="User lives in Hamburg.")
-    first = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    first = timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())
     wait_for_background()  # what git listed is written once the page is handed over
     listings = GitListings(engine, monkeypatch)
 
-    again = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())  # a new session's cache
+    again = timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())  # a new session's cache
 
     assert listings.listed == [] and listings.pages == 0
     assert [list(c.events) for c in again.commits] == [list(c.events) for c in first.commits]
     assert again.commits[0].events[0].old_text == "User lives in Berlin."
     engine.add("User has a dog.")  # a new commit: only it is listed
-    top = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    top = timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())
     assert listings.listed == [top.commits[0].sha]
 
 
@@ -150,8 +150,8 @@ def test_a_bulk_commit_from_a_sync_remote_is_read_from_git_then_kept(
 ) -> None:
     laptop, desktop = machines
     laptop.add("User lives in Berlin.")
-    sync(laptop)
-    sync(desktop)
+    sync(laptop._parts)
+    sync(desktop._parts)
     # On the laptop, by hand with plain git: 12 files under a message that lies about them.
     folder = laptop.root / "entries" / "c7" / "facts"
     folder.mkdir(parents=True)
@@ -163,13 +163,13 @@ def test_a_bulk_commit_from_a_sync_remote_is_read_from_git_then_kept(
     subprocess.run(["git", "add", "entries"], **run)  # type: ignore[call-overload]
     subprocess.run(["git", "commit", "-q", "-m", "Edit one fact\n\nDesktop-Mem-Operation: edit\n"
                     "Desktop-Mem-Count: 1"], **run)  # type: ignore[call-overload]
-    sha = laptop.git.head()
+    sha = laptop._parts.git.head()
     assert sha is not None
-    sync(laptop)
-    sync(desktop)
-    assert desktop.git.repo.is_ancestor(sha, "HEAD")
+    sync(laptop._parts)
+    sync(desktop._parts)
+    assert desktop._parts.git.repo.is_ancestor(sha, "HEAD")
 
-    page = timeline_page(desktop, TimelineQuery(), None, 10, CommitCache())
+    page = timeline_page(desktop._parts, TimelineQuery(), None, 10, CommitCache())
     shown = next(c for c in page.commits if c.sha == sha)
     assert shown.events_from_paths
     assert shown.type_counts() == {EventType.ADD: BULK}  # from git's listing, not the message
@@ -178,7 +178,7 @@ def test_a_bulk_commit_from_a_sync_remote_is_read_from_git_then_kept(
 
     wait_for_background()
     listings = GitListings(desktop, monkeypatch)
-    kept = next(c for c in timeline_page(desktop, TimelineQuery(), None, 10, CommitCache()).commits
+    kept = next(c for c in timeline_page(desktop._parts, TimelineQuery(), None, 10, CommitCache()).commits
                 if c.sha == sha)
     assert not listings.read(sha)
     assert same_events(kept, shown) and same_events(kept, from_git(desktop, sha))
@@ -188,9 +188,9 @@ def test_a_bulk_commit_from_a_sync_remote_is_read_from_git_then_kept(
 def test_a_damaged_cache_is_read_from_git_again(engine: Any, damage: str) -> None:
     sha = bulk_import(engine)
     engine.add("User has a dog.")
-    timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())
     wait_for_background()
-    path = commit_summaries.cache_file(engine.git)
+    path = commit_summaries.cache_file(engine._parts.git)
     if damage == "file":
         path.write_bytes(b"not a database at all" * 100)
     elif damage == "forged":  # damaged past its checksum: found when the events are first read
@@ -206,7 +206,7 @@ def test_a_damaged_cache_is_read_from_git_again(engine: Any, damage: str) -> Non
             db.execute(f"UPDATE bulk_commits SET {change}")  # noqa: S608
             db.execute("UPDATE commit_files SET files = X'00'")
 
-    page = timeline_page(engine, TimelineQuery(), None, 10, CommitCache())
+    page = timeline_page(engine._parts, TimelineQuery(), None, 10, CommitCache())
 
     bulk = next(c for c in page.commits if c.sha == sha)
     assert same_events(bulk, from_git(engine, sha))
@@ -216,27 +216,28 @@ def test_a_damaged_cache_is_read_from_git_again(engine: Any, damage: str) -> Non
 def test_filters_and_restore_work_on_a_kept_bulk_delete(engine: Any) -> None:
     imported = bulk_import(engine)
     added = engine.list_memories(conversation_id="c1")
-    with engine.writer.transaction(Operation.DELETE, "Delete everything imported", "c1") as tx:
+    with engine._parts.writer.transaction(Operation.DELETE, "Delete everything imported", "c1") as tx:
         for memory in added:
-            tx.soft_delete(engine.raw.lookup(memory.id))
+            tx.soft_delete(engine._parts.raw.lookup(memory.id))
     engine.add("User has a dog", conversation_id="c2")
-    deleting = engine.git.log(limit=1, offset=1, files=False)[0].sha
+    deleting = engine._parts.git.log(limit=1, offset=1, files=False)[0].sha
 
-    only = timeline_page(engine, TimelineQuery(only_deletes_and_replacements=True), None, 10, CommitCache())
+    query = TimelineQuery(only_deletes_and_replacements=True)
+    only = timeline_page(engine._parts, query, None, 10, CommitCache())
 
     assert [c.sha for c in only.commits] == [deleting]
     assert only.commits[0].type_counts() == {EventType.DELETE: BULK}
-    in_c2 = timeline_page(engine, TimelineQuery(conversation="c2"), None, 10, CommitCache())
+    in_c2 = timeline_page(engine._parts, TimelineQuery(conversation="c2"), None, 10, CommitCache())
     assert [c.subject for c in in_c2.commits] == ["Add fact: User has a dog"]
-    in_c1 = timeline_page(engine, TimelineQuery(conversation="c1"), None, 10, CommitCache())
+    in_c1 = timeline_page(engine._parts, TimelineQuery(conversation="c1"), None, 10, CommitCache())
     assert [c.sha for c in in_c1.commits] == [deleting, imported]
     adds = TimelineQuery(conversation="c1", event_types={EventType.ADD})
-    adds_in_c1 = timeline_page(engine, adds, None, 10, CommitCache())
+    adds_in_c1 = timeline_page(engine._parts, adds, None, 10, CommitCache())
     assert [c.sha for c in adds_in_c1.commits] == [imported]
     event = next(e for e in only.commits[0].events if e.memory_id == added[5].id)
     from desktop_mem.engine.history.timeline_actions import restore_deleted
 
-    assert restore_deleted(engine, event).id == added[5].id
+    assert restore_deleted(engine._parts, event).id == added[5].id
     assert not engine.get(added[5].id).deleted
 
 
@@ -245,7 +246,7 @@ def all_pages(engine: Any, query: TimelineQuery, size: int, between: Callable[[]
     seen: list[CommitInfo] = []
     cursor = None
     while True:
-        page = timeline_page(engine, query, cursor, size, CommitCache())
+        page = timeline_page(engine._parts, query, cursor, size, CommitCache())
         seen += page.commits
         if page.next_cursor is None:
             return seen
@@ -271,11 +272,13 @@ def test_a_conversations_pages_skip_and_repeat_nothing_when_commits_arrive_betwe
 
     assert [c.events[0].new_text for c in shown] == [f"User fact {i} in c1" for i in reversed(range(6))]
     # Only commits of c1 were ever listed with their files (git walked the folder's commits).
-    listed = {c.sha: c for c in (timeline.classify(r, engine.git.blob) for r in engine.git.log(limit=20))}
+    history = engine._parts.git
+    listed = {c.sha: c for c in (timeline.classify(r, history.blob) for r in history.log(limit=20))}
     assert {listed[sha].events[0].conversation_id for sha in listings.listed} == {"c1"}
     # A name is a folder name taken literally: no glob, no way out of the store, no git error.
     for name in ("../c1", "c1/..", "*", "c?", ".", "", "c1/facts"):
-        assert timeline_page(engine, TimelineQuery(conversation=name), None, 5, CommitCache()).commits == ()
+        query = TimelineQuery(conversation=name)
+        assert timeline_page(engine._parts, query, None, 5, CommitCache()).commits == ()
 
 
 def test_the_lineage_of_an_imported_memory_does_not_list_the_import(
@@ -285,7 +288,7 @@ def test_the_lineage_of_an_imported_memory_does_not_list_the_import(
     imported = next(m for m in engine.list_memories(conversation_id="c1") if m.text.endswith("seven"))
     listings = GitListings(engine, monkeypatch)
 
-    steps = lineage(engine, imported.id, CommitCache()).chain  # a new session: nothing in memory
+    steps = lineage(engine._parts, imported.id, CommitCache()).chain  # a new session: nothing in memory
 
     assert [s.memory_id for s in steps] == [imported.id]
     created = steps[0].created_event

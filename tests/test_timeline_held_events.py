@@ -43,10 +43,10 @@ def alive(sha: str) -> int:
 
 def app_import(engine: Any) -> str:
     """An import made by the app: its events are kept on disk when it is made."""
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
         for i in range(FILES):
             tx.add(f"Imported fact {i}", conversation_id=("c1", "c2")[i % 2])
-    head = engine.git.head()
+    head = engine._parts.git.head()
     assert head is not None
     return head
 
@@ -63,13 +63,13 @@ def hand_commit(engine: Any) -> str:
     run = {"cwd": engine.root, "check": True, "capture_output": True}
     subprocess.run(["git", "add", "entries"], **run)  # type: ignore[call-overload]
     subprocess.run(["git", "commit", "-q", "-m", "Paste facts"], **run)  # type: ignore[call-overload]
-    head = engine.git.head()
+    head = engine._parts.git.head()
     assert head is not None
     return head
 
 
 def bulk_on_page(engine: Any, sha: str, cache: CommitCache) -> CommitInfo:
-    page = timeline_page(engine, TimelineQuery(), None, 10, cache)
+    page = timeline_page(engine._parts, TimelineQuery(), None, 10, cache)
     wait_for_background()  # what the page left to do is done
     commit = next(c for c in page.commits if c.sha == sha)
     assert commit.events_from_paths and len(commit.events) == FILES

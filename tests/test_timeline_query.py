@@ -61,7 +61,7 @@ def build_history(engine: Any) -> Built:
     jazz = engine.add("User likes jazz", conversation_id="c1")
     engine.delete(jazz.id, operation="evict")
     for text, covered in (("The user has a dog.", 2), ("The user has a dog and likes jazz.", 4)):
-        with engine.writer.transaction(Operation.SUMMARY, "Update summary", "c1") as tx:
+        with engine._parts.writer.transaction(Operation.SUMMARY, "Update summary", "c1") as tx:
             tx.write_summary("c1", text, covered)
     engine.add("hello there", conversation_id="c1", role="user")
     blue = engine.add("User's favourite colour is blue")
@@ -89,7 +89,7 @@ def all_pages(engine: Any, query: TimelineQuery, page_size: int, cache: CommitCa
     commits: list[CommitInfo] = []
     cursor: TimelineCursor | None = None
     for _ in range(100):
-        page = timeline_page(engine, query, cursor, page_size, cache)
+        page = timeline_page(engine._parts, query, cursor, page_size, cache)
         assert len(page.commits) <= page_size
         commits += page.commits
         cursor = page.next_cursor
@@ -117,16 +117,16 @@ def test_pages_cover_history_newest_first_with_every_event_type(engine: Any) -> 
 def test_next_page_neither_repeats_nor_skips_after_a_new_commit(engine: Any) -> None:
     build_history(engine)
     before = [c.sha for c in engine.history(limit=200)]
-    first = timeline_page(engine, TimelineQuery(), None, 5)
+    first = timeline_page(engine._parts, TimelineQuery(), None, 5)
     engine.add("a fact added while the user scrolls")
-    second = timeline_page(engine, TimelineQuery(), first.next_cursor, 5)
+    second = timeline_page(engine._parts, TimelineQuery(), first.next_cursor, 5)
     assert [c.sha for c in first.commits + second.commits] == before[:10]
 
 
 def test_only_deletes_and_replacements_keeps_fetching_until_the_page_is_full(engine: Any) -> None:
     built = build_history(engine)
     query = TimelineQuery(only_deletes_and_replacements=True)
-    first = timeline_page(engine, query, None, 2)
+    first = timeline_page(engine._parts, query, None, 2)
     assert len(first.commits) == 2 and first.next_cursor is not None
     commits = all_pages(engine, query, page_size=2)
     kinds = [sorted(e.type for e in query.matching_events(c)) for c in commits]
@@ -172,18 +172,18 @@ def test_filter_by_date_does_not_assume_dates_are_in_order(engine: Any) -> None:
 def test_classified_commits_are_served_from_the_cache(engine: Any) -> None:
     build_history(engine)
     cache = CommitCache(capacity=5)
-    first = timeline_page(engine, TimelineQuery(), None, 5, cache)
-    again = timeline_page(engine, TimelineQuery(), None, 5, cache)
+    first = timeline_page(engine._parts, TimelineQuery(), None, 5, cache)
+    again = timeline_page(engine._parts, TimelineQuery(), None, 5, cache)
     assert all(x is y for x, y in zip(first.commits, again.commits, strict=True))
-    timeline_page(engine, TimelineQuery(), first.next_cursor, 5, cache)
+    timeline_page(engine._parts, TimelineQuery(), first.next_cursor, 5, cache)
     assert len(cache) == 5 and cache.get(first.commits[0].sha) is None  # least recent dropped
 
 
 def test_empty_store_and_bad_page_size(engine: Any) -> None:
-    page = timeline_page(engine, TimelineQuery())
+    page = timeline_page(engine._parts, TimelineQuery())
     assert page.commits == () and page.next_cursor is None
     with pytest.raises(ValueError, match="page_size"):
-        timeline_page(engine, TimelineQuery(), None, 0)
+        timeline_page(engine._parts, TimelineQuery(), None, 0)
 
 
 def test_word_diff_marks_changed_words_and_keeps_spacing() -> None:
@@ -203,7 +203,7 @@ def test_word_diff_marks_changed_words_and_keeps_spacing() -> None:
 def test_front_matter_changes_of_an_update_and_a_hand_edit(engine: Any) -> None:
     build_history(engine)
     hand = engine.history(limit=2)[1]
-    old, new = event_bytes(engine, hand.events[0])
+    old, new = event_bytes(engine._parts, hand.events[0])
     assert old is not None and new is not None
     changes = {c.key: c for c in front_matter_changes(old, new)}
     assert set(changes) == {"deleted_at", "replaced_by"}

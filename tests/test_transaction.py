@@ -71,7 +71,7 @@ def test_each_operation_commits_exactly_its_own_files(engine: MemoryEngine) -> N
     assert _files(engine, changes[-1].commit) == {f"entries/{conv}/conversation.yaml"}
 
     # Neither the stray file nor the broken one rode along in any of those commits.
-    status = engine.git.dirty_paths()
+    status = engine._parts.git.dirty_paths()
     assert stray in status and "entries/global/facts/broken.md" in status
 
 
@@ -79,12 +79,12 @@ def test_a_failed_transaction_leaves_the_store_byte_identical(engine: MemoryEngi
     keep = engine.add("The user has a cat")
     other = engine.add("The user likes tea")
     before = _snapshot(engine.root)
-    head = engine.git.head()
+    head = engine._parts.git.head()
     changes: list[StoreChange] = []
     engine.subscribe(changes.append)
 
     with pytest.raises(RuntimeError, match="disk full"), \
-            engine.writer.transaction(Operation.IMPORT, "half an import") as tx:
+            engine._parts.writer.transaction(Operation.IMPORT, "half an import") as tx:
         tx.add("The user plays chess", conversation_id="global")
         tx.soft_delete(keep)
         tx.rewrite(engine.get(other.id), {"kind": "preference"}, "The user loves tea")
@@ -92,7 +92,7 @@ def test_a_failed_transaction_leaves_the_store_byte_identical(engine: MemoryEngi
         raise RuntimeError("disk full")
 
     assert _snapshot(engine.root) == before
-    assert engine.git.head() == head and not changes
+    assert engine._parts.git.head() == head and not changes
     assert engine.get(keep.id).path == keep.path and not engine.get(keep.id).deleted
     assert engine.get(other.id).text == "The user likes tea"
     assert {m.text for m in engine.list_memories()} == {"The user has a cat", "The user likes tea"}
@@ -105,18 +105,18 @@ def test_revert_replacement_is_both_halves_or_neither(engine: MemoryEngine, monk
     [update] = [e for c in engine.history(limit=5) for e in c.events if e.type == EventType.UPDATE]
     before = _snapshot(engine.root)
 
-    real = engine.store.soft_delete
+    real = engine._parts.store.soft_delete
 
     def failing(memory: Any, **kw: Any) -> Any:
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(engine.store, "soft_delete", failing)
+    monkeypatch.setattr(engine._parts.store, "soft_delete", failing)
     with pytest.raises(OSError):
-        revert_replacement(engine, update)
+        revert_replacement(engine._parts, update)
     assert _snapshot(engine.root) == before  # the restore half was put back too
-    monkeypatch.setattr(engine.store, "soft_delete", real)
+    monkeypatch.setattr(engine._parts.store, "soft_delete", real)
 
-    live_old, tomb_new = revert_replacement(engine, update)
+    live_old, tomb_new = revert_replacement(engine._parts, update)
     assert not live_old.deleted and tomb_new.deleted
     head = engine.history(limit=1)[0]
     assert head.trailers["Operation"] == "revert-update"
@@ -127,9 +127,9 @@ def test_restore_from_the_timeline_commits_only_the_restored_file(engine: Memory
     tomb = engine.delete(fact.id)
     stray = _drop_stray(engine, "another.md")
     [event] = [e for e in engine.history(limit=1)[0].events if e.type == EventType.DELETE]
-    live = restore_deleted(engine, event)
-    assert _files(engine, engine.git.head()) == {tomb.path, live.path}
-    assert stray in engine.git.dirty_paths()
+    live = restore_deleted(engine._parts, event)
+    assert _files(engine, engine._parts.git.head()) == {tomb.path, live.path}
+    assert stray in engine._parts.git.dirty_paths()
 
 
 def test_a_chat_turn_commits_its_turns_facts_and_summary_together(
@@ -153,7 +153,7 @@ def test_a_chat_turn_commits_its_turns_facts_and_summary_together(
         expected.add(outcome.summary.path)
         assert _files(engine, outcome.commit) == expected
         assert engine.history(limit=1)[0].trailers.get("Turn") == reply.turn_id
-        assert stray in engine.git.dirty_paths()
+        assert stray in engine._parts.git.dirty_paths()
     finally:
         engine.close()
 
@@ -168,8 +168,8 @@ def test_a_stray_file_dropped_while_serve_runs_is_never_in_an_api_write(
                          json={"content": "The user prefers trains", "conversation_id": "global"})
     assert created.status_code == 201, created.text
     memory = engine.get(created.json()["id"])
-    assert _files(engine, engine.git.head()) == {memory.path}
-    assert stray in engine.git.dirty_paths()
+    assert _files(engine, engine._parts.git.head()) == {memory.path}
+    assert stray in engine._parts.git.dirty_paths()
     # The watcher path (here called directly) records it as its own outside edit.
     change = engine.apply_external_changes([stray])
     assert change is not None and change.operation is Operation.EXTERNAL_EDIT
@@ -180,14 +180,14 @@ def test_a_stray_file_dropped_while_serve_runs_is_never_in_an_api_write(
 def test_a_soft_delete_that_fails_after_the_move_is_undone(engine: MemoryEngine, monkeypatch: Any) -> None:
     fact = engine.add("The user sails on weekends")
     before = _snapshot(engine.root)
-    real_rewrite = engine.store.rewrite
+    real_rewrite = engine._parts.store.rewrite
 
     def stamp_fails(memory: Any, updates: Any, *a: Any, **kw: Any) -> Any:
         if "deleted_at" in updates:
             raise OSError("no space left on device")
         return real_rewrite(memory, updates, *a, **kw)
 
-    monkeypatch.setattr(engine.store, "rewrite", stamp_fails)
+    monkeypatch.setattr(engine._parts.store, "rewrite", stamp_fails)
     with pytest.raises(OSError):
         engine.delete(fact.id)
     assert _snapshot(engine.root) == before  # moved, not stamped: moved back, no second copy
@@ -199,7 +199,7 @@ def test_something_staged_by_hand_stays_out_of_the_apps_commit(engine: MemoryEng
     stray = _drop_stray(engine, "staged-by-hand.md")
     subprocess.run(["git", "-C", str(engine.root), "add", "--", stray], check=True)
     fact = engine.add("The user reads crime novels")
-    assert _files(engine, engine.git.head()) == {fact.path}
+    assert _files(engine, engine._parts.git.head()) == {fact.path}
     staged = subprocess.run(["git", "-C", str(engine.root), "diff", "--cached", "--name-only"],
                             capture_output=True, text=True, check=True).stdout.split()
     assert staged == [stray]  # still staged, for whoever staged it

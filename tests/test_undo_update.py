@@ -24,7 +24,7 @@ def _mcp_update(engine: MemoryEngine, memory_id: str, text: str) -> StoreChange:
 def test_undoing_an_ai_tools_update_is_one_commit_that_brings_the_old_fact_back(engine: MemoryEngine) -> None:
     old = engine.add("User lives in Ghent")
     change = _mcp_update(engine, old.id, "User lives in Leuven")
-    head = engine.git.head()
+    head = engine._parts.git.head()
 
     engine.undo_update(change.memory_ids, change.commit)
 
@@ -40,10 +40,10 @@ def test_undo_is_refused_and_changes_nothing_when_the_new_fact_was_edited_since(
     change = _mcp_update(engine, old.id, "User lives in Leuven")
     new_id = next(i for i in change.memory_ids if i != old.id)
     engine.edit(new_id, text="User lives in Leuven, near the station")  # the user's own edit since
-    head = engine.git.head()
+    head = engine._parts.git.head()
 
     with pytest.raises(ConflictError, match="was edited after"):
         engine.undo_update(change.memory_ids, change.commit)
 
-    assert engine.git.head() == head and engine.git.dirty_paths() == [], "nothing changed"
+    assert engine._parts.git.head() == head and engine._parts.git.dirty_paths() == [], "nothing changed"
     assert [m.text for m in engine.list_memories(role="memory")] == ["User lives in Leuven, near the station"]

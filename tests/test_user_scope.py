@@ -43,7 +43,7 @@ def test_an_old_store_moves_the_users_facts_to_the_user_scope_in_one_commit(
             assert not (eng.root / "entries/intro/facts" / moved.path.rsplit("/", 1)[1]).exists()
         assert eng.get(ids["trip"]).conversation_id == "intro"  # this chat's task stays
         assert eng.get(ids["hand"]).conversation_id == "intro"  # put there by hand: stays
-        assert not eng.git.dirty_paths(".gitignore"), "the moves are committed, nothing left over"
+        assert not eng._parts.git.dirty_paths(".gitignore"), "the moves are committed, nothing left over"
         commits = len(eng.history(limit=50))
     with MemoryEngine(config) as eng:  # idempotent: nothing to do, no commit
         assert len(eng.history(limit=50)) == commits

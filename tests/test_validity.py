@@ -47,7 +47,7 @@ def test_a_new_fact_is_valid_from_when_it_was_said(engine: MemoryEngine) -> None
 def test_a_date_the_user_gave_is_the_start(engine: MemoryEngine, text: str, expected: str) -> None:
     fact = engine.add(text)
     assert fact.valid_from == expected
-    assert engine.store.read(fact.path).valid_from == expected  # read back from the file
+    assert engine._parts.store.read(fact.path).valid_from == expected  # read back from the file
 
 
 def test_replacing_or_forgetting_ends_a_fact_and_restoring_revives_it(engine: MemoryEngine) -> None:
@@ -133,11 +133,11 @@ def test_an_older_store_gets_validity_in_one_commit_once(make_config: Callable[.
     with MemoryEngine(config) as eng:
         assert int(_git(root, "rev-list", "--count", "HEAD")) == commits + 1
         assert _git(root, "log", "-1", "--format=%s").startswith(validity_migration.SUBJECT)
-        old = eng.raw.get(tomb.id)
+        old = eng._parts.raw.get(tomb.id)
         assert old.valid_from is not None and validity.start(old.valid_from) == old.created_at
         assert old.valid_to is not None and validity.start(old.valid_to) == old.deleted_at
-        assert eng.raw.get(leuven.id).valid_from == "2024-03"
-        hand = eng.raw.get(gone.id)
+        assert eng._parts.raw.get(leuven.id).valid_from == "2024-03"
+        hand = eng._parts.raw.get(gone.id)
         move_time = datetime.fromisoformat(_git(root, "log", "-1", "--format=%cI", "--",
                                                 gone.path.replace("/deleted/", "/")).strip() or
                                            _git(root, "log", "-1", "--format=%cI").strip())
@@ -152,7 +152,7 @@ def test_a_new_store_is_never_migrated(make_config: Callable[..., Any]) -> None:
     with MemoryEngine(make_config()) as eng:
         eng.add("The user lives in Ghent")
         commits = int(_git(eng.root, "rev-list", "--count", "HEAD"))
-        assert not validity_migration.needs_migration(eng)
+        assert not validity_migration.needs_migration(eng._parts)
     with MemoryEngine(make_config()) as eng:
         assert int(_git(eng.root, "rev-list", "--count", "HEAD")) == commits
 

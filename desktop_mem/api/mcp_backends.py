@@ -114,7 +114,7 @@ class StdioBackend:
                 reader = self._fresh_reader()
             except EngineError:
                 return {}
-            return {m.path: m.id for m in reader.raw.list_memories(include_deleted=True)}
+            return {m.path: m.id for m in reader._parts.raw.list_memories(include_deleted=True)}
 
     # ----------------------------------------------------------------- writes
 
@@ -234,5 +234,5 @@ class StdioBackend:
             if self._warm_writer is not None:
                 # (held elsewhere: its manifest was flushed when parked, closing writes nothing)
                 with contextlib.suppress(StoreLockedError):
-                    self._warm_writer.lock.acquire()
+                    self._warm_writer._parts.lock.acquire()
                 self._close_writer()

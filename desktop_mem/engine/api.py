@@ -57,10 +57,9 @@ from desktop_mem.engine.history.timeline_query import (
     front_matter_changes,
     word_diff,
 )
-from desktop_mem.engine.index.index_sync import IndexSync, Progress, SyncReport
+from desktop_mem.engine.index.index_sync import Progress, SyncReport
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
-    Retriever,
     ScoreBreakdown,
     SearchFilters,
     SearchResult,
@@ -93,7 +92,6 @@ from desktop_mem.engine.store.validity import start as validity_start
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied
     from desktop_mem.engine.chat.extraction import ExtractionResult, ReconcileResult
-    from desktop_mem.engine.chat.service import ChatService
     from desktop_mem.engine.chat.tidy import Health
 
     # value types front ends name in annotations only (their modules load numpy or are large)
@@ -144,11 +142,15 @@ class MemoryEngine:
             compose.start(config)
         parts = self._p = config
         self.config, self.root, self.read_only = parts.config, parts.root, parts.read_only
-        self.store, self.git, self.lock, self.writer = parts.store, parts.git, parts.lock, parts.writer
-        self.manifest, self.catalog, self.raw = parts.manifest, parts.catalog, parts.raw
         self.transfer = parts.transfer  # imports, exports, sync (transfer/transfer_facade.py)
         self.timeline = parts.timeline  # the history's pages and actions (history/timeline_facade.py)
         self._closed = False
+
+    @property
+    def _parts(self) -> compose.Parts:
+        """Tests and benchmarks only: the parts behind the doors (the store, git, the writer, the
+        catalog, the index ...). No front end reaches them (tests/test_architecture.py)."""
+        return self._p
 
     @classmethod
     def open(cls, config: Config | None = None, *, read_only: bool = False) -> MemoryEngine:
@@ -198,7 +200,7 @@ class MemoryEngine:
 
     def get(self, memory_id: str) -> Memory:
         """By id or unique prefix (live or deleted); NotFoundError, or HeldBackError for a held-back
-        hand edit (the editor asks `engine.raw.get`)."""
+        hand edit (the editor asks `get_raw`)."""
         return self._p.shared.get(memory_id)
 
     def get_raw(self, memory_id: str) -> Memory:
@@ -409,16 +411,6 @@ class MemoryEngine:
         """Close the search index; the next search opens it again and catches up."""
         self._p.search_index.close()
 
-    @property
-    def index(self) -> IndexSync:
-        """The open index (opened and synced on first use)."""
-        return self._p.search_index.index
-
-    @property
-    def retriever(self) -> Retriever:
-        """The read path over the open index."""
-        return self._p.search_index.retriever
-
     def index_in_background(self, progress: Progress | None = None, expected: int = 0,
                             workers: int = 1) -> AbstractContextManager[list[int]]:
         """Within the block, writes are embedded by worker threads while the next ones are written
@@ -451,11 +443,6 @@ class MemoryEngine:
 
     # ---------------------------------------------------------------- chat
 
-    @property
-    def chat_service(self) -> ChatService:
-        """The chat pipeline (created on first use)."""
-        return self._p.chat
-
     def open_llm_requests(self) -> int:
         """Chat requests this app has open at its model servers now (the chat's and the memory's)."""
         from desktop_mem.engine.chat.llm_client import open_requests
@@ -487,11 +474,11 @@ class MemoryEngine:
 
     def turn_memory(self, turn_id: str) -> TurnMemory | None:
         """What memory the reply to the user turn `turn_id` used and changed, as stored with it."""
-        return turn_memory.record_for(self.raw, turn_id)
+        return turn_memory.record_for(self._p.raw, turn_id)
 
     def turn_memories(self, conversation_id: str) -> dict[str, TurnMemory]:
         """Every reply's Memory used / Memory updated in a conversation, by user turn id."""
-        return turn_memory.records(self.raw.transcript(conversation_id))
+        return turn_memory.records(self._p.raw.transcript(conversation_id))
 
     def subscribe_outcomes(self, listener: Callable[[WriteOutcome], None]) -> Callable[[], None]:
         """Be told (from a background thread) when a turn's write path finished."""
@@ -570,7 +557,7 @@ class MemoryEngine:
 
     def diff(self, sha: str) -> str:
         """The patch of one commit."""
-        return self.git.diff(sha)
+        return self._p.git.diff(sha)
 
     @staticmethod
     def read_history(config: Config, limit: int = 50, offset: int = 0) -> list[CommitInfo]:
@@ -600,7 +587,7 @@ class MemoryEngine:
                           expected_hash: str | None = None) -> StoreChange:
         """Redact a held-back file's likely secrets or keep it as written, then commit and index
         it; refuses a path outside the store, a file not held back, or one changed since."""
-        self.writer.require_writer()
+        self._p.writer.require_writer()
         return self._p.held.resolve(path, HeldBackChoice(choice), expected_hash=expected_hash)
 
     def held_back_ids(self) -> frozenset[str]:

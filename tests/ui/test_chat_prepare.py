@@ -58,4 +58,4 @@ def test_writing_into_a_store_whose_index_is_closed_opens_nothing(qtbot: Any, en
     qtbot.waitUntil(lambda: not runner.busy, timeout=10000)
     qtbot.keyClicks(pane.input, "Hello")
     qtbot.waitUntil(lambda: not runner.busy, timeout=10000)
-    assert not engine._p.search_index.is_open  # the window opens it, on its own schedule
+    assert not engine._parts.search_index.is_open  # the window opens it, on its own schedule

@@ -136,7 +136,7 @@ def test_closing_while_the_store_opens_closes_the_engine_it_opened(
         win.close_without_asking()
     engine = opened[0].engine
     assert closes == [engine]  # closed by the shutdown itself, not by a delivery that may never come
-    assert not engine.lock.held
+    assert not engine._parts.lock.held
     assert read_holder(config.store_path) == {}
     qtbot.wait(300)  # the open's queued delivery, as when the event loop goes on after the close
     assert closes == [engine]

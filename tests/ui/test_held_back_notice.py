@@ -78,7 +78,7 @@ def test_the_notice_names_file_and_kind_and_redact_then_keep_answer_it(
         notice.keep_button.click()
     settle(runner)
     assert AWS_KEY in _committed(engine, deploy.path), "kept as written"
-    assert engine.held_back_files() == () and engine.git.dirty_paths() == []
+    assert engine.held_back_files() == () and engine._parts.git.dirty_paths() == []
     assert notice.isVisible() and notice.label.text().startswith("Recorded")
     assert not notice.redact_button.isVisible() and notice.later_button.text() == "Close"
     seen.append(_shown(notice))

@@ -160,13 +160,13 @@ def test_sync_from_the_menu_pushes_and_reports_conflicts_without_blocking(
     config = make_config(tmp_path / "mine", sync__remote_url=str(remote))
     with MemoryEngine(other_config) as other:  # another machine: a fact, pushed
         shared = other.add("The user lives in Berlin")
-        sync(other)
+        sync(other._parts)
     with MemoryEngine(config) as mine:  # this machine pulls it, then both edit it
-        sync(mine)
+        sync(mine._parts)
         mine.edit(shared.id, text="The user lives in Munich")
     with MemoryEngine(other_config) as other:
         other.edit(shared.id, text="The user lives in Hamburg")
-        sync(other)
+        sync(other._parts)
     boxes: list[str] = []
     monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.open", lambda box: boxes.append(box.text()))
     win = MainWindow(config, TaskRunner(), settings=ui_settings)

@@ -172,7 +172,7 @@ def _many(engine: Any, n: int) -> list[Any]:
     from desktop_mem.engine.models import Operation
 
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    with engine.writer.transaction(Operation.IMPORT, f"{n} facts") as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"{n} facts") as tx:
         for i in range(n):
             tx.add(f"Fact {i:02d} about the garden", conversation_id="garden", kind="fact",
                    source="import", created_at=start + timedelta(minutes=i))

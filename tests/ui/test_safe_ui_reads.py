@@ -53,7 +53,7 @@ def test_no_read_the_window_makes_shows_a_held_back_hand_edit(qtbot: Any, engine
     engine.open_index()
     tea = engine.add("User likes green tea from Japan")
     engine.add("User likes strong coffee")
-    with engine.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
+    with engine._parts.writer.transaction(Operation.SUMMARY, "Summary", "trip") as tx:
         summary = tx.write_summary("trip", "The user plans a trip to Porto.", 0)
     turn = engine.add("Book the Porto hotel", conversation_id="trip", role="user")
     held = (tea, summary, turn)
@@ -61,7 +61,8 @@ def test_no_read_the_window_makes_shows_a_held_back_hand_edit(qtbot: Any, engine
         _hand_edit(engine, memory.path, f"{memory.text} key {KEY}")
     engine.apply_external_changes([m.path for m in held])
     qtbot.waitUntil(lambda: sum("SecretHeldBack" in s for s in seen) == 3, timeout=5000)
-    assert all(KEY in engine.raw.get(m.id).text for m in held), "the raw view holds it: the check can fail"
+    raw = engine._parts.raw
+    assert all(KEY in raw.get(m.id).text for m in held), "the raw view holds it: the check can fail"
 
     events = [e for c in engine.history() for e in c.events if e.memory_id in {m.id for m in held}]
     values: dict[str, list[Any]] = {

@@ -18,7 +18,7 @@ def _bulk_pane(qtbot: Any, engine: Any, runner: Any, settle: Any, monkeypatch: p
                conversations: tuple[str, ...] = ("c1",)) -> tuple[TimelinePane, list[Any]]:
     """A Timeline pane over one import commit of FILES memories (a bulk commit), listed."""
     monkeypatch.setattr(timeline, "DETAIL_LIMIT", FILES - 1)
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
         added = [tx.add(f"Imported fact {i}", conversation_id=conversations[i % len(conversations)])
                  for i in range(FILES)]
     pane = TimelinePane(engine, runner, page_size=10)

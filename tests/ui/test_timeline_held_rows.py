@@ -50,7 +50,7 @@ def bulk_from(monkeypatch: pytest.MonkeyPatch) -> None:
 def import_facts(engine: Any, text: str = "Imported fact {i}",
                  conversation: Callable[[int], str] = lambda _i: "c1") -> list[Memory]:
     """One import of FILES facts: a bulk commit."""
-    with engine.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
+    with engine._parts.writer.transaction(Operation.IMPORT, f"Import {FILES} facts", "c1") as tx:
         return [tx.add(text.format(i=i), conversation_id=conversation(i)) for i in range(FILES)]
 
 

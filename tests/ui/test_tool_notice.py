@@ -122,7 +122,7 @@ def test_undo_of_an_ai_tools_update_is_one_commit_and_refused_after_a_later_edit
     engine.subscribe(changes.append)
     ghent = engine.add("User lives in Ghent")
     mcp_tools.update(engine, ghent.id, "User lives in Leuven", "Claude Desktop")
-    head = engine.git.head()
+    head = engine._parts.git.head()
     assert undo_changes(engine, changes[-1:]) == 1
     assert engine.history(limit=2)[1].sha == head and changes[-1].operation == Operation.REVERT_UPDATE
     assert [m.text for m in engine.list_memories(role="memory")] == ["User lives in Ghent"]
@@ -130,7 +130,7 @@ def test_undo_of_an_ai_tools_update_is_one_commit_and_refused_after_a_later_edit
     update = mcp_tools.update(engine, ghent.id, "User lives in Bruges", "Claude Desktop")
     made = changes[-1]
     engine.edit(update["updated"]["id"], text="User lives in Bruges, by the canal")
-    head = engine.git.head()
+    head = engine._parts.git.head()
     with pytest.raises(ConflictError):
         undo_changes(engine, [made])
-    assert engine.git.head() == head, "refused: nothing changed"
+    assert engine._parts.git.head() == head, "refused: nothing changed"
