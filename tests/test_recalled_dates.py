@@ -77,7 +77,7 @@ def test_the_turn_says_the_day_its_driver_asks_on_with_the_answer_instruction_it
     said = datetime(2023, 7, 12, 12, 0, tzinfo=UTC)
     chat_engine.add("I went to an LGBTQ conference two days ago.", conversation_id="old", role="user",
                     created_at=said, source="import")
-    service = chat_engine.chat_service
+    service = chat_engine._parts.chat
     service.today = lambda: datetime(2023, 7, 13, 12, 0, tzinfo=UTC)
     service.data_preamble = prompts.DATA_PREAMBLES["only-notes"]
     scripted_llm.script(is_chat, "On 10 July 2023.")
