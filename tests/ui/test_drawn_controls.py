@@ -3,7 +3,7 @@
 text ("All type▾s") and a spin box's buttons were squeezed to a dark "—|".
 
 The fault is in what is drawn, so these tests read the widget's own rendering: the dark pixels
-right of the style's text field must be arrows (chevrons, no straight bar), and a combo's (or menu
+right of the style's text field must be arrows (a chevron or a triangle, no straight bar), and a combo's (or menu
 button's) text must stay left of its arrow.
 """
 
@@ -29,7 +29,7 @@ from tests.ui.conftest import open_demo
 
 SIZES = ((1280, 720), (1366, 768))
 DARK = 140  # gray level under which a pixel is ink (text #1f2328, arrows #57606a; borders are lighter)
-LONGEST_BAR = 6  # an arrow's stroke is diagonal: a longer straight dark run is a bar ("—|")
+LONGEST_BAR = 10  # an arrow is a chevron or a small triangle: a longer straight dark run is a bar ("—|")
 
 Point = tuple[int, int]
 
