@@ -497,11 +497,11 @@ def test_a_question_gives_no_task_in_any_language() -> None:
     chat's task. A message of questions only (any script's question mark) gives no task."""
     from desktop_mem.engine.chat.understanding import _RawFact, ground
 
-    task = _RawFact("The user is working on a plan for their sports school", scope="conversation")
-    asked = "Kun je alles wissen wat je over mijn sportschool weet?"
+    task = _RawFact("The user is working on a plan for their sports school in Almere", scope="conversation")
+    asked = "Kun je alles wissen wat je over mijn sportschool in Almere weet?"
     facts, rejected = ground([task], asked, "", english=False)
     assert facts == [] and rejected == [(task.text, "a task read from a question")]
-    facts, _rejected = ground([task], "Ik werk aan een plan voor mijn sportschool. Help je?", "",
+    facts, _rejected = ground([task], "Ik werk aan een plan voor mijn sportschool in Almere. Help je?", "",
                               english=False)
     assert [f.text for f in facts] == [task.text]
 
@@ -598,3 +598,18 @@ def test_another_persons_fact_in_the_users_words_is_theirs() -> None:
     neighbour = "The user's voisin Gérard is a plumber"
     assert not fact_guards.same_topic("The user works as an architect", neighbour)
     assert fact_guards.subject("The user's favourite band is Radiohead") == "user"
+
+
+def test_a_task_in_another_language_must_name_something_the_user_said() -> None:
+    """Seen with the 1.5B model: "J'ai rendez-vous chez le psychologue tous les mardis à 18h."
+    gave the task "The user is working on their schedule for the week"."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "J'ai rendez-vous chez le psychologue tous les mardis à 18h."
+    vague = _RawFact("The user is working on their schedule for the week", scope="conversation")
+    facts, rejected = ground([vague], said, said, english=False)
+    assert facts == [] and rejected == [(vague.text, "a task that names nothing the user said")]
+    said = "Je prépare un voyage à Lisbonne pour mai."
+    facts, _rejected = ground([_RawFact("The user is planning a trip to Lisbonne", scope="conversation")],
+                              said, said, english=False)
+    assert [f.text for f in facts] == ["The user is planning a trip to Lisbonne"]

@@ -325,6 +325,12 @@ def ground(
         if item.scope == scopes.CONVERSATION and only_questions:
             rejected.append((text, "a task read from a question"))
             continue
+        if item.scope == scopes.CONVERSATION and not english and not names_and_numbers(f"x {text}") & said:
+            # in a language our checks cannot read, a task must name something the user said:
+            # the 1.5B model filled "task" with "The user is working on their schedule for the
+            # week" from a doctor's appointment and "... planning their vacation" from a maybe
+            rejected.append((text, "a task that names nothing the user said"))
+            continue
         facts.append(ExtractedFact(text, kind_of(text), "llm", scope,
                                    replaces=item.replaces[:MAX_FACT_CHARS]))
     facts = merge_contained(facts)
