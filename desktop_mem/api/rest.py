@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -64,7 +63,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     disk_problem,
 )
-from desktop_mem.engine.schema import MemoryQuery, memory_json
+from desktop_mem.engine.schema import MemoryQuery, memory_json, search_hit_json
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -274,7 +273,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         results = engine.search(q, conversation_id=conversation, top_k=top_k,
                                 filters=SearchFilters(include_deleted=deleted, project=scope), rerank=True)
         return {"object": "list", "query": q,
-                "data": [{"memory": memory_json(r.memory), "scores": asdict(r.scores)} for r in results]}
+                "data": [search_hit_json(r, nested_memory=True) for r in results]}
 
     @app.post("/api/memories", status_code=201)
     def add_memory(body: NewMemory) -> dict[str, Any]:

@@ -177,7 +177,9 @@ class RemoteReader(_Holder):
             params["top_k"] = top_k
         answer = self._answer("GET", f"/api/search?{urlencode(params)}", None)
         try:
-            return [Hit(memory_from_json(h["memory"]), ScoreBreakdown(**h["scores"])) for h in answer["data"]]
+            # schema.SearchHitJSON (the memory under `memory` too; a server before it had only that)
+            return [Hit(memory_from_json(h.get("memory", h)), ScoreBreakdown(**h["scores"]))
+                    for h in answer["data"]]
         except (KeyError, TypeError, ValueError):
             raise _error(502, answer, self.endpoint) from None
 

@@ -28,7 +28,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     disk_problem,
 )
-from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery, commit_json
+from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery, commit_json, search_hit_json
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -540,7 +540,7 @@ def cmd_search(args: argparse.Namespace, config: Config) -> int:
                                         filters=SearchFilters(include_deleted=args.deleted,
                                                               project=args.project), rerank=True)
     if args.json:
-        emit_json([{"memory": r.memory, "scores": r.scores} for r in results])
+        emit_json([search_hit_json(r, nested_memory=True) for r in results])
         return 0
     if not results:
         print("no matching memories")

@@ -61,19 +61,27 @@ class MemoryJSON(TypedDict):
 
 
 class ScoresJSON(TypedDict):
-    """Why a search hit ranks where it does (None: that signal did not take part)."""
+    """Why a search hit ranks where it does (None: that signal did not take part), to 4 places."""
 
     final: float
     relevance: float
     keyword: float | None
     dense: float | None
+    fused: float
     rerank: float | None
     recency: float
+    mmr_rank: int | None  # its place in the diversified (MMR) order, 1 first; None without MMR
 
 
 class SearchHitJSON(MemoryJSON):
+    """One search hit, the same in REST, MCP and the CLI: the memory's own keys (MemoryJSON), its
+    final `score` and the `scores` that made it. `memory` is the older nested key of REST and
+    the CLI (the same MemoryJSON again), kept for their clients; MCP leaves it out (a client's
+    context pays for every repeated text)."""
+
     score: float
     scores: ScoresJSON
+    memory: NotRequired[MemoryJSON]
 
 
 class SearchJSON(TypedDict):
@@ -117,14 +125,18 @@ def _round(value: float | None) -> float | None:
     return round(value, 4) if value is not None else None
 
 
-def search_hit_json(result: SearchResult) -> SearchHitJSON:
-    """A search result: the memory plus its score breakdown (rounded to 4 places)."""
+def search_hit_json(result: SearchResult, *, nested_memory: bool = False) -> SearchHitJSON:
+    """A search result: the memory plus its score breakdown (rounded to 4 places); with
+    `nested_memory`, also under the older `memory` key (REST, the CLI)."""
     s = result.scores
     scores: ScoresJSON = {"final": round(s.final, 4), "relevance": round(s.relevance, 4),
-                          "keyword": _round(s.keyword), "dense": _round(s.dense), "rerank": _round(s.rerank),
-                          "recency": round(s.recency, 4)}
-    hit: dict[str, Any] = {**memory_json(result.memory), "score": scores["final"], "scores": scores}
-    return hit  # type: ignore[return-value]  # MemoryJSON + the two keys above
+                          "keyword": _round(s.keyword), "dense": _round(s.dense), "fused": round(s.fused, 4),
+                          "rerank": _round(s.rerank), "recency": round(s.recency, 4), "mmr_rank": s.mmr_rank}
+    memory = memory_json(result.memory)
+    hit: dict[str, Any] = {**memory, "score": scores["final"], "scores": scores}
+    if nested_memory:
+        hit["memory"] = memory
+    return hit  # type: ignore[return-value]  # MemoryJSON + the keys above
 
 
 class EventJSON(TypedDict):
