@@ -120,6 +120,8 @@ ENGINE_NOT_READS: dict[str, str] = {
     "extract_facts": "asks the memory model about the message it is given; writes nothing",
     "get_raw": "the raw view, asked for by name: the editor shows a held-back hand edit as written",
     "create_demo": "write (the demo store)",
+    "open_first": "lifecycle (opens a store, its catalog to come)", "finish_opening": "lifecycle",
+    "catalog_loaded": "lifecycle (a flag)",
 }
 
 # What else is one dot from a front end: the engine's public attributes. A sub-facade's reads are

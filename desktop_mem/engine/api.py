@@ -159,6 +159,32 @@ class MemoryEngine:
         compose.start(parts)
         return cls(parts)
 
+    @classmethod
+    def open_first(cls, config: Config | None = None, *, read_only: bool = False) -> MemoryEngine:
+        """Open the store up to its catalog (the store lock and git), for a window that shows
+        `cached_first_page()` meanwhile: every read waits until `finish_opening` (run it next,
+        off the GUI thread) has loaded the catalog and committed what changed while it was closed."""
+        parts = compose.build(config or load_config(), read_only=read_only)
+        compose.begin(parts, catalog_later=True)
+        return cls(parts)
+
+    def finish_opening(self) -> None:
+        """The rest of `open` for a store opened with `open_first` (a no-op otherwise)."""
+        if not self._p.catalog.loaded:
+            compose.finish(self._p)
+
+    @property
+    def catalog_loaded(self) -> bool:
+        """False until `finish_opening` of a store opened with `open_first` has ended."""
+        return self._p.catalog.loaded
+
+    def cached_first_page(self) -> MemoryPage | None:
+        """The memory list's first page (`list_page(0, ...)` unfiltered, newest first) as the last
+        session closed it, if every file on it is unchanged since; else None (store/first_page.py)."""
+        from desktop_mem.engine.store import first_page
+
+        return first_page.load(self.root)
+
     def close(self) -> None:
         """Release the store lock, the indexes and git's helpers (idempotent)."""
         self._p.stop_watcher()

@@ -33,7 +33,7 @@ from desktop_mem.engine.models import (
     StoreChange,
     ValidationError,
 )
-from desktop_mem.engine.store import layout, secrets_scan
+from desktop_mem.engine.store import first_page, layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversations import Conversations
 from desktop_mem.engine.store.held_back import KEPT_SECRETS_NAME, HeldBackFiles, KeptSecrets
@@ -269,11 +269,17 @@ def build(config: Config, *, read_only: bool = False) -> Parts:
 def start(parts: Parts) -> None:
     """Open the store: take the store lock (a writer), set up git, load the catalog, commit what
     changed while the app was closed, and run the store's pending migrations."""
-    from desktop_mem.engine.chat import scope_migration
+    begin(parts)
+    finish(parts)
+
+
+def begin(parts: Parts, *, catalog_later: bool = False) -> None:
+    """The first part of `start`: the store lock (a writer) and git. With `catalog_later`, every
+    read of the catalog waits until `finish` has loaded it (the window lists the last session's
+    first page meanwhile: store/first_page.py)."""
     from desktop_mem.engine.history import validity_migration
 
     config, root = parts.config, parts.root
-    versioned = not parts.read_only and bool(config["store.git_versioning"])
     if not parts.read_only:
         root.mkdir(parents=True, exist_ok=True)
         parts.lock.acquire()
@@ -289,6 +295,26 @@ def start(parts: Parts) -> None:
             raise
     elif not root.exists():
         raise ValidationError(f"the store {root} does not exist yet")
+    if catalog_later:
+        parts.catalog.defer_reads()
+
+
+def finish(parts: Parts) -> None:
+    """The rest of `start`: load the catalog, commit what changed while the app was closed, run
+    the store's pending migrations. Readers waiting since `begin` go on once it has ended."""
+    parts.catalog.loading_here()
+    try:
+        _finish(parts)
+    finally:
+        parts.catalog.release_readers()  # a failed start raises to its caller; nobody waits forever
+
+
+def _finish(parts: Parts) -> None:
+    from desktop_mem.engine.chat import scope_migration
+    from desktop_mem.engine.history import validity_migration
+
+    root = parts.root
+    versioned = not parts.read_only and bool(parts.config["store.git_versioning"])
     # `git status` (lock-free) runs while the catalog loads: two cores, not one after the other.
     dirty = parts.git.dirty_paths_later(".gitignore") if versioned else None
     temp_files: list[str] = []
@@ -340,6 +366,12 @@ def close(parts: Parts) -> None:
         parts.chat_started.close()
     if not parts.read_only:
         parts.manifest.flush()
+        if parts.catalog.loaded:  # the next start lists this while its catalog loads
+            try:
+                first_page.save(parts.root, parts.shared.list_page(0, first_page.FIRST_PAGE_ROWS))
+            except Exception:  # a cache: never in the way of releasing the store
+                log.exception("could not keep the memory list's first page")
+    parts.catalog.release_readers()  # closed before its catalog loaded: nobody waits forever
     parts.search_index.close()
     parts.git.close()
     parts.lock.release()

@@ -33,11 +33,13 @@ from desktop_mem.ui.review_pane import ReviewBadge
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.store_actions import StoreActions
 from desktop_mem.ui.store_session import (
+    FinishedOpen,
     KeptView,
     OpenedStore,
     StoreOpening,
     close_engine,
     close_opened,
+    finish_open,
     import_index_modules,
     import_panes,
     open_index_and_watch,
@@ -50,7 +52,7 @@ from desktop_mem.ui.welcome_page import WelcomePage
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
-    from desktop_mem.engine.api import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine, MemoryPage
     from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
@@ -92,6 +94,7 @@ class MainWindow(QMainWindow):
         self._opening: StoreOpening | None = None  # the open under way, until it is delivered
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
+        self._first_page: MemoryPage | None = None  # the last session's, shown by the next workspace
         self._closing_unasked = False  # a stop signal (SIGTERM, SIGHUP) closes without a question
         self._setup_ui()
         self._setup_menus()
@@ -273,6 +276,12 @@ class MainWindow(QMainWindow):
         self._opening = None
         engine = opened.engine
         self.engine = engine
+        if opened.first_page is not None:
+            # handed over before its catalog: loading it is the writer's first task (a write queued
+            # before it would wait for it on the one writer thread), and every read waits for it
+            self.runner.submit_write(finish_open, engine, quiet=True,
+                                     on_result=partial(self._on_open_finished, engine),
+                                     on_error=partial(self._on_open_unfinished, engine))
         self.bridge = EngineBridge(engine, self)
         self.workspace = Workspace(engine, self.runner, self.bridge, self._confirm, self)
         # The chat asks for Settings only about the endpoint: open on that tab.
@@ -311,6 +320,7 @@ class MainWindow(QMainWindow):
         mode = " (read-only)" if engine.read_only else ""
         # the application's display name ("desktop-mem") is added by Qt: once, not twice
         self.setWindowTitle(f"{engine.root}{mode}")
+        self._first_page = opened.first_page  # the Memories pane shows it until its own listing
         kept, self._kept_view = self._kept_view, None
         if kept is not None:
             kept.restore(self.workspace)
@@ -343,6 +353,24 @@ class MainWindow(QMainWindow):
             return  # the store was closed or reopened meanwhile
         self.operations.run("Indexing the store", open_index_and_watch, engine,
                             on_result=self._on_index_opened, on_error=self._on_index_failed)
+
+    def _on_open_finished(self, engine: MemoryEngine, finished: FinishedOpen) -> None:
+        if engine is not self.engine:
+            return  # closed or reopened meanwhile
+        self.status.set_last_commit(finished.last_commit)
+        if self.held_back_notice is not None:
+            for held in finished.held_back:
+                self.held_back_notice.on_held_back(held)
+
+    def _on_open_unfinished(self, engine: MemoryEngine, error: BaseException) -> None:
+        if engine is not self.engine:
+            return
+        log.error("the store's catalog failed to load", exc_info=error)
+        self._close_engine()
+        self._drop_pages()
+        self.stack.setCurrentWidget(self.loading_label)
+        self.loading_label.setText(f"Could not open the store {self.config.store_path}:\n{error}\n\n"
+                                   "Fix the problem (or pick another store in Settings, Ctrl+,) and restart.")
 
     def _on_store_failed(self, opening: StoreOpening, error: BaseException) -> None:
         if opening is not self._opening:
@@ -397,7 +425,8 @@ class MainWindow(QMainWindow):
         if self.workspace is None:
             return
         self.stack.setCurrentWidget(self.workspace)
-        self.workspace.start()
+        first_page, self._first_page = self._first_page, None
+        self.workspace.start(first_page)
 
     @Slot()
     def _on_welcome_demo_requested(self) -> None:

@@ -4,6 +4,11 @@ An empty search box lists memories a page at a time (engine.list_page: the first
 total, then the next page as the table scrolls, sorted by the engine over every memory); typed
 text runs the read path (engine.search, keyword and dense fused) keyed "latest wins", so only the
 newest query's results reach the table. All engine calls go through the TaskRunner.
+
+A store that opens on the last session's first page (store_session.open_store) shows that page at
+once, marked "loading", while the first listing waits in the read pool for the catalog; a sort,
+filter, search or scroll meanwhile waits the same way, with the same note, and the answer over the
+whole store replaces the page (issue #36).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine, ScoreBreakdown, SearchFilters, SearchResult
+from desktop_mem.engine.api import MemoryEngine, MemoryPage, ScoreBreakdown, SearchFilters, SearchResult
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, Role, StoreChange
 from desktop_mem.ui.date_range import date_range_edits
 from desktop_mem.ui.flow_layout import FlowLayout, group
@@ -59,6 +64,7 @@ SHORT_TEXT_WORDS = 3
 # others shown; 0.78 kept 76%).
 NEAR_BEST_FACT = 0.03
 ANY = "Any"
+LOADING_NOTE = "loading the store…"  # while a page from the last session is shown
 # Fixed widths of the short columns (Conversation, Type, Created, Status, Score): the Text
 # column stretches over the rest and so keeps most of the table at 1280 px.
 # Narrow enough that with "Include deleted" (the Status column) Text keeps ~half at 1280 px: at
@@ -83,6 +89,10 @@ class BrowserQuery:
     descending: bool = False
     page_size: int = FETCH_BATCH
     keep: int = 0  # a listing read again after a change: list this many rows at once (the place)
+
+
+# What a new pane lists: everything live, newest first (the page store/first_page.py keeps).
+_DEFAULT_LISTING = BrowserQuery("", None, None, None, None, None, False)
 
 
 @dataclass(frozen=True)
@@ -188,7 +198,7 @@ class MemoryBrowser(QWidget):
     memory_activated = Signal(object)  # Memory: the user picked a row
     selection_cleared = Signal()  # the selected memory is not among the rows shown any more
     problem_activated = Signal(object)  # Problem
-    page_loaded = Signal(int)  # rows in the new snapshot
+    page_loaded = Signal(int)  # rows in the new snapshot (not emitted for a provisional page)
 
     def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -202,6 +212,8 @@ class MemoryBrowser(QWidget):
         self._search_timer.setInterval(SEARCH_DELAY_MS)
         self._selected_id: str | None = None
         self._listed: BrowserQuery | None = None  # the query the shown listing answers
+        self._provisional = False  # the rows are the last session's first page (`refresh_over`)
+        self._first_page: MemoryPage | None = None
         self._setup_ui()
         self._connect_signals()
 
@@ -440,14 +452,30 @@ class MemoryBrowser(QWidget):
         chosen = datetime.fromtimestamp(self.as_of_edit.dateTime().toSecsSinceEpoch()).astimezone()
         return chosen.replace(second=59, microsecond=999999).astimezone(UTC)
 
+    @property
+    def provisional(self) -> bool:
+        """True while the rows are the last session's first page, until the store's own listing."""
+        return self._provisional
+
+    def refresh_over(self, first_page: MemoryPage) -> None:
+        """`refresh`, showing `first_page` (the last session's, while the catalog loads) until the
+        answer comes, if the pane lists everything newest first: what it is a page of."""
+        self._first_page = first_page
+        self.refresh()
+
     @Slot()
     def refresh(self) -> None:
         """Ask for a new snapshot; only the newest request's answer is shown."""
         self._search_timer.stop()
+        first_page, self._first_page = self._first_page, None
         query = self.query()
         if self._listed is not None and _same_listing(query, self._listed):
             query = replace(query, keep=self._model.fetched())  # a change: stay where the reader is
-        self.count_label.setText("searching…" if query.text else "loading…")
+        if first_page is not None and _same_listing(query, _DEFAULT_LISTING):
+            self._on_page_loaded(BrowserPage(first_page.memories, {}, (), total=first_page.total), query,
+                                 provisional=True)
+        self.count_label.setText(LOADING_NOTE if self._provisional
+                                 else "searching…" if query.text else "loading…")
         self._runner.submit(load_page, self._engine, query, key="browser-page",
                             on_result=lambda page: self._on_page_loaded(page, query),
                             on_error=self._on_page_failed)
@@ -475,7 +503,9 @@ class MemoryBrowser(QWidget):
         self.deleted_check.setEnabled(not on)  # as of a moment, a tombstone shows when it was live
         self.refresh()
 
-    def _on_page_loaded(self, page: BrowserPage, query: BrowserQuery | None = None) -> None:
+    def _on_page_loaded(self, page: BrowserPage, query: BrowserQuery | None = None, *,
+                        provisional: bool = False) -> None:
+        self._provisional = provisional
         header = self.table.horizontalHeader()
         paged = page.total >= 0
         same = paged and query is not None and self._listed is not None and _same_listing(query, self._listed)
@@ -502,6 +532,8 @@ class MemoryBrowser(QWidget):
         plural = "matches" if searching else "memories"
         total = page.total if paged else len(page.memories)
         more = f" · {page.below_cutoff:,} more ranked below the cut-off" if page.below_cutoff else ""
+        if provisional:
+            more = f" · {LOADING_NOTE}"
         self.count_label.setText(f"{total:,} {noun if total == 1 else plural}{more}")
         self.all_ranked_check.setVisible(searching)
         if self._selected_id is not None:
@@ -512,7 +544,8 @@ class MemoryBrowser(QWidget):
                 self._selected_id = None
                 self.table.clearSelection()
                 self.selection_cleared.emit()
-        self.page_loaded.emit(total)
+        if not provisional:
+            self.page_loaded.emit(total)
 
     @Slot(int)
     def _on_model_more_requested(self, offset: int) -> None:

@@ -21,7 +21,7 @@ from desktop_mem.ui.task_runner import TaskRunner
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
-    from desktop_mem.engine.api import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine, MemoryPage
     from desktop_mem.engine.models import SecretHeldBack
     from desktop_mem.ui.memory_browser import BrowserQuery
     from desktop_mem.ui.workspace import Workspace
@@ -41,6 +41,17 @@ class OpenedStore:
     empty: bool
     last_commit: str
     held_back: tuple[SecretHeldBack, ...] = ()  # hand edits with a likely secret, found at start
+    # The last session's first page of the memory list, shown while the catalog loads (the
+    # window runs `finish_open` next); None: the store opened whole.
+    first_page: MemoryPage | None = None
+
+
+@dataclass(frozen=True)
+class FinishedOpen:
+    """What the rest of a store's opening found (`finish_open`)."""
+
+    last_commit: str
+    held_back: tuple[SecretHeldBack, ...]
 
 
 @dataclass(frozen=True)
@@ -76,15 +87,29 @@ class KeptView:
 
 
 def open_store(config: Config, read_only: bool) -> OpenedStore:
-    """Run on the writer: take the lock, init git, read the catalog (no index yet)."""
+    """Run on the writer: take the lock, init git, read the catalog (no index yet). A store the
+    last session left a first page for (store/first_page.py) is handed over before its catalog
+    loads, with that page: run `finish_open` next (at 100,000 memories the catalog takes a
+    second or more; issue #36)."""
     from desktop_mem.engine.api import MemoryEngine
 
-    engine = MemoryEngine.open(config, read_only=read_only)
+    engine = MemoryEngine.open_first(config, read_only=read_only)
     try:
+        first_page = engine.cached_first_page()
+        if first_page is not None:
+            return OpenedStore(engine, False, last_commit_line(engine), first_page=first_page)
+        engine.finish_opening()
         return OpenedStore(engine, engine.is_empty(), last_commit_line(engine), engine.held_back_files())
     except BaseException:
         engine.close()  # no window gets this engine: its lock must not outlive the failure
         raise
+
+
+def finish_open(engine: MemoryEngine) -> FinishedOpen:
+    """Run on the writer after `open_store` handed over a first page: load the catalog and commit
+    what changed while the app was closed. Every read of the store waits for this."""
+    engine.finish_opening()
+    return FinishedOpen(last_commit_line(engine), engine.held_back_files())
 
 
 class StoreOpening:

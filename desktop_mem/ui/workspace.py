@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from desktop_mem.engine.api import MemoryEngine
+from desktop_mem.engine.api import MemoryEngine, MemoryPage
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Problem, StoreChange
 from desktop_mem.ui.chat_pane import ChatPane
 from desktop_mem.ui.conversation_list import ConversationList
@@ -102,14 +102,18 @@ class Workspace(QWidget):
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.memories_splitter.splitterMoved.connect(self._on_memories_splitter_moved)
 
-    def start(self) -> None:
-        """Load the first content of the panes in view; the timeline loads when first shown.
+    def start(self, first_page: MemoryPage | None = None) -> None:
+        """Load the first content of the panes in view; the timeline loads when first shown. The
+        Memories pane shows `first_page` (the last session's) until the store's own listing.
 
         Classifying the newest commits reads their blobs: after an import of 10,000 files that
         is seconds of git work competing with the first listing (measured with py-spy).
         """
         self.conversations.reload()
-        self.browser.refresh()
+        if first_page is not None:
+            self.browser.refresh_over(first_page)
+        else:
+            self.browser.refresh()
         self._timeline_loaded = False
         self._on_tabs_current_changed(self.tabs.currentIndex())
 

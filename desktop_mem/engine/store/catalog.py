@@ -2,6 +2,10 @@
 
 Built from the files at start-up (reusing the manifest for files whose size and mtime did
 not change, so a warm start parses nothing) and kept current by every write and watcher event.
+A store opened with its catalog to come (`defer_reads`: the window, which lists the last
+session's first page meanwhile) has every read wait until its start has loaded the catalog and
+committed what changed while it was closed (hand edits held back for a secret are known then): a
+reader never sees a half-built catalog, only a later answer (issue #36).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -25,6 +30,7 @@ from desktop_mem.engine.store.markdown_store import SYMLINK_REASON, MarkdownStor
 # memories; below it the walk here takes milliseconds, less than starting the helper).
 SCAN_BESIDE_BYTES = 1_000_000
 
+log = logging.getLogger(__name__)
 _PATH = attrgetter("path")
 _CREATED = attrgetter("created_at")
 
@@ -62,7 +68,40 @@ class Catalog:
         self._ordered: list[Memory] = []
         # Bumped by every change: a listing's sorted order is reused until it moves (reads.py).
         self.generation = 0
+        # Set once the catalog may be read: at once, unless the opening defers its load.
+        self._loaded = threading.Event()
+        self._loaded.set()
+        self._loader: int | None = None  # the thread loading it meanwhile (reads on)
         manifest.share_ids_with(self._same_id)
+
+    def defer_reads(self) -> None:
+        """Make every read wait until `release_readers` (the store opens before its catalog loads);
+        the thread that then loads it (`loading_here`) reads on."""
+        self._loader = None
+        self._loaded.clear()
+
+    def loading_here(self) -> None:
+        """This thread loads the catalog and commits what changed meanwhile: it reads on."""
+        self._loader = threading.get_ident()
+
+    def release_readers(self) -> None:
+        """Let every reader go (the store's start has ended, or it closed before its load)."""
+        self._loaded.set()
+        self._loader = None
+
+    @property
+    def loaded(self) -> bool:
+        """False while reads wait for the start to load the catalog (see `defer_reads`)."""
+        return self._loaded.is_set()
+
+    def wait_loaded(self) -> None:
+        """Return once the catalog may be read (at once, but while a deferred start loads it)."""
+        if self._loaded.is_set() or self._loader == threading.get_ident():
+            return
+        if threading.current_thread() is threading.main_thread():
+            # a front end's GUI thread freezes here until the load ends
+            log.warning("the main thread waits for the store's catalog to load")
+        self._loaded.wait()
 
     def _same_id(self, memory_id: str) -> str:
         """The catalog's own string for this id (an equal object), so another table keyed by id
@@ -252,6 +291,7 @@ class Catalog:
 
     def get(self, memory_id: str) -> Memory:
         """By id, or by a unique prefix of at least 6 characters; NotFoundError otherwise."""
+        self.wait_loaded()
         with self.lock:
             path = self._by_id.get(memory_id)
             if path is None and len(memory_id) >= 6:
@@ -265,12 +305,14 @@ class Catalog:
 
     def lookup(self, memory_id: str) -> Memory | None:
         """Exactly this id, or None."""
+        self.wait_loaded()
         with self.lock:
             path = self._by_id.get(memory_id)
             return self._by_path.get(path) if path else None
 
     def at_path(self, rel: str) -> Memory | None:
         """The memory stored at this store-relative path, if it parsed."""
+        self.wait_loaded()
         with self.lock:
             return self._by_path.get(rel)
 
@@ -287,6 +329,7 @@ class Catalog:
         until: datetime | None = None,
     ) -> list[Memory]:
         """Memories matching the filters, oldest first."""
+        self.wait_loaded()
         with self.lock:
             items = list(self._ordered)  # oldest first, then by path: nothing to sort
         if (include_deleted and include_summaries and not only_deleted and conversation_id is None
@@ -306,16 +349,19 @@ class Catalog:
 
     def __len__(self) -> int:
         """How many memories (live or deleted) the catalog holds."""
+        self.wait_loaded()
         with self.lock:
             return len(self._by_path)
 
     def problems(self) -> list[Problem]:
         """Files that could not be read, with their reasons."""
+        self.wait_loaded()
         with self.lock:
             return sorted(self._problems.values(), key=lambda p: p.path)
 
     def share_of(self, conversation_ids: Iterable[str]) -> float:
         """The fraction of all memories (live or deleted) that these conversations hold."""
+        self.wait_loaded()
         with self.lock:
             total = len(self._by_path)
             part = sum(len(self._per_conversation.get(c, ())) for c in set(conversation_ids))
@@ -325,6 +371,7 @@ class Catalog:
         """The ids of every memory (live or deleted) these conversations hold, without a scan of
         the store (an id held twice, live and deleted, may appear twice): the read path's search
         over a scope (retrieval.py)."""
+        self.wait_loaded()
         found: list[str] = []
         with self.lock:
             for c in set(conversation_ids):
@@ -333,6 +380,7 @@ class Catalog:
 
     def live_conversations(self) -> set[str]:
         """Conversations that hold at least one live memory."""
+        self.wait_loaded()
         with self.lock:
             return {m.conversation_id for m in self._by_path.values() if not m.deleted}
 

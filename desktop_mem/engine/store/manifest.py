@@ -304,7 +304,7 @@ class Manifest:
                 continue
             if st != (mtime_ns, size):
                 continue
-            memory = _parse_row(text)
+            memory = parse_row(text)
             if memory is not None:
                 yield memory
         if stale:
@@ -323,7 +323,7 @@ class Manifest:
         """Every saved row as (path, mtime_ns, size, its memory or None when the row cannot be
         used), whatever the files are now: a start checks the stats beside it (catalog.py)."""
         for rel, mtime_ns, size, text in self._rows():
-            yield rel, mtime_ns, size, _parse_row(text)
+            yield rel, mtime_ns, size, parse_row(text)
 
     def _rows(self) -> Iterator[tuple[str, int, int, str]]:
         """The saved rows, streamed: from a connection of their own (a save meanwhile does not
@@ -382,7 +382,7 @@ class Manifest:
                     db.executemany("DELETE FROM files WHERE path = ?", gone)
                     db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)", (
                         (p, e[0][0], e[0][1], e[1].content_hash,
-                         _row_text(e[1]))
+                         row_text(e[1]))
                         for p, e in pending.items() if e is not None))
                     if cleared:
                         db.execute("DELETE FROM indexed")
@@ -459,7 +459,7 @@ def _itself(text: str) -> str:
     return text
 
 
-def _row_text(memory: Memory) -> str:
+def row_text(memory: Memory) -> str:
     """A memory as a row's JSON array (see _ROW_TAG)."""
     data = memory_to_json(memory)
     return json.dumps([_ROW_TAG, *(data[name] for name in _FIELDS)], separators=(",", ":"), default=str)
@@ -494,7 +494,7 @@ def _json_value(text: str) -> Any:
     return value
 
 
-def _parse_row(text: str) -> Memory | None:
+def parse_row(text: str) -> Memory | None:
     """A cached memory, or None when the row cannot be used (parse the file again)."""
     try:
         data = _json_value(text)

@@ -13,7 +13,6 @@ from desktop_mem.engine.models import Memory, Operation, Problem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from threading import RLock
 
     from desktop_mem.engine.store.secrets_scan import Finding
     from desktop_mem.engine.store.transaction import Transaction
@@ -43,11 +42,23 @@ class StoreFiles(Protocol):
     def links(self) -> list[Problem]: ...
 
 
+class WriterLock(Protocol):
+    """The writer's reentrant lock (store/transaction.py: taken once the catalog may be read)."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+
+    def release(self) -> None: ...
+
+    def __enter__(self) -> bool: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
 class Writer(Protocol):
     """The one way to change the store (store/transaction.py's StoreWriter)."""
 
     @property
-    def lock(self) -> RLock: ...
+    def lock(self) -> WriterLock: ...
 
     @property
     def store(self) -> StoreFiles: ...

@@ -89,6 +89,28 @@ class _Undo:
         self.before.setdefault(rel, None)
 
 
+class _LoadedFirst:
+    """The writer's lock (reentrant), taken only once the catalog may be read: a thread holding
+    it never waits for a deferred start's load (compose.begin), which takes it to commit."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._lock = threading.RLock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self._catalog.wait_loaded()
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class StoreWriter:
     """Owns the writer lock and hands out transactions (one at a time, re-entrant per thread)."""
 
@@ -108,7 +130,7 @@ class StoreWriter:
         self.publisher = publisher
         self.secrets_policy = secrets_policy
         self.read_only = read_only
-        self.lock = threading.RLock()
+        self.lock = _LoadedFirst(catalog)
         self._depth = threading.local()  # this thread's nesting of transactions
         # Why a memory's file must not be committed as it is now (a hand edit held back for a
         # likely secret the user has not answered for), or None; set by the engine.
