@@ -10,6 +10,7 @@ Sync, Import and Rebuild index in store_actions.py.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
@@ -95,6 +96,8 @@ class MainWindow(QMainWindow):
         self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
         self._first_page: MemoryPage | None = None  # the last session's, shown by the next workspace
+        self._page_shown = threading.Event()  # set: the catalog's load need not wait for it
+        self._page_shown.set()
         self._closing_unasked = False  # a stop signal (SIGTERM, SIGHUP) closes without a question
         self._setup_ui()
         self._setup_menus()
@@ -279,7 +282,8 @@ class MainWindow(QMainWindow):
         if opened.first_page is not None:
             # handed over before its catalog: loading it is the writer's first task (a write queued
             # before it would wait for it on the one writer thread), and every read waits for it
-            self.runner.submit_write(finish_open, engine, quiet=True,
+            self._page_shown = threading.Event()  # the load starts once the page is on screen
+            self.runner.submit_write(finish_open, engine, self._page_shown, quiet=True,
                                      on_result=partial(self._on_open_finished, engine),
                                      on_error=partial(self._on_open_unfinished, engine))
         self.bridge = EngineBridge(engine, self)
@@ -427,6 +431,7 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.workspace)
         first_page, self._first_page = self._first_page, None
         self.workspace.start(first_page)
+        QTimer.singleShot(0, self._page_shown.set)  # after the page's layout and paint events
 
     @Slot()
     def _on_welcome_demo_requested(self) -> None:
@@ -441,6 +446,7 @@ class MainWindow(QMainWindow):
             self.welcome.set_busy(f"Could not create the demo store: {error}")
 
     def _close_engine(self) -> None:
+        self._page_shown.set()  # a load still waiting for the page goes on, to be closed after
         opening, self._opening = self._opening, None
         if opening is not None:  # its engine, if it opens, is closed right after on the writer
             self.runner.submit_write(close_opened, opening, quiet=True)

@@ -8,6 +8,7 @@ on the GUI thread says so (`KeptView`, `import_panes`, `start_endpoint_when_idle
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 # loading it holds the GIL up to ~90 ms at a time, which froze search-as-you-type for 150-200 ms
 # when it loaded with the index (benchmarks/gui_start.py, py-spy).
 ENDPOINT_IDLE_MS = 1500
+# The longest the catalog's load waits for the window to show the last session's first page.
+FIRST_PAGE_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,15 @@ def open_store(config: Config, read_only: bool) -> OpenedStore:
         raise
 
 
-def finish_open(engine: MemoryEngine) -> FinishedOpen:
+def finish_open(engine: MemoryEngine, page_shown: threading.Event | None = None) -> FinishedOpen:
     """Run on the writer after `open_store` handed over a first page: load the catalog and commit
-    what changed while the app was closed. Every read of the store waits for this."""
+    what changed while the app was closed. Every read of the store waits for this.
+
+    It starts once the window has shown that page (`page_shown`, waited for FIRST_PAGE_WAIT_S at
+    most): the load holds the interpreter most of the time, and beside it the GUI thread building
+    the panes got it back only every few milliseconds (docs/benchmarks.md, issue #36)."""
+    if page_shown is not None:
+        page_shown.wait(FIRST_PAGE_WAIT_S)
     engine.finish_opening()
     return FinishedOpen(last_commit_line(engine), engine.held_back_files())
 

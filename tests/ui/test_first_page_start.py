@@ -58,9 +58,9 @@ def held_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     release = threading.Event()
     real = store_session.finish_open
 
-    def finish_open(engine: MemoryEngine) -> Any:
+    def finish_open(engine: MemoryEngine, *rest: Any) -> Any:
         release.wait(HOLD_TIMEOUT)
-        return real(engine)
+        return real(engine, *rest)
 
     monkeypatch.setattr(main_window, "finish_open", finish_open)
     yield release
