@@ -22,7 +22,6 @@ from desktop_mem.engine.models import ValidationError, utc_now
 PAIR = "Compare fact A and fact B"
 JUNK = "List ONLY the entries that are clearly not such a fact"
 GAP = "A sentence from the summary of a chat is below"
-TURNS = "numbered messages a user wrote in a chat"
 
 
 def _said(engine: MemoryEngine, message: str, fact: str, **options: Any) -> tuple[Any, Any]:
@@ -188,35 +187,42 @@ def test_a_fact_naming_what_its_turn_never_said_is_junk(tidy_engine: MemoryEngin
 
 def test_a_fact_the_user_said_is_not_dropped_on_the_models_reading_of_the_fact_alone(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
-    cat_turn, cat = _said(tidy_engine, "We have a cat called Pixel.", "The user has a cat named Pixel.")
+    _cat_turn, cat = _said(tidy_engine, "We have a cat called Pixel.", "The user has a cat named Pixel.")
     ask_turn, asked = _said(tidy_engine, "Can you summarise Hamlet in two sentences?",
                             "The user is summarising Hamlet in two sentences.")
-    # the model calls both facts junk; read on their own, only the second message tells nothing
+    # the model calls both facts junk; only the second one's message does nothing but ask
     scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "not a fact"}, {"n": 2, "why": "request"}]}')
-    scripted_llm.script(lambda body: TURNS in json.dumps(body)
-                        and "1. Can you summarise" in json.dumps(body), '{"nothing": [1]}')
-    scripted_llm.script(lambda body: TURNS in json.dumps(body)
-                        and "2. Can you summarise" in json.dumps(body), '{"nothing": [2]}')
 
     report = tidy_engine.tidy_up()
 
     [proposal] = _tidy(tidy_engine)
     assert proposal.target_id == asked.id, [p.describe() for p in _tidy(tidy_engine)]
     assert proposal.extra[tidy.TIDY_KEY]["sources"] == [ask_turn.id]
-    assert "tells nothing lasting" in proposal.describe()
+    assert "its message only asks" in proposal.describe()
     assert cat.id not in {m.id for f in report.findings for m in f.targets}
+
+
+def _dropped(engine: MemoryEngine, llm: Any, message: str, fact: str, why: str) -> str:
+    """The one proposal when the model reads `fact` (drawn from `message`) as junk (`why`)."""
+    _said(engine, message, fact)
+    llm.script(JUNK, json.dumps({"junk": [{"n": 1, "why": why}]}))
+    engine.tidy_up()
+    [proposal] = _tidy(engine)
+    return proposal.describe()
+
+
+def test_the_message_copied_word_for_word_is_junk_when_the_model_says_so(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    lottery = "If I ever won the lottery I'd buy a boat, haha."
+    assert "the message copied" in _dropped(tidy_engine, scripted_llm, lottery, lottery, "not a fact")
 
 
 def test_a_question_stored_as_a_fact_is_junk_in_any_script(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
-    _said(tidy_engine, "ما هي عاصمة أستراليا؟", "ما هي عاصمة أستراليا؟")
-    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "question"}]}')
-    scripted_llm.script(TURNS, '{"nothing": []}')  # the second reading misses it: the mark decides
-
-    tidy_engine.tidy_up()
-
-    [proposal] = _tidy(tidy_engine)
-    assert "a question, stored as a fact" in proposal.describe()
+    # a statement, then a question: the message does not only ask, and the fact is not most of it
+    message = "أعيش في غنت مع شريكي توماس وابنتنا الصغيرة. ما هي عاصمة أستراليا؟"
+    said = _dropped(tidy_engine, scripted_llm, message, "ما هي عاصمة أستراليا؟", "question")
+    assert "a question, stored as a fact" in said
 
 
 def _no_merge_of(engine: MemoryEngine, llm: Any, a: str, b: str, merged: str) -> None:

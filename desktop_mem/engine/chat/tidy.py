@@ -109,17 +109,15 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     step("reading facts", 0, 1)
     findings: list[Finding] = [*expired(facts), *over_limit(source, facts)]
     claimed = {m.id for f in findings for m in f.targets}
-    if model is not None and len(facts) > 1:
-        try:
-            findings += pairs(source, model, [m for m in facts if m.id not in claimed], step)
-        except LLMError as exc:
-            report.model_error = str(exc)
-    claimed = {m.id for f in findings for m in (*f.targets, *([f.replaced_by] if f.replaced_by else []))}
     findings += ungrounded(source, [m for m in facts if m.id not in claimed])
-    claimed |= {m.id for f in findings for m in f.targets}
-    if model is not None and report.model_error is None:
+    claimed = {m.id for f in findings for m in f.targets}
+    # junk first: a junk fact is dropped, not merged with its like (nor taken as the newer fact)
+    if model is not None:
         try:
             findings += junk_by_model(source, model, [m for m in facts if m.id not in claimed], step)
+            claimed = {m.id for f in findings for m in f.targets}
+            rest = [m for m in facts if m.id not in claimed]
+            findings += pairs(source, model, rest, step) if len(rest) > 1 else []
             findings += gaps(source, model, facts, step)
         except LLMError as exc:
             report.model_error = str(exc)

@@ -1,15 +1,15 @@
 """Junk for tidy-up to propose dropping: facts no stored turn says, or that are no fact at all.
 
-A small model's reading of a fact on its own is not evidence enough: measured on the long-use
-story (docs/benchmarks.md), a 1.5B model called "The user has a cat named Pixel." and "The user
-is allergic to peanuts." "not a fact". So a fact drawn from the user's own message and grounded
-in it (every name and number of the fact is in the stored turn, any script) is proposed as junk
-only when a second, independent check agrees with the model's reading of the fact:
+A small model's reading of a fact is not evidence enough: on the long-use story
+(docs/benchmarks.md) a 1.5B model called "The user has a cat named Pixel." and "The user is
+allergic to peanuts." "not a fact", and, asked about the user's messages themselves, said "We have
+a cat called Pixel." tells nothing lasting. So a fact drawn from the user's own message (every
+name and number of it is in the stored turn, any script) is proposed as junk only when the
+model's reading AND a language-free check agree:
 
-- the model, reading the user's message itself, finds that it tells nothing lasting about anyone
-  (a question, a request, thanks, a joke), or
-- the fact is written as a question (it ends in a question mark, in any script) and the model
-  reads it as one.
+- the message only asks (each of its sentences ends in a question mark: ?, ？, ؟ ...), or
+- the fact is the message copied word for word (most of it), not a fact drawn from it, or
+- the fact is itself written as a question.
 
 A fact whose turn is not stored (an import, an MCP add, a turn deleted since) has nothing to
 speak for it, and the model's reading decides. Facts the user wrote by hand are never offered.
@@ -22,9 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from desktop_mem.engine.chat.tidy_findings import ChatModel, Finding, Stepper, TidySource, ask, sources
-from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
+from desktop_mem.engine.chat.understanding import asks_only, copied, names_and_numbers, words_of
 from desktop_mem.engine.models import Memory, Role
-from desktop_mem.engine.store.transaction import clip
 
 log = logging.getLogger(__name__)
 
@@ -70,44 +69,32 @@ JUNK_PROMPT = (
     "{\"junk\": [{\"n\": <number>, \"why\": \"question\" | \"request\" | \"assistant\" | \"not a fact\"}]}"
 )
 
-TURNS_SCHEMA: Mapping[str, Any] = {"name": "idle_turns", "schema": {
-    "type": "object",
-    "properties": {"nothing": {"type": "array", "items": {"type": "integer"}}},
-    "required": ["nothing"],
-}}
-
-TURNS_PROMPT = (
-    "Below are numbered messages a user wrote in a chat. List ONLY the messages that tell nothing "
-    "lasting about the writer or about anyone in their life: a question, a request or task for "
-    "the assistant, a greeting, thanks, a joke or a passing remark. Do NOT list a message that "
-    "tells something lasting (who someone is, where they live, family, work, pets, health, "
-    "habits, likes), even if it also asks for something. When unsure, leave a message out. "
-    "Answer with JSON only: {\"nothing\": [<number>, ...]}"
-)
-
-
 def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
                   step: Stepper) -> list[Finding]:
     """Entries the model reads as no lasting fact, when nothing the user said speaks for them
     (module docstring)."""
-    flagged = _read_facts(model, [m for m in facts if m.source in MODEL_MADE], step)
-    turns = {m.id: _turns(source, m) for m, _why in flagged}
-    said = list({t.id: t for ts in turns.values() for t in ts}.values())
-    idle = _idle_turns(model, said, step) if said else set()
     found: list[Finding] = []
-    for m, why in flagged:
-        mine = turns[m.id]
-        if not mine:
-            reason = why
-        elif all(t.id in idle for t in mine):
-            reason = f"{why}; its message tells nothing lasting"
-        elif why == "question" and m.text.rstrip()[-1:] in QUESTION_MARKS:
-            reason = "a question, stored as a fact"
-        else:
+    for m, why in _read_facts(model, [m for m in facts if m.source in MODEL_MADE], step):
+        reason = _confirmed(m, why, [t.text for t in _turns(source, m)])
+        if reason is None:
             log.info("tidy-up: kept %r: the model read it as %s, but the user said it", m.text, why)
             continue
         found.append(Finding("junk", reason, m.conversation_id, (m,), sources=sources(m)))
     return found
+
+
+def _confirmed(fact: Memory, why: str, said: Sequence[str]) -> str | None:
+    """The reason to propose dropping `fact`, which the model read as `why`, given the user's
+    messages it came from; None when nothing but the model's reading says it is junk."""
+    if not said:
+        return why
+    if all(asks_only(t) for t in said):
+        return f"{why}; its message only asks"
+    if any(copied(fact.text, t) for t in said):
+        return f"{why}; the message copied, not a fact drawn from it"
+    if fact.text.rstrip()[-1:] in QUESTION_MARKS:
+        return "a question, stored as a fact"
+    return None
 
 
 def _read_facts(model: ChatModel, made: Sequence[Memory], step: Stepper) -> list[tuple[Memory, str]]:
@@ -126,19 +113,6 @@ def _read_facts(model: ChatModel, made: Sequence[Memory], step: Stepper) -> list
             if 0 <= i < len(batch) and batch[i].id not in found:
                 found[batch[i].id] = (batch[i], why if why != "assistant" else "the assistant's words")
     return list(found.values())
-
-
-def _idle_turns(model: ChatModel, turns: Sequence[Memory], step: Stepper) -> set[str]:
-    """The ids of the user's messages the model reads as telling nothing lasting."""
-    idle: set[str] = set()
-    batches = [turns[i:i + BATCH] for i in range(0, len(turns), BATCH)]
-    for n, batch in enumerate(batches):
-        step("reading the messages facts came from", n, len(batches))
-        listing = "\n".join(f"{i + 1}. {clip(t.text, 400)}" for i, t in enumerate(batch))
-        items = ask(model, TURNS_PROMPT, listing, TURNS_SCHEMA, 80).get("nothing")
-        idle |= {batch[i - 1].id for i in (items if isinstance(items, list) else [])
-                 if isinstance(i, int) and 0 < i <= len(batch)}
-    return idle
 
 
 def _turns(source: TidySource, m: Memory) -> list[Memory]:

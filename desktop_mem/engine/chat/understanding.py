@@ -291,7 +291,7 @@ def ground(
     strict = english and not fact_guards.statements(message)
     # every sentence ends in a question mark (any script's): asking is no work in progress, so the
     # "task" a small model reads from it ("The user wants to know about their gym") is not kept
-    only_questions = _asks_only(message)
+    only_questions = asks_only(message)
     for item in raw:
         text = item.text.strip().strip("\"'")
         # a fact that says "The user ..." is the user's, whatever "about" says ("other person")
@@ -303,7 +303,7 @@ def ground(
         if len(_WORD.findall(text)) < 2 and text.isascii():
             rejected.append((text, "not a statement (one word)"))
             continue
-        if not english and _copied(text, message):
+        if not english and copied(text, message):
             # the message itself, not a fact drawn from it (the turn is kept and recalled anyway)
             rejected.append((text, "the message copied, not a fact"))
             continue
@@ -370,7 +370,7 @@ def _ungrounded(
     return None
 
 
-def _copied(fact: str, message: str) -> bool:
+def copied(fact: str, message: str) -> bool:
     """Whether ``fact`` is the message (or most of it) word for word, perhaps behind "The user"."""
     words = [w.casefold() for w in _WORD.findall(fact)]
     if words[:2] == ["the", "user"]:
@@ -385,7 +385,7 @@ def _copied(fact: str, message: str) -> bool:
 _SENTENCE_ENDS = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
 
 
-def _asks_only(message: str) -> bool:
+def asks_only(message: str) -> bool:
     """Whether each sentence of ``message`` ends in a question mark (?, ？, ؟)."""
     sentences = [m.group().strip() for m in _SENTENCE_ENDS.finditer(message) if m.group().strip(" .!?¿¡")]
     return bool(sentences) and all(s.rstrip()[-1:] in "?？؟" for s in sentences)
