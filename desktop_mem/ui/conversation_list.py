@@ -1,4 +1,5 @@
-"""The conversations side bar: a list model over (id, title) and New / Rename / Delete.
+"""The conversations side bar: a list model over (id, title), New / Rename / Delete, and the
+selected conversation's project (ui/project_picker.py).
 
 Titles are read off the GUI thread (they live in conversation.yaml files); renames, creations
 and deletions run on the writer. The list reloads on every store change that names a
@@ -21,9 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine
+from desktop_mem.engine.api import MemoryEngine, project_name
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.ui.project_picker import ProjectPicker, project_title
 from desktop_mem.ui.task_runner import TaskRunner
 
 Index = QModelIndex | QPersistentModelIndex
@@ -32,17 +34,35 @@ CONVERSATION_ROLE = Qt.ItemDataRole.UserRole + 1
 
 @dataclass(frozen=True)
 class Conversation:
-    """One row of the side bar."""
+    """One row of the side bar, or a project (listed after the chats, never in the side bar)."""
 
     id: str
     title: str
+    project: str | None = None  # a chat's project scope; a project's own
+
+    @property
+    def is_project(self) -> bool:
+        """A project's scope, not a chat."""
+        return project_name(self.id) is not None
 
 
 def load_conversations(engine: MemoryEngine) -> list[Conversation]:
-    """Run in a worker: every conversation with its title. The user's own facts (the global
-    scope) are no conversation to chat in: the Memories pane shows them as "Your facts"."""
-    return [Conversation(conv, engine.conversation_title(conv))
-            for conv in engine.conversations() if conv != GLOBAL_CONVERSATION]
+    """Run in a worker: every conversation with its title and project, then every project (a
+    scope holding memories or named by a conversation) as "Project: name". The user's own facts
+    (the global scope) and the projects are no conversation to chat in."""
+    chats: list[Conversation] = []
+    projects: set[str] = set()
+    for conv in engine.conversations():
+        if conv == GLOBAL_CONVERSATION:
+            continue
+        if project_name(conv) is not None:
+            projects.add(conv)
+            continue
+        bound = engine.conversation_project(conv)
+        if bound is not None:
+            projects.add(bound)
+        chats.append(Conversation(conv, engine.conversation_title(conv), bound))
+    return chats + [Conversation(p, project_title(p), p) for p in sorted(projects)]
 
 
 class ConversationListModel(QAbstractListModel):
@@ -104,6 +124,7 @@ class ConversationList(QWidget):
         self._confirm = confirm
         self._model = ConversationListModel(self)
         self._current: str | None = None
+        self._projects: list[Conversation] = []
         self._setup_ui()
         self._connect_signals()
 
@@ -118,6 +139,8 @@ class ConversationList(QWidget):
         self.new_button.setToolTip("New conversation (Ctrl+N)")
         self.rename_button = QPushButton("Rename", self)
         self.delete_button = QPushButton("Delete", self)
+        self.project_picker = ProjectPicker(self)
+        self.project_picker.setEnabled(not self._engine.read_only)
         buttons = QHBoxLayout()
         buttons.setSpacing(4)
         for button in (self.new_button, self.rename_button, self.delete_button):
@@ -128,6 +151,7 @@ class ConversationList(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(title)
         layout.addWidget(self.view, 1)
+        layout.addWidget(self.project_picker)
         layout.addLayout(buttons)
 
     def _connect_signals(self) -> None:
@@ -135,6 +159,7 @@ class ConversationList(QWidget):
         self.new_button.clicked.connect(self._on_new_button_clicked)
         self.rename_button.clicked.connect(self._on_rename_button_clicked)
         self.delete_button.clicked.connect(self._on_delete_button_clicked)
+        self.project_picker.project_chosen.connect(self._on_project_picker_project_chosen)
 
     # --------------------------------------------------------------- public
 
@@ -142,6 +167,11 @@ class ConversationList(QWidget):
     def model(self) -> ConversationListModel:
         """The list's model."""
         return self._model
+
+    @property
+    def projects(self) -> list[Conversation]:
+        """The projects known at the last reload, by name."""
+        return list(self._projects)
 
     @property
     def current(self) -> str | None:
@@ -180,16 +210,22 @@ class ConversationList(QWidget):
 
     # -------------------------------------------------------------- private
 
-    def _on_loaded(self, rows: list[Conversation]) -> None:
+    def _on_loaded(self, listed: list[Conversation]) -> None:
+        rows = [c for c in listed if not c.is_project]
+        self._projects = [c for c in listed if c.is_project]
         self._model.set_conversations(rows)
+        self.project_picker.set_projects([p.id for p in self._projects])
         target = self._current if self._current in self._model.ids() else None
         if target is None and rows:
             target = next((c.id for c in rows if c.id != GLOBAL_CONVERSATION), rows[0].id)
         if target is not None:
             self.select(target)
+            shown = next(c for c in rows if c.id == target)  # its project as stored now
+            self.project_picker.show_conversation(target, shown.project)
         else:
             self._current = None
             self._update_buttons(None)
+            self.project_picker.show_conversation(None, None)
         self.loaded.emit()
 
     def _update_buttons(self, conversation_id: str | None) -> None:
@@ -217,7 +253,17 @@ class ConversationList(QWidget):
         if conv is not None:
             self._current = conv.id
             self._update_buttons(conv.id)
+            self.project_picker.show_conversation(conv.id, conv.project)
             self.conversation_selected.emit(conv.id)
+
+    @Slot(str, object)
+    def _on_project_picker_project_chosen(self, conversation_id: str, project: str | None) -> None:
+        self._runner.submit_write(self._engine.set_conversation_project, conversation_id, project,
+                                  on_result=lambda _: self.reload(), on_error=self._on_project_failed)
+
+    def _on_project_failed(self, error: BaseException) -> None:
+        self.project_picker.show_failure(f"The project was not changed: {error}")
+        self.reload()
 
     @Slot()
     def _on_new_button_clicked(self) -> None:

@@ -177,7 +177,8 @@ class Workspace(QWidget):
     @Slot()
     def _on_conversations_loaded(self) -> None:
         chats = [(c.id, c.title) for c in self.conversations.model.rows()]
-        rows = [(GLOBAL_CONVERSATION, YOUR_FACTS), *chats]  # the Memories pane filters by either
+        projects = [(p.id, p.title) for p in self.conversations.projects]  # "Project: shop"
+        rows = [(GLOBAL_CONVERSATION, YOUR_FACTS), *chats, *projects]  # the Memories pane filters by any
         self.browser.set_conversations(rows)
         self.chat.set_titles(dict(rows))
         self.editor.titles = dict(rows)
