@@ -6,8 +6,9 @@ Starts its own Xvfb with a 1366×768 screen (a common laptop; installing Xvfb wi
 missing), builds the demo store in a temp dir, points the app at the scripted OpenAI-compatible
 test server so the chat pane shows a real streamed exchange, fills the screen with the window
 and saves the whole screen (the X root window, as `import -window root` would) as chat.png,
-memories.png, editor.png, summary.png, timeline.png, lineage.png, settings.png, chat-updating.png
-and chat-interrupted.png. It fails if the window or the dialog does not fit the screen.
+memories.png, editor.png, summary.png, timeline.png, lineage.png, settings.png, chat-updating.png,
+chat-interrupted.png and project.png (a conversation put in a project, the Memories pane filtered
+by it; the project's facts added as an agent would). It fails if the window or the dialog does not fit the screen.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def shoot(window: object, path: Path) -> None:
 def take(out: Path) -> None:
     from PySide6.QtCore import QSettings
 
-    from desktop_mem.engine.api import MemoryEngine
+    from desktop_mem.engine.api import MemoryEngine, project_scope
     from desktop_mem.engine.config import load_config
     from desktop_mem.ui.app import application
     from desktop_mem.ui.main_window import MainWindow
@@ -123,6 +124,12 @@ def take(out: Path) -> None:
     config = load_config()
     engine = MemoryEngine.open(config)
     engine.create_demo()
+    planner = project_scope("invoice-tool")
+    for fact in ("The invoice tool's API keeps invoices in PostgreSQL 16",
+                 "The invoice tool deploys through GitHub Actions on every tag",
+                 "The invoice tool's front end is written in TypeScript with Svelte"):
+        engine.add(fact, conversation_id=planner)
+    engine.set_conversation_project("work-notes", planner)
     engine.close()
 
     app = application([])
@@ -214,6 +221,18 @@ def take(out: Path) -> None:
     wait_until(lambda: bool(finished), timeout=60)
     pause(0.8)
     shoot(window, out / "chat-interrupted.png")
+
+    # A project: "Work notes" works in one; the Memories pane filtered by it.
+    ws.conversations.select("work-notes")
+    wait_until(lambda: ws.conversations.project_picker.project == planner)
+    window.show_tab(MEMORIES_TAB)
+    combo = ws.browser.conversation_combo
+    wait_until(lambda: combo.findData(planner) >= 0)
+    combo.setCurrentIndex(combo.findData(planner))
+    wait_until(lambda: ws.browser.model.rowCount() == 3 and browser_idle())
+    ws.browser.table.selectRow(0)
+    pause(0.6)
+    shoot(window, out / "project.png")
 
     window.shutdown()
     window.close()
