@@ -8,7 +8,8 @@ test server so the chat pane shows a real streamed exchange, fills the screen wi
 and saves the whole screen (the X root window, as `import -window root` would) as chat.png,
 memories.png, editor.png, summary.png, timeline.png, lineage.png, settings.png, chat-updating.png,
 chat-interrupted.png and project.png (a conversation put in a project, the Memories pane filtered
-by it; the project's facts added as an agent would). It fails if the window or the dialog does not fit the screen.
+by it; the project's facts added as an agent would). It fails if the window or the dialog does
+not fit the screen.
 """
 
 from __future__ import annotations
