@@ -63,6 +63,24 @@ def test_a_file_changed_while_closed_drops_the_kept_page(make_config: Callable[.
         engine.close()
 
 
+def test_a_file_written_behind_the_open_engine_drops_the_kept_page(make_config: Callable[..., Any]) -> None:
+    """No watcher saw the edit: the page kept at close holds the old text, with the stat the file
+    had when that text was read, not the one it has at close."""
+    config = make_config()
+    newest_first = _fill(config, 10)
+    with MemoryEngine.open(config) as engine:
+        path = config.store_path / engine.get(newest_first[0]).path
+        path.write_text(path.read_text(encoding="utf-8").replace("keeps bees", "keeps barn owls"),
+                        encoding="utf-8")
+    engine = MemoryEngine.open_first(config)
+    try:
+        assert engine.cached_first_page() is None
+        engine.finish_opening()
+        assert "barn owls" in engine.get(newest_first[0]).text
+    finally:
+        engine.close()
+
+
 def test_a_hostile_kept_page_is_not_used(make_config: Callable[..., Any]) -> None:
     config = make_config()
     _fill(config, 5)

@@ -368,7 +368,8 @@ def close(parts: Parts) -> None:
         parts.manifest.flush()
         if parts.catalog.loaded:  # the next start lists this while its catalog loads
             try:
-                first_page.save(parts.root, parts.shared.list_page(0, first_page.FIRST_PAGE_ROWS))
+                first_page.save(parts.root, parts.shared.list_page(0, first_page.FIRST_PAGE_ROWS),
+                                parts.manifest.signature)
             except Exception:  # a cache: never in the way of releasing the store
                 log.exception("could not keep the memory list's first page")
     parts.catalog.release_readers()  # closed before its catalog loaded: nobody waits forever

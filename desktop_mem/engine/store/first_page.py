@@ -16,11 +16,12 @@ import json
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.store import layout
-from desktop_mem.engine.store.manifest import parse_row, row_text
+from desktop_mem.engine.store.manifest import Stat, parse_row, row_text
 from desktop_mem.engine.store.markdown_store import atomic_write
 from desktop_mem.engine.store.reads import MemoryPage
 
@@ -32,21 +33,22 @@ MAX_BYTES = 4_000_000  # long memories make a shorter page, never a large file
 _VERSION = 1
 
 
-def save(root: Path, page: MemoryPage) -> None:
-    """Keep `page` (a default listing's first rows) for the next start; a row whose file cannot
-    be stat-ed ends the page there. Errors are logged: it is a cache."""
+def save(root: Path, page: MemoryPage, signature: Callable[[str], Stat | None]) -> None:
+    """Keep `page` (a default listing's first rows) for the next start, each row with
+    `signature(path)`: its file's (mtime_ns, size) when the memory was parsed (the manifest's), not
+    now, so a file written behind the catalog's back is seen as changed. A row without one ends
+    the page there. Errors are logged: it is a cache."""
     rows: list[list[Any]] = []
     size = 0
     for memory in page.memories[:FIRST_PAGE_ROWS]:
-        try:
-            st = (root / memory.path).lstat()
-        except OSError:
+        stat_then = signature(memory.path)
+        if stat_then is None:
             break
         text = row_text(memory)
         size += len(text) + len(memory.path) + 40
         if size > MAX_BYTES:
             break
-        rows.append([memory.path, st.st_mtime_ns, st.st_size, text])
+        rows.append([memory.path, *stat_then, text])
     data = {"version": _VERSION, "total": page.total, "rows": rows}
     try:
         atomic_write(root / FIRST_PAGE_NAME, json.dumps(data, separators=(",", ":")).encode("utf-8"))

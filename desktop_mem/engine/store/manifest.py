@@ -313,6 +313,21 @@ class Manifest:
                     self._pending.setdefault(rel, None)
                 self._dirty = True
 
+    def signature(self, rel: str) -> Stat | None:
+        """The (mtime_ns, size) of the file `rel` when its cached memory was parsed, or None."""
+        with self._lock:
+            if rel in self._pending:
+                entry = self._pending[rel]
+                return entry[0] if entry is not None else None
+            db = self._db
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
+            except sqlite3.Error:
+                return None
+        return (int(row[0]), int(row[1])) if row is not None else None
+
     def saved_only(self) -> bool:
         """True when every cached row is in the file (nothing pending, no old JSON carried over):
         what another process reading the file sees is what this one has (file_scan.py)."""
