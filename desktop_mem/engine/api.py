@@ -19,6 +19,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from desktop_mem.engine import compose
 from desktop_mem.engine.chat import review, turn_memory
 from desktop_mem.engine.chat.apply_plan import apply_as_one_commit
@@ -69,6 +71,7 @@ from desktop_mem.engine.models import (
     STRATEGY_NAMES,
     CommitInfo,
     HeldBackChoice,
+    ListFilters,
     Memory,
     Operation,
     Problem,
@@ -238,7 +241,7 @@ class MemoryEngine:
         """Exactly this id, or None (also for a held-back one)."""
         return self._p.shared.lookup(memory_id)
 
-    def list_memories(self, **filters: Any) -> list[Memory]:
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]:
         """Memories matching the filters (conversation_id, role, kind, include_deleted, only_deleted,
         include_summaries, since, until), oldest first; held-back hand edits left out."""
         return self._p.shared.list_memories(**filters)

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from desktop_mem.engine.chat.chat_types import WriteOutcome
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.history import commit_summaries
@@ -26,6 +28,7 @@ from desktop_mem.engine.history.timeline_facade import Timeline
 from desktop_mem.engine.index.read_path import SearchIndex
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
+    ListFilters,
     Memory,
     Operation,
     Problem,
@@ -221,7 +224,7 @@ class Parts:
         """Shared view: a held-back summary comes redacted."""
         return self.shared.summary(conversation_id)
 
-    def list_memories(self, **filters: Any) -> list[Memory]:
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]:
         """Shared view: held-back hand edits left out."""
         return self.shared.list_memories(**filters)
 
@@ -400,7 +403,7 @@ class TidyView:
         self.config, self.root, self.writer = config, root, writer
         self._reads, self._search_index = reads, search_index
 
-    def list_memories(self, **filters: Any) -> list[Memory]:
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]:
         return self._reads.list_memories(**filters)
 
     def lookup(self, memory_id: str) -> Memory | None:

@@ -213,6 +213,46 @@ class Memory:
         return self.expires_at is not None and self.expires_at <= (now or utc_now())
 
 
+class ListFilters(TypedDict, total=False):
+    """Which memories a listing holds: the keywords of every `list_memories` (the catalog, the
+    shared and raw reads, a chat turn's snapshot, the engine), declared once. Absent = no limit;
+    deleted ones and summaries: `include_deleted` False, `include_summaries` True by default."""
+
+    conversation_id: str | None
+    role: str | None
+    kind: str | None
+    include_deleted: bool
+    only_deleted: bool
+    include_summaries: bool
+    since: datetime | None  # created at or after
+    until: datetime | None  # created at or before
+
+
+def select_memories(items: Sequence[Memory], filters: ListFilters) -> list[Memory]:
+    """The memories of `items` that belong in a listing with these filters, in their order (one
+    pass with the values read once: a call per memory costs ~50 % more at 100,000)."""
+    if unknown := filters.keys() - ListFilters.__optional_keys__:
+        raise TypeError(f"list_memories got unknown filters: {', '.join(sorted(unknown))}")
+    conversation, role, kind = filters.get("conversation_id"), filters.get("role"), filters.get("kind")
+    since, until = filters.get("since"), filters.get("until")
+    deleted, only_deleted = filters.get("include_deleted", False), filters.get("only_deleted", False)
+    summaries = filters.get("include_summaries", True)
+    if (deleted and summaries and not only_deleted and conversation is None and role is None and kind is None
+            and since is None and until is None):
+        return list(items)  # everything (a chat path's snapshot): no test per memory
+    return [
+        m for m in items
+        if (conversation is None or m.conversation_id == conversation)
+        and (role is None or m.role == role)
+        and (kind is None or m.kind == kind)
+        and (deleted or only_deleted or not m.deleted)
+        and (not only_deleted or m.deleted)
+        and (summaries or m.role != Role.SUMMARY)
+        and (since is None or m.created_at >= since)
+        and (until is None or m.created_at <= until)
+    ]
+
+
 _SLOT_SETTERS = tuple(getattr(Memory, f.name).__set__ for f in fields(Memory))
 
 

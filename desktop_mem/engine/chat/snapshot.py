@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from desktop_mem.engine.models import Memory, Role
+from typing_extensions import Unpack
+
+from desktop_mem.engine.models import ListFilters, Memory, select_memories
 from desktop_mem.engine.store.reads import for_prompt, transcript_order
 
 
@@ -72,25 +74,11 @@ class ConversationSnapshot:
 
     # ------------------------------------------------------------ questions
 
-    def list_memories(
-        self,
-        *,
-        conversation_id: str | None = None,
-        role: str | None = None,
-        include_deleted: bool = False,
-        only_deleted: bool = False,
-        include_summaries: bool = True,
-    ) -> list[Memory]:
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]:
         """As the engine's `list_memories` (shared view): matching memories, oldest first."""
+        conversation_id = filters.get("conversation_id")
         pool: Sequence[Memory] = self._all if conversation_id is None else self._group(conversation_id)
-        return [
-            m for m in pool
-            if m.id not in self.held
-            and (role is None or m.role == role)
-            and (include_deleted or only_deleted or not m.deleted)
-            and (not only_deleted or m.deleted)
-            and (include_summaries or m.role != Role.SUMMARY)
-        ]
+        return [m for m in select_memories(pool, filters) if m.id not in self.held]
 
     def lookup(self, memory_id: str) -> Memory | None:
         """Exactly this id (its live copy when it has a tombstone too), or None; None when held back."""

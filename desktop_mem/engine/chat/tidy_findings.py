@@ -20,12 +20,13 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Unpack
 
 from desktop_mem.engine.chat.currency import FROM_TURNS
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
 from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
 from desktop_mem.engine.config import Config
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Message, Role, utc_now
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, ListFilters, Memory, Message, Role, utc_now
 from desktop_mem.engine.store.ports import Writer
 from desktop_mem.engine.store.transaction import clip
 
@@ -67,7 +68,7 @@ class TidySource(Protocol):
     @property
     def writer(self) -> Writer: ...
 
-    def list_memories(self, **filters: Any) -> list[Memory]: ...
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]: ...
     def lookup(self, memory_id: str) -> Memory | None: ...
     def vectors(self, memories: Sequence[Memory]) -> dict[str, npt.NDArray[np.float32]]: ...
     def index_open(self) -> bool: ...

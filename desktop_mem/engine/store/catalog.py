@@ -20,7 +20,16 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from operator import attrgetter
 
-from desktop_mem.engine.models import Memory, NotFoundError, Problem, Role, ValidationError
+from typing_extensions import Unpack
+
+from desktop_mem.engine.models import (
+    ListFilters,
+    Memory,
+    NotFoundError,
+    Problem,
+    ValidationError,
+    select_memories,
+)
 from desktop_mem.engine.store import file_scan
 from desktop_mem.engine.store.front_matter import FrontMatterError
 from desktop_mem.engine.store.manifest import Manifest, Stat
@@ -316,36 +325,12 @@ class Catalog:
         with self.lock:
             return self._by_path.get(rel)
 
-    def select(
-        self,
-        *,
-        conversation_id: str | None = None,
-        role: str | None = None,
-        kind: str | None = None,
-        include_deleted: bool = False,
-        only_deleted: bool = False,
-        include_summaries: bool = True,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Memory]:
+    def select(self, **filters: Unpack[ListFilters]) -> list[Memory]:
         """Memories matching the filters, oldest first."""
         self.wait_loaded()
         with self.lock:
             items = list(self._ordered)  # oldest first, then by path: nothing to sort
-        if (include_deleted and include_summaries and not only_deleted and conversation_id is None
-                and role is None and kind is None and since is None and until is None):
-            return items  # everything (a chat path's snapshot): no test per memory
-        return [
-            m for m in items
-            if (conversation_id is None or m.conversation_id == conversation_id)
-            and (role is None or m.role == role)
-            and (kind is None or m.kind == kind)
-            and (include_deleted or only_deleted or not m.deleted)
-            and (not only_deleted or m.deleted)
-            and (include_summaries or m.role != Role.SUMMARY)
-            and (since is None or m.created_at >= since)
-            and (until is None or m.created_at <= until)
-        ]
+        return select_memories(items, filters)
 
     def __len__(self) -> int:
         """How many memories (live or deleted) the catalog holds."""

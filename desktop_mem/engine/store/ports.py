@@ -5,11 +5,12 @@ the whole MemoryEngine. Protocols only: no concrete class of the store leaks thr
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from desktop_mem.engine.models import Memory, Operation, Problem
+from typing_extensions import Unpack
+
+from desktop_mem.engine.models import ListFilters, Memory, Operation, Problem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -94,18 +95,7 @@ class MemoryView(Protocol):
 
     def transcript(self, conversation_id: str) -> list[Memory]: ...
 
-    def list_memories(
-        self,
-        *,
-        conversation_id: str | None = None,
-        role: str | None = None,
-        kind: str | None = None,
-        include_deleted: bool = False,
-        only_deleted: bool = False,
-        include_summaries: bool = True,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Memory]: ...
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]: ...
 
 
 class MemorySource(MemoryView, Protocol):

@@ -12,10 +12,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any, Protocol
 
-from desktop_mem.engine.models import Memory, Role
+from typing_extensions import Unpack
+
+from desktop_mem.engine.models import ListFilters, Memory, Role
 from desktop_mem.engine.store import layout, secrets_scan
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
@@ -73,23 +74,9 @@ class MemoryReads:
             return None
         return self._catalog.lookup(memory_id)
 
-    def list_memories(
-        self,
-        *,
-        conversation_id: str | None = None,
-        role: str | None = None,
-        kind: str | None = None,
-        include_deleted: bool = False,
-        only_deleted: bool = False,
-        include_summaries: bool = True,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Memory]:
+    def list_memories(self, **filters: Unpack[ListFilters]) -> list[Memory]:
         """Memories matching the filters, oldest first. Shared: held-back hand edits left out."""
-        found = self._catalog.select(
-            conversation_id=conversation_id, role=role, kind=kind, include_deleted=include_deleted,
-            only_deleted=only_deleted, include_summaries=include_summaries, since=since, until=until,
-        )
+        found = self._catalog.select(**filters)
         held = self._held.ids if self._held is not None else frozenset()
         return [m for m in found if m.id not in held] if held else found
 
