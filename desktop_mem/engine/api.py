@@ -111,7 +111,7 @@ __all__ = [
     # value types, errors and pure helpers the front ends use (each imported above by name)
     "STRATEGY_NAMES", "SOURCE_APP", "SOURCE_OUTSIDE", "VALID_FROM", "VALID_TO", "ChatReply", "DiffOp",
     "FieldChange", "FoundEndpoint", "FrontMatterError", "LLMEndpoint", "LLMError", "Lineage", "LineageStep",
-    "MemoryUsed", "Planned", "Proposal", "Provenance", "RetrievalOverrides", "ScoreBreakdown",
+    "MemoryPage", "MemoryUsed", "Planned", "Proposal", "Provenance", "RetrievalOverrides", "ScoreBreakdown",
     "SearchFilters", "SecretDetectedError", "TimelineCursor", "TimelinePage", "TimelineQuery", "TurnMemory",
     "WriteOutcome", "check_endpoint", "commit_source", "describe_holder", "discover_endpoints",
     "event_texts", "front_matter_changes", "in_deleted", "is_memory_file", "kind_of", "learned_in",
