@@ -45,7 +45,7 @@ def similarities(model: str, rows: int) -> list[tuple[list[float], list[float]]]
 
 def near_best(per_question: list[tuple[list[float], list[float]]], margin: float, floor: float) -> tuple[float, float]:
     """A fact shown when it reaches `floor`, or is within `margin` of the question's best fact and
-    reaches `floor` - `margin` (ui/memory_browser.py's rule): (share of relevant facts kept, other
+    reaches `floor` - `margin` (ui/memories/memory_browser.py's rule): (share of relevant facts kept, other
     facts shown per question)."""
     kept = total = 0
     shown: list[int] = []

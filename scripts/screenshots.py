@@ -103,7 +103,7 @@ def take(out: Path) -> None:
     from desktop_mem.engine.config import load_config
     from desktop_mem.ui.app import application
     from desktop_mem.ui.main_window import MainWindow
-    from desktop_mem.ui.settings_dialog import SettingsDialog
+    from desktop_mem.ui.settings.settings_dialog import SettingsDialog
     from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
     from tests.scripted_llm import Fault, ScriptedLLM
 

@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 
 from desktop_mem.engine.api import MemoryEngine, project_name
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
-from desktop_mem.ui.dialogs import Confirm, ask
 from desktop_mem.ui.project_picker import ProjectPicker, project_title
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.dialogs import Confirm, ask
 
 Index = QModelIndex | QPersistentModelIndex
 CONVERSATION_ROLE = Qt.ItemDataRole.UserRole + 1

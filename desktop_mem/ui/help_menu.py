@@ -47,7 +47,7 @@ def show_about(parent: QWidget, store_path: str) -> None:
 
 def show_connect(parent: QWidget, store_path: Path, runner: TaskRunner) -> None:
     """Help → Connect an AI tool…: add desktop-mem to an MCP client's settings (connect_dialog.py)."""
-    from desktop_mem.ui.connect_dialog import ConnectDialog
+    from desktop_mem.ui.settings.connect_dialog import ConnectDialog
 
     dialog = ConnectDialog(store_path, runner, parent)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer
 
-from desktop_mem.ui.progress import ProgressPanel, ProgressReporter
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.progress import ProgressPanel, ProgressReporter
 
 if TYPE_CHECKING:
     from desktop_mem.engine.api import ImportResult, MemoryEngine, SyncResult, TidyReport

@@ -23,14 +23,12 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QVBoxLayout, 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.app_overrides import apply_app_overrides
-from desktop_mem.ui.dialogs import Confirm, ask
+from desktop_mem.ui.chat.tool_notice import ToolNotice
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.held_back_notice import HeldBackNotice
 from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_connect, show_shortcuts
 from desktop_mem.ui.long_operations import LongOperations
-from desktop_mem.ui.notice_bar import NoticeBar
-from desktop_mem.ui.progress import Cancelled, ProgressReporter
-from desktop_mem.ui.review_pane import ReviewBadge
+from desktop_mem.ui.memories.review_pane import ReviewBadge
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.store_actions import StoreActions
 from desktop_mem.ui.store_session import (
@@ -47,8 +45,10 @@ from desktop_mem.ui.store_session import (
     start_endpoint_when_idle,
 )
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.tool_notice import ToolNotice
 from desktop_mem.ui.welcome_page import WelcomePage
+from desktop_mem.ui.widgets.dialogs import Confirm, ask
+from desktop_mem.ui.widgets.notice_bar import NoticeBar
+from desktop_mem.ui.widgets.progress import Cancelled, ProgressReporter
 
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
@@ -225,7 +225,9 @@ class MainWindow(QMainWindow):
     def open_settings(self, group: str | None = None, prefill: Mapping[str, str] | None = None) -> None:
         """Ctrl+,: the settings dialog (on `group`'s tab); saving reopens the store with the new
         settings and shows the same conversation, tab and typed message again."""
-        from desktop_mem.ui.settings_dialog import SettingsDialog  # openai loads with it: not at start
+        from desktop_mem.ui.settings.settings_dialog import (
+            SettingsDialog,  # openai loads with it: not at start
+        )
 
         if not isinstance(group, str) and self.status.llm_label.property("state") == "bad":
             group = "llm"  # the status bar says the LLM is unreachable: that is what to fix
@@ -303,7 +305,7 @@ class MainWindow(QMainWindow):
         self.status.addPermanentWidget(self.review_badge)
         self.bridge.store_changed.connect(self.review_badge.on_store_changed)
         self.workspace.browser.health_bar.tidy_requested.connect(self.store_actions.tidy_up)
-        from desktop_mem.ui.idle_tidy import IdleTidy
+        from desktop_mem.ui.memories.idle_tidy import IdleTidy
 
         idle = 0 if engine.read_only else int(engine.config["memory.tidy_when_idle_minutes"])
         self.idle_tidy = IdleTidy(idle, self.store_actions.tidy_up, self)  # off by default
@@ -409,7 +411,7 @@ class MainWindow(QMainWindow):
 
     def _show_welcome(self) -> None:
         assert self.engine is not None
-        from desktop_mem.ui.endpoint_finder import EndpointFinder
+        from desktop_mem.ui.settings.endpoint_finder import EndpointFinder
 
         finder = EndpointFinder(self.runner, str(self.config["llm.base_url"]),
                                 str(self.config["llm.api_key"]), url_field=True)

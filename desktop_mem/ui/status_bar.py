@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer, Signal, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QStatusBar, QWidget
 
-from desktop_mem.ui.flow_layout import ElidedLabel
-from desktop_mem.ui.memory_model import when
-from desktop_mem.ui.progress import ProgressPanel
+from desktop_mem.ui.memories.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.flow_layout import ElidedLabel
+from desktop_mem.ui.widgets.progress import ProgressPanel
 
 if TYPE_CHECKING:
     from desktop_mem.engine.api import MemoryEngine

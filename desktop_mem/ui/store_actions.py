@@ -23,8 +23,8 @@ from desktop_mem.ui.long_operations import (
     sync_store,
     tidy_memory,
 )
-from desktop_mem.ui.progress import Cancelled, ProgressReporter
 from desktop_mem.ui.status_bar import StatusBar
+from desktop_mem.ui.widgets.progress import Cancelled, ProgressReporter
 
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on

@@ -11,15 +11,15 @@ from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import MemoryEngine, MemoryPage
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation, Problem, StoreChange
-from desktop_mem.ui.chat_pane import ChatPane
+from desktop_mem.ui.chat.chat_pane import ChatPane
 from desktop_mem.ui.conversation_list import ConversationList
-from desktop_mem.ui.dialogs import Confirm
 from desktop_mem.ui.engine_bridge import EngineBridge
-from desktop_mem.ui.memory_browser import MemoryBrowser
-from desktop_mem.ui.memory_editor import MemoryEditor
-from desktop_mem.ui.summary_pane import SummaryPane
+from desktop_mem.ui.memories.memory_browser import MemoryBrowser
+from desktop_mem.ui.memories.memory_editor import MemoryEditor
+from desktop_mem.ui.summary.summary_pane import SummaryPane
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.timeline_pane import TimelinePane
+from desktop_mem.ui.timeline.timeline_pane import TimelinePane
+from desktop_mem.ui.widgets.dialogs import Confirm
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)
 YOUR_FACTS = "Your facts"  # the global scope, named once: the user's own facts, read everywhere
@@ -190,7 +190,7 @@ class Workspace(QWidget):
     @Slot(object)
     def _on_browser_problem_activated(self, problem: Problem) -> None:
         """A broken file: fix it in place (raw text and the parse error), not in an outside app."""
-        from desktop_mem.ui.problem_editor import ProblemEditor
+        from desktop_mem.ui.memories.problem_editor import ProblemEditor
 
         self.problem_editor = ProblemEditor(self.engine, self._runner, problem, self)
         self.problem_editor.fixed.connect(lambda _path: self.browser.refresh())

@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QDate
 
-from desktop_mem.ui.memory_browser import MemoryBrowser
+from desktop_mem.ui.memories.memory_browser import MemoryBrowser
 
 
 def _texts(browser: MemoryBrowser) -> list[str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from desktop_mem.ui.chat_pane import ChatPane
-from desktop_mem.ui.memory_editor import MemoryEditor
+from desktop_mem.ui.chat.chat_pane import ChatPane
+from desktop_mem.ui.memories.memory_editor import MemoryEditor
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.task_runner import TaskRunner
 from tests.scripted_llm import Fault

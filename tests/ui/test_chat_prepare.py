@@ -13,7 +13,7 @@ import pytest
 
 from desktop_mem.engine.index import retrieval
 from desktop_mem.engine.index.index_factory import make_reranker
-from desktop_mem.ui.chat_pane import ChatPane
+from desktop_mem.ui.chat.chat_pane import ChatPane
 from desktop_mem.ui.task_runner import TaskRunner
 
 

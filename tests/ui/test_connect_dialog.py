@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.ui.connect_dialog import ConnectDialog
+from desktop_mem.ui.settings.connect_dialog import ConnectDialog
 
 
 @pytest.fixture

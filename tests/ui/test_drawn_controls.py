@@ -3,8 +3,8 @@
 text ("All type▾s") and a spin box's buttons were squeezed to a dark "—|".
 
 The fault is in what is drawn, so these tests read the widget's own rendering: the dark pixels
-right of the style's text field must be arrows (a chevron or a triangle, no straight bar), and a combo's (or menu
-button's) text must stay left of its arrow.
+right of the style's text field must be arrows (a chevron or a triangle, no straight bar), and a
+combo's (or menu button's) text must stay left of its arrow.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.settings_dialog import SettingsDialog
+from desktop_mem.ui.settings.settings_dialog import SettingsDialog
 from desktop_mem.ui.workspace import MEMORIES_TAB, TIMELINE_TAB
 from tests.ui.conftest import open_demo
 

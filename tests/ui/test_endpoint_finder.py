@@ -9,9 +9,9 @@ from typing import Any
 from PySide6.QtCore import QSettings
 
 from desktop_mem.engine.config import load_config
-from desktop_mem.ui.endpoint_finder import EndpointFinder
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.settings_dialog import SettingsDialog
+from desktop_mem.ui.settings.endpoint_finder import EndpointFinder
+from desktop_mem.ui.settings.settings_dialog import SettingsDialog
 from desktop_mem.ui.task_runner import TaskRunner
 
 DEAD_URL = "http://127.0.0.1:9/v1"
@@ -41,7 +41,7 @@ def test_find_in_settings_lists_the_servers_models_and_fills_url_and_model(
 def test_with_nothing_running_the_finder_says_what_to_install(
         qtbot: Any, tmp_path: Path, runner: Any, settle: Any) -> None:
     from desktop_mem.engine.chat.endpoint_discovery import KnownServer
-    from desktop_mem.ui import endpoint_finder
+    from desktop_mem.ui.settings import endpoint_finder
 
     finder = endpoint_finder.EndpointFinder(runner, DEAD_URL, env={})
     qtbot.addWidget(finder)

@@ -24,7 +24,7 @@ from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.models import Operation, utc_now
 from desktop_mem.ui import main_window, store_session
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.memory_browser import LOADING_NOTE
+from desktop_mem.ui.memories.memory_browser import LOADING_NOTE
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.workspace import MEMORIES_TAB
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 
-from desktop_mem.ui.memory_browser import MemoryBrowser
-from desktop_mem.ui.memory_model import FETCH_BATCH, MemoryTableModel
+from desktop_mem.ui.memories.memory_browser import MemoryBrowser
+from desktop_mem.ui.memories.memory_model import FETCH_BATCH, MemoryTableModel
 
 
 def _texts(browser: MemoryBrowser) -> list[str]:
@@ -148,7 +148,7 @@ def test_the_model_exposes_big_snapshots_lazily_and_sorts_all_rows(qtmodeltester
 def test_lineage_is_one_right_click_away(qtbot: Any, indexed_engine: Any, runner: Any, settle: Any) -> None:
     from PySide6.QtCore import Qt
 
-    from desktop_mem.ui.lineage_view import LineageView
+    from desktop_mem.ui.timeline.lineage_view import LineageView
 
     first = indexed_engine.add("The user lives in Berlin")
     _tomb, second = indexed_engine.replace(first.id, "The user lives in Munich")

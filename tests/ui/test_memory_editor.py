@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from desktop_mem.ui.memory_editor import MemoryEditor
+from desktop_mem.ui.memories.memory_editor import MemoryEditor
 
 
 def _editor(qtbot: Any, engine: Any, runner: Any, answers: list[bool] | None = None) -> MemoryEditor:

@@ -9,8 +9,8 @@ import yaml
 
 from desktop_mem.engine.config import SETTINGS
 from desktop_mem.ui.conversation_list import ConversationList
-from desktop_mem.ui.settings_dialog import SettingsDialog
-from desktop_mem.ui.summary_pane import SummaryPane, word_diff_html
+from desktop_mem.ui.settings.settings_dialog import SettingsDialog
+from desktop_mem.ui.summary.summary_pane import SummaryPane, word_diff_html
 
 
 def test_summary_pane_shows_the_summary_its_versions_and_their_diff(qtbot: Any, indexed_engine: Any,

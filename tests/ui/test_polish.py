@@ -9,8 +9,8 @@ import pytest
 
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, EventType
 from desktop_mem.ui.conversation_list import ConversationList
-from desktop_mem.ui.memory_model import first_line
-from desktop_mem.ui.timeline_pane import TimelinePane
+from desktop_mem.ui.memories.memory_model import first_line
+from desktop_mem.ui.timeline.timeline_pane import TimelinePane
 
 
 @pytest.mark.parametrize(("markdown", "shown"), [

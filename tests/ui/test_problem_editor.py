@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop_mem.ui.problem_editor import ProblemEditor
+from desktop_mem.ui.memories.problem_editor import ProblemEditor
 
 
 def test_a_broken_file_is_fixed_in_the_app_and_becomes_a_memory(qtbot: Any, indexed_engine: Any,

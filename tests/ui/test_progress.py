@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.progress import Cancelled, ProgressPanel, ProgressReporter
+from desktop_mem.ui.widgets.progress import Cancelled, ProgressPanel, ProgressReporter
 from tests.ui.conftest import open_demo
 
 

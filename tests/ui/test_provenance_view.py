@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop_mem.ui.memory_editor import MemoryEditor
+from desktop_mem.ui.memories.memory_editor import MemoryEditor
 from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.ui.review_pane import ReviewBadge, ReviewDialog
+from desktop_mem.ui.memories.review_pane import ReviewBadge, ReviewDialog
 from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
 
 

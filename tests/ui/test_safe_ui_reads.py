@@ -19,7 +19,7 @@ import desktop_mem.ui
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import EngineError, Operation
 from desktop_mem.ui.engine_bridge import EngineBridge
-from desktop_mem.ui.memory_browser import BrowserQuery
+from desktop_mem.ui.memories.memory_browser import BrowserQuery
 from tests.test_hand_edit_secrets import KEY, _hand_edit
 
 NOT_READS: dict[str, str] = {

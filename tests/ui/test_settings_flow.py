@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings
 from desktop_mem.engine.config import load_config
 from desktop_mem.ui.app_overrides import APP_SOURCE, apply_app_overrides
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.settings_dialog import SettingsDialog
+from desktop_mem.ui.settings.settings_dialog import SettingsDialog
 from desktop_mem.ui.workspace import CHAT_TAB
 from tests.ui.conftest import open_demo
 

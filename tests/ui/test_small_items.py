@@ -8,15 +8,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
-from desktop_mem.ui.chat_message import ChatMessage
-from desktop_mem.ui.chat_pane import ChatPane
+from desktop_mem.ui.chat.chat_message import ChatMessage
+from desktop_mem.ui.chat.chat_pane import ChatPane
 from desktop_mem.ui.conversation_list import ConversationList
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.memory_browser import MemoryBrowser
-from desktop_mem.ui.memory_editor import MemoryEditor
+from desktop_mem.ui.memories.memory_browser import MemoryBrowser
+from desktop_mem.ui.memories.memory_editor import MemoryEditor
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.timeline_pane import TimelinePane
+from desktop_mem.ui.timeline.timeline_pane import TimelinePane
 from desktop_mem.ui.workspace import CHAT_TAB
 from tests.scripted_llm import Fault
 from tests.ui.conftest import open_demo
@@ -345,7 +345,7 @@ def test_the_memory_used_panel_lists_each_of_the_users_facts_once(qtbot: Any, en
     # issue #39: a fact shown as a used memory was listed again in the "Your facts" line
     from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown
     from desktop_mem.engine.index.retrieval import SearchResult
-    from desktop_mem.ui.memory_used_panel import MemoryUsedPanel
+    from desktop_mem.ui.chat.memory_used_panel import MemoryUsedPanel
 
     name = engine.add("The user's name is Mara")
     engine.add("The user works as a nurse")

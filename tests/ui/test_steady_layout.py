@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QStyle
 
 from desktop_mem.engine.models import EventType
 from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.timeline_pane import EVENT_ROWS
+from desktop_mem.ui.timeline.timeline_pane import EVENT_ROWS
 from desktop_mem.ui.workspace import MEMORIES_TAB, TIMELINE_TAB
 from tests.ui.conftest import open_demo
 

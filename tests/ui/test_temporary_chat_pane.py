@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop_mem.ui.chat_pane import ChatPane
+from desktop_mem.ui.chat.chat_pane import ChatPane
+from desktop_mem.ui.chat.temporary_chat import MESSAGE_MARK
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.temporary_chat import MESSAGE_MARK
 from tests.llm_roles import FACTS, is_chat
 
 

@@ -51,7 +51,7 @@ def test_tidy_up_from_the_menu_opens_its_proposals_in_review_and_the_health_line
 
 def test_the_idle_tidy_up_runs_once_per_spell_of_changes_and_is_off_by_default(qtbot: Any) -> None:
     from desktop_mem.engine.models import Operation, StoreChange
-    from desktop_mem.ui.idle_tidy import IdleTidy
+    from desktop_mem.ui.memories.idle_tidy import IdleTidy
 
     def change(operation: Operation) -> StoreChange:
         return StoreChange(operation=operation, memory_ids=(), conversation_id=None, commit=None)

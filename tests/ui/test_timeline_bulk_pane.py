@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from desktop_mem.engine.history import timeline
 from desktop_mem.engine.models import EventType, Operation, TimelineEvent
-from desktop_mem.ui.timeline_pane import TimelinePane
+from desktop_mem.ui.timeline.timeline_pane import TimelinePane
 
 FILES = 40
 

@@ -21,7 +21,7 @@ from PySide6.QtCore import Qt
 from desktop_mem.engine.history import timeline
 from desktop_mem.engine.models import Memory, Operation, TimelineEvent
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.timeline_pane import EVENT_ROWS, TimelinePane
+from desktop_mem.ui.timeline.timeline_pane import EVENT_ROWS, TimelinePane
 
 FILES = 40
 

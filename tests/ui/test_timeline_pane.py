@@ -12,9 +12,9 @@ from PySide6.QtWidgets import QMessageBox, QPlainTextEdit
 
 from desktop_mem.engine.models import EventType
 from desktop_mem.ui.engine_bridge import EngineBridge
-from desktop_mem.ui.lineage_view import LineageView, show_lineage_dialog
-from desktop_mem.ui.timeline_model import BY_HAND_ROLE, CHIPS_ROLE
-from desktop_mem.ui.timeline_pane import TimelinePane
+from desktop_mem.ui.timeline.lineage_view import LineageView, show_lineage_dialog
+from desktop_mem.ui.timeline.timeline_model import BY_HAND_ROLE, CHIPS_ROLE
+from desktop_mem.ui.timeline.timeline_pane import TimelinePane
 from tests.test_timeline_query import Built, build_history
 
 DELETED = "background-color:#ffcdd2"
@@ -359,7 +359,7 @@ def test_a_restore_of_something_changed_since_asks_first(
 
 def test_the_memory_editor_opens_the_lineage(qtbot: Any, engine: Any, built: Built, runner: Any,
                                              settle: Any) -> None:
-    from desktop_mem.ui.memory_editor import MemoryEditor
+    from desktop_mem.ui.memories.memory_editor import MemoryEditor
 
     editor = MemoryEditor(engine, runner)
     qtbot.addWidget(editor)

@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from desktop_mem.engine.store.store_lock import read_holder
+from desktop_mem.ui.chat.tool_notice import notice_text
 from desktop_mem.ui.main_window import MainWindow
 from desktop_mem.ui.store_session import ENDPOINT_IDLE_MS
-from desktop_mem.ui.timeline_model import SOURCE_ROLE
-from desktop_mem.ui.tool_notice import notice_text
+from desktop_mem.ui.timeline.timeline_model import SOURCE_ROLE
 from desktop_mem.ui.workspace import TIMELINE_TAB
 from tests.mcp_clients import CLAUDE, call, stdio_session
 
@@ -116,7 +116,7 @@ def test_the_loopback_endpoint_starts_once_the_user_pauses_typing(qtbot: Any,
 def test_undo_of_an_ai_tools_update_is_one_commit_and_refused_after_a_later_edit(engine: Any) -> None:
     from desktop_mem.api import mcp_tools
     from desktop_mem.engine.models import ConflictError, Operation, StoreChange
-    from desktop_mem.ui.tool_notice import undo_changes
+    from desktop_mem.ui.chat.tool_notice import undo_changes
 
     changes: list[StoreChange] = []
     engine.subscribe(changes.append)

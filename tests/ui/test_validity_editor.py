@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from desktop_mem.ui.memory_editor import MemoryEditor
+from desktop_mem.ui.memories.memory_editor import MemoryEditor
 
 
 def _editor(qtbot: Any, engine: Any, runner: Any) -> MemoryEditor:
@@ -53,7 +53,7 @@ def test_a_date_that_is_not_one_is_refused_before_anything_is_written(
 
 def test_the_timeline_says_from_when_a_change_holds(engine: Any) -> None:
     from desktop_mem.engine.models import EventType
-    from desktop_mem.ui.timeline_model import describe
+    from desktop_mem.ui.timeline.timeline_model import describe
 
     ghent = engine.edit(engine.add("The user lives in Ghent").id, meta={"valid_from": "2019"})
     engine.replace(ghent.id, "The user has lived in Leuven since March 2024")

@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtCore import QRect
 
-from desktop_mem.ui.chat_pane import NO_CONVERSATION_HINT
+from desktop_mem.ui.chat.chat_pane import NO_CONVERSATION_HINT
 from desktop_mem.ui.main_window import FRAME_ALLOWANCE, MainWindow, initial_size
 from desktop_mem.ui.workspace import CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB
 from tests.ui.conftest import open_demo

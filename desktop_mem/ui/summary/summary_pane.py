@@ -13,11 +13,11 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLa
 
 from desktop_mem.engine.api import MemoryEngine, word_diff
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, EngineError, Memory, StoreChange
-from desktop_mem.ui.diff_view import inline_html
-from desktop_mem.ui.flow_layout import ElidedLabel
-from desktop_mem.ui.markdown_view import MarkdownView
-from desktop_mem.ui.memory_model import when
+from desktop_mem.ui.memories.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.timeline.diff_view import inline_html
+from desktop_mem.ui.widgets.flow_layout import ElidedLabel
+from desktop_mem.ui.widgets.markdown_view import MarkdownView
 
 MAX_VERSIONS = 50
 

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
 
 from desktop_mem.engine.api import Lineage, LineageStep, MemoryEngine
 from desktop_mem.engine.models import CommitInfo, Memory
-from desktop_mem.ui.memory_model import first_line, when
-from desktop_mem.ui.row_table_model import RowTableModel
+from desktop_mem.ui.memories.memory_model import first_line, when
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.row_table_model import RowTableModel
 
 Index = QModelIndex | QPersistentModelIndex
 STEP_ROLE = Qt.ItemDataRole.UserRole + 1

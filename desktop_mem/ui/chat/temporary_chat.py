@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QToolButton, QWidget
 
-from desktop_mem.ui.chat_message import ChatMessage
+from desktop_mem.ui.chat.chat_message import ChatMessage
 
 TOGGLE_TEXT = "Temporary"
 TOGGLE_TIP = ("Temporary chat: replies read your memory, but nothing you send while this is on is "

@@ -37,9 +37,9 @@ from desktop_mem.engine.api import (
     word_diff,
 )
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.ui.memory_model import when
-from desktop_mem.ui.row_table_model import RowTableModel
+from desktop_mem.ui.memories.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.row_table_model import RowTableModel
 
 Index = QModelIndex | QPersistentModelIndex
 _DELETED_STYLE = "background-color:#ffcdd2; color:#b71c1c; text-decoration:line-through;"

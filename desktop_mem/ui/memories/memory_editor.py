@@ -52,12 +52,12 @@ from desktop_mem.engine.models import (
     StoreChange,
     ValidationError,
 )
-from desktop_mem.ui.dialogs import Confirm, SecretChoice, ask, ask_secret
-from desktop_mem.ui.flow_layout import ElidedLabel, FlowLayout, group
-from desktop_mem.ui.lineage_view import show_lineage_dialog
-from desktop_mem.ui.memory_model import when
-from desktop_mem.ui.provenance_view import show_provenance_dialog
+from desktop_mem.ui.memories.memory_model import when
+from desktop_mem.ui.memories.provenance_view import show_provenance_dialog
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.timeline.lineage_view import show_lineage_dialog
+from desktop_mem.ui.widgets.dialogs import Confirm, SecretChoice, ask, ask_secret
+from desktop_mem.ui.widgets.flow_layout import ElidedLabel, FlowLayout, group
 
 
 @dataclass(frozen=True)

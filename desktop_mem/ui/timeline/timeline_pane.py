@@ -39,13 +39,13 @@ from desktop_mem.engine.api import (
 )
 from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, StoreChange, TimelineEvent
 from desktop_mem.ui.conversation_list import Conversation, load_conversations
-from desktop_mem.ui.date_range import date_range_edits
-from desktop_mem.ui.dialogs import Confirm, ask
-from desktop_mem.ui.diff_view import DiffView
-from desktop_mem.ui.flow_layout import FlowLayout, group
-from desktop_mem.ui.lineage_view import LineageView, show_memory_at_dialog
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
+from desktop_mem.ui.timeline.diff_view import DiffView
+from desktop_mem.ui.timeline.lineage_view import LineageView, show_memory_at_dialog
+from desktop_mem.ui.timeline.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
+from desktop_mem.ui.widgets.date_range import date_range_edits
+from desktop_mem.ui.widgets.dialogs import Confirm, ask
+from desktop_mem.ui.widgets.flow_layout import FlowLayout, group
 
 PAGE_SIZE = 50
 EVENT_ROWS = 4  # the event list of a commit shows at least this many rows

@@ -39,7 +39,7 @@ from desktop_mem.engine.api import LLMEndpoint, check_endpoint
 from desktop_mem.engine.config import SETTINGS, Config, Setting, default_config_path, save_config
 from desktop_mem.engine.models import EngineError
 from desktop_mem.ui.app_overrides import APP_SOURCE, OVERRIDES_GROUP
-from desktop_mem.ui.endpoint_finder import EndpointFinder
+from desktop_mem.ui.settings.endpoint_finder import EndpointFinder
 from desktop_mem.ui.task_runner import TaskRunner
 
 # "Endpoint": the name the LLM errors use ("Check Settings > Endpoint").

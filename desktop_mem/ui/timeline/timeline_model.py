@@ -31,7 +31,7 @@ from desktop_mem.engine.api import (
     commit_source,
 )
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
-from desktop_mem.ui.memory_model import first_line, when
+from desktop_mem.ui.memories.memory_model import first_line, when
 
 Index = QModelIndex | QPersistentModelIndex
 COMMIT_ROLE = Qt.ItemDataRole.UserRole + 1

@@ -35,9 +35,7 @@ from PySide6.QtWidgets import (
 
 from desktop_mem.engine.api import MemoryEngine, MemoryPage, ScoreBreakdown, SearchFilters, SearchResult
 from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, Role, StoreChange
-from desktop_mem.ui.date_range import date_range_edits
-from desktop_mem.ui.flow_layout import FlowLayout, group
-from desktop_mem.ui.memory_model import (
+from desktop_mem.ui.memories.memory_model import (
     FETCH_BATCH,
     SCORE_COLUMN,
     STATUS_COLUMN,
@@ -46,6 +44,8 @@ from desktop_mem.ui.memory_model import (
     sort_key,
 )
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.date_range import date_range_edits
+from desktop_mem.ui.widgets.flow_layout import FlowLayout, group
 
 SEARCH_DELAY_MS = 250
 SEARCH_TOP_K = 100
@@ -302,7 +302,7 @@ class MemoryBrowser(QWidget):
         layout.addWidget(self.search_edit)
         layout.addLayout(filters)
         layout.addWidget(self.tabs, 1)
-        from desktop_mem.ui.memory_health import MemoryHealthBar
+        from desktop_mem.ui.memories.memory_health import MemoryHealthBar
 
         self.health_bar = MemoryHealthBar(self._engine, self._runner, self)
         layout.addWidget(self.health_bar)
@@ -334,7 +334,7 @@ class MemoryBrowser(QWidget):
 
     @Slot()
     def _on_lineage_action_triggered(self) -> None:
-        from desktop_mem.ui.lineage_view import show_lineage_dialog
+        from desktop_mem.ui.timeline.lineage_view import show_lineage_dialog
 
         memory = self._model.memory_at(self.table.currentIndex().row())
         if memory is not None:

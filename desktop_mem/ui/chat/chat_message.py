@@ -9,8 +9,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from desktop_mem.engine.api import MemoryUsed, TurnMemory
 from desktop_mem.engine.models import Role
-from desktop_mem.ui.markdown_view import MarkdownView
-from desktop_mem.ui.memory_used_panel import MemoryUsedPanel, describe_record_update
+from desktop_mem.ui.chat.memory_used_panel import MemoryUsedPanel, describe_record_update
+from desktop_mem.ui.widgets.markdown_view import MarkdownView
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 

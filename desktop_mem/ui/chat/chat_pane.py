@@ -33,15 +33,15 @@ from shiboken6 import isValid
 
 from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, TurnMemory, WriteOutcome, turn_records
 from desktop_mem.engine.models import Role
-from desktop_mem.ui.chat_message import ChatMessage
-from desktop_mem.ui.reply_status import failure_text, is_config_problem, stopped_text
-from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.temporary_chat import (
+from desktop_mem.ui.chat.chat_message import ChatMessage
+from desktop_mem.ui.chat.reply_status import failure_text, is_config_problem, stopped_text
+from desktop_mem.ui.chat.temporary_chat import (
     TEMPORARY_CONVERSATION,
     TemporaryMarker,
     TemporaryToggle,
     mark_temporary,
 )
+from desktop_mem.ui.task_runner import TaskRunner
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QLabel, QPushButton, QToolButton, QVBoxLayout, QWi
 
 from desktop_mem.engine.api import MemoryUsed, ScoreBreakdown, TurnMemory, learned_in, scope_of, updated_line
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
-from desktop_mem.ui.memory_model import first_line
+from desktop_mem.ui.memories.memory_model import first_line
 
 SCOPE_NAMES = {"user": "yours", "conversation": "this chat", "other": "another chat"}
 USER_FACTS = "your facts"

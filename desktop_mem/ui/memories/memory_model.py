@@ -18,7 +18,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from desktop_mem.engine.models import Memory, Problem
-from desktop_mem.ui.row_table_model import RowTableModel
+from desktop_mem.ui.widgets.row_table_model import RowTableModel
 
 if TYPE_CHECKING:
     from desktop_mem.engine.api import ScoreBreakdown

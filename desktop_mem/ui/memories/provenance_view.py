@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from desktop_mem.engine.api import MemoryEngine, Provenance, sent_summary
 from desktop_mem.engine.models import Memory
-from desktop_mem.ui.memory_model import first_line, when
+from desktop_mem.ui.memories.memory_model import first_line, when
 from desktop_mem.ui.task_runner import TaskRunner
 
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1

@@ -1,0 +1,1 @@
+"""The Chat pane: the transcript, its messages and what each reply used and changed."""

@@ -1,0 +1,1 @@
+"""The Summary pane: a conversation's rolling summary and its versions."""

@@ -1,0 +1,1 @@
+"""The Timeline pane: every commit, its events, their diffs and lineage."""
