@@ -26,6 +26,7 @@ from desktop_mem.engine.schema import (
     MemoryPageJSON,
     MemoryQuery,
     SearchJSON,
+    SearchRequest,
     commit_json,
     memory_json,
     proposal_json,
@@ -52,13 +53,9 @@ def search(engine: MemoryEngine, query: str, conversation: str | None, top_k: in
     if not query.strip():
         raise ValidationError("query is empty")
     k = max(1, min(int(top_k or engine.config["retrieval.top_k"]), 50))
-    scope = scope_of(project)
-    if as_of:
-        results = engine.search_as_of(query, parse_as_of(as_of), conversation_id=conversation or scope,
-                                      top_k=k, roles=("memory",))
-    else:
-        results = engine.search(query, conversation_id=conversation, top_k=k,
-                                filters=SearchFilters(roles=("memory",), project=scope))
+    request = SearchRequest(query, conversation, k, project=scope_of(project), roles=("memory",),
+                            rerank=False, as_of=parse_as_of(as_of) if as_of else None)
+    results = request.run(engine)
     if client:
         engine.note_sent([r.memory.id for r in results], "MCP", client)
     return {"query": query, "results": [search_hit_json(r) for r in results]}

@@ -43,7 +43,6 @@ from desktop_mem.engine.api import (
     MemoryEngine,
     MemoryUsed,
     RetrievalOverrides,
-    SearchFilters,
     SecretDetectedError,
     parse_as_of,
     project_scope,
@@ -63,7 +62,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     disk_problem,
 )
-from desktop_mem.engine.schema import MemoryQuery, memory_json, search_hit_json
+from desktop_mem.engine.schema import MemoryQuery, SearchRequest, memory_json, search_hit_json
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -270,8 +269,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         # `desktop-mem search` asks the process that holds the store (cli/forward.py), whose
         # index is warm and up to date, instead of loading a second copy of it.
         scope = project_scope(project) if project else None  # a project's name or scope
-        results = engine.search(q, conversation_id=conversation, top_k=top_k,
-                                filters=SearchFilters(include_deleted=deleted, project=scope), rerank=True)
+        results = SearchRequest(q, conversation, top_k, deleted, scope).run(engine)
         return {"object": "list", "query": q,
                 "data": [search_hit_json(r, nested_memory=True) for r in results]}
 

@@ -37,6 +37,7 @@ from desktop_mem.engine.models import (
     StoreLockedError,
     ValidationError,
 )
+from desktop_mem.engine.schema import SearchRequest
 
 FORWARDED = frozenset({"add", "edit", "delete", "restore"})  # the CLI writes a holder can take
 TIMEOUT_S = 120.0
@@ -166,15 +167,16 @@ class RemoteReader(_Holder):
 
     timeout_s = READ_TIMEOUT_S
 
-    def search(self, query: str, *, conversation_id: str | None, top_k: int | None,
-               include_deleted: bool, project: str | None = None) -> list[Hit]:
-        params: dict[str, Any] = {"q": query, "deleted": "true" if include_deleted else "false"}
-        if conversation_id is not None:
-            params["conversation"] = conversation_id
-        if project is not None:
-            params["project"] = project
-        if top_k is not None:
-            params["top_k"] = top_k
+    def search(self, request: SearchRequest) -> list[Hit]:
+        """`request` run by the holder (REST /api/search: the read path with the cross-encoder)."""
+        deleted = "true" if request.include_deleted else "false"
+        params: dict[str, Any] = {"q": request.query, "deleted": deleted}
+        if request.conversation_id is not None:
+            params["conversation"] = request.conversation_id
+        if request.project is not None:
+            params["project"] = request.project
+        if request.top_k is not None:
+            params["top_k"] = request.top_k
         answer = self._answer("GET", f"/api/search?{urlencode(params)}", None)
         try:
             # schema.SearchHitJSON (the memory under `memory` too; a server before it had only that)

@@ -28,7 +28,13 @@ from desktop_mem.engine.models import (
     ValidationError,
     disk_problem,
 )
-from desktop_mem.engine.schema import HISTORY_EVENTS_SHOWN, MemoryQuery, commit_json, search_hit_json
+from desktop_mem.engine.schema import (
+    HISTORY_EVENTS_SHOWN,
+    MemoryQuery,
+    SearchRequest,
+    commit_json,
+    search_hit_json,
+)
 
 READ_COMMANDS = {"list", "show", "history", "diff", "doctor", "search", "config", "sessions"}
 
@@ -522,23 +528,17 @@ def cmd_secrets(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_search(args: argparse.Namespace, config: Config) -> int:
-    from desktop_mem.engine.api import SearchFilters
-
-    results = None if args.as_of is not None else _asked_of_holder(config, lambda holder: holder.search(
-        args.query, conversation_id=args.conversation, top_k=args.top_k, include_deleted=args.deleted,
-        project=args.project))
+    request = SearchRequest(args.query, args.conversation, args.top_k, args.deleted, args.project)
+    results = None if args.as_of is not None else _asked_of_holder(
+        config, lambda holder: holder.search(request))
     if results is None:
         with open_engine(config, "search") as engine:
             with embedding_progress() as progress:
                 engine.open_index(progress)  # a changed embedding model re-embeds everything first
             if args.as_of is not None:
-                results = engine.search_as_of(args.query, args.as_of,
-                                              conversation_id=args.conversation or args.project,
-                                              top_k=args.top_k or config["retrieval.top_k"])
-            else:
-                results = engine.search(args.query, conversation_id=args.conversation, top_k=args.top_k,
-                                        filters=SearchFilters(include_deleted=args.deleted,
-                                                              project=args.project), rerank=True)
+                request = dataclasses.replace(request, top_k=args.top_k or config["retrieval.top_k"],
+                                              as_of=args.as_of)
+            results = request.run(engine)
     if args.json:
         emit_json([search_hit_json(r, nested_memory=True) for r in results])
         return 0

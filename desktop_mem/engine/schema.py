@@ -25,7 +25,7 @@ from desktop_mem.engine.store.conversation_ids import validate_conversation_id
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.review import Proposal
-    from desktop_mem.engine.index.retrieval import SearchResult
+    from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
 
 MAX_PAGE = 1000
 # Events a `history` lists per commit (MCP, the CLI's text); the rest are counted by type. One
@@ -211,6 +211,46 @@ def proposal_json(p: Proposal) -> dict[str, Any]:
     """A review proposal (chat/review.py): its fields, and `summary`, one line saying what
     accepting it would do."""
     return {**asdict(p), "summary": p.describe()}
+
+
+class Searcher(Protocol):
+    """The searches a request runs on (MemoryEngine)."""
+
+    def search(self, query: str, *, conversation_id: str | None = ..., top_k: int | None = ...,
+               filters: SearchFilters | None = ..., rerank: bool = ...) -> list[SearchResult]: ...
+
+    def search_as_of(self, query: str, moment: datetime, **options: Any) -> list[SearchResult]: ...
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as a front end asks it (REST, MCP, the CLI and its forward to the holder): the
+    read path, or with `as_of` the read path over what was live then (history/as_of.py).
+
+    `project` is a project's scope (store/projects.py); over the past it scopes the search when
+    no conversation does. `roles` limits the hits (MCP: facts only); `rerank`: the cross-encoder.
+    """
+
+    query: str
+    conversation_id: str | None = None
+    top_k: int | None = None
+    include_deleted: bool = False
+    project: str | None = None
+    roles: tuple[str, ...] | None = None
+    rerank: bool = True
+    as_of: datetime | None = None
+
+    def run(self, engine: Searcher) -> list[SearchResult]:
+        """The hits, best first."""
+        if self.as_of is not None:
+            roles: dict[str, Any] = {"roles": self.roles} if self.roles else {}
+            return engine.search_as_of(self.query, self.as_of, top_k=self.top_k,
+                                       conversation_id=self.conversation_id or self.project, **roles)
+        from desktop_mem.engine.index.retrieval import SearchFilters  # numpy: off the window's start path
+
+        filters = SearchFilters(include_deleted=self.include_deleted, roles=self.roles, project=self.project)
+        return engine.search(self.query, conversation_id=self.conversation_id, top_k=self.top_k,
+                             filters=filters, rerank=self.rerank)
 
 
 class MemoryLister(Protocol):
