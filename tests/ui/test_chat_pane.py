@@ -145,7 +145,7 @@ def test_a_long_conversation_opens_on_its_latest_messages_and_shows_earlier_ones
     """Each message is a widget built on the GUI thread: a conversation of thousands of turns
     opened whole froze the window. It opens on its latest page; older pages come on request, in
     order, above what the user is reading."""
-    from desktop_mem.ui.chat.chat_pane import HISTORY_PAGE
+    from desktop_mem.ui.chat.transcript import HISTORY_PAGE
 
     turns = 2 * HISTORY_PAGE + 8  # ends on a reply (an unanswered question would offer Retry)
     engine = indexed_engine
