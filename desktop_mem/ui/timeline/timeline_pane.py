@@ -10,24 +10,17 @@ on Yes runs it again with the check off (the overwritten version stays in git).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import QDate, QEvent, QModelIndex, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QResizeEvent
+from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal, Slot
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QLabel,
-    QLineEdit,
     QListView,
-    QMenu,
     QPushButton,
-    QSizePolicy,
     QSplitter,
     QTabWidget,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -42,20 +35,13 @@ from desktop_mem.ui.conversation_list import Conversation, load_conversations
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline.diff_view import DiffView
 from desktop_mem.ui.timeline.lineage_view import LineageView, show_memory_at_dialog
+from desktop_mem.ui.timeline.timeline_filters import TimelineFilters
 from desktop_mem.ui.timeline.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
-from desktop_mem.ui.widgets.date_range import date_range_edits
 from desktop_mem.ui.widgets.dialogs import Confirm, ask
-from desktop_mem.ui.widgets.flow_layout import FlowLayout, group
+from desktop_mem.ui.widgets.flow_layout import FlowLayout
 
 PAGE_SIZE = 50
 EVENT_ROWS = 4  # the event list of a commit shows at least this many rows
-ALL_CONVERSATIONS = "All conversations"
-_SEARCH_DELAY_MS = 300
-
-
-SOURCE_FILTERS = (("All sources", None), ("AI tools (MCP)", "mcp"), ("desktop-mem", "app"),
-                  ("Outside (git)", "git"))
-
 
 
 class _WrappingColumn(QWidget):
@@ -110,42 +96,13 @@ class TimelinePane(QWidget):
     # ---------------------------------------------------------------- setup
 
     def _setup_ui(self) -> None:
-        self.conversation_combo = QComboBox(self)
-        self.conversation_combo.addItem(ALL_CONVERSATIONS, None)
-        self.conversation_combo.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.conversation_combo.setMinimumContentsLength(14)
-        self.types_button = QToolButton(self)
-        self.types_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        types_menu = QMenu(self.types_button)
-        self.type_actions: dict[EventType, QAction] = {}
-        for kind in EventType:
-            action = types_menu.addAction(kind.value)
-            action.setCheckable(True)
-            action.setChecked(True)
-            self.type_actions[kind] = action
-        self.types_button.setMenu(types_menu)
-        self.dates_check = QCheckBox("From", self)
-        self.since_edit, self.until_edit = date_range_edits(self)
-        self.search_edit = QLineEdit(self)
-        self.search_edit.setPlaceholderText("Search subjects and texts")
-        self.search_edit.setClearButtonEnabled(True)
-        self.only_check = QCheckBox("Only soft deletes and replacements", self)
-        self.source_combo = QComboBox(self)  # who made the change: the app, an MCP tool, plain git
-        for label, source in SOURCE_FILTERS:
-            self.source_combo.addItem(label, source)
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(_SEARCH_DELAY_MS)
-        filters = FlowLayout()  # wraps: the pane fits a 1280-px screen
-        filters.addWidget(self.conversation_combo)
-        filters.addWidget(self.types_button)
-        filters.addWidget(group(self, self.dates_check, self.since_edit, "to", self.until_edit))
-        self.search_edit.setMinimumWidth(140)
-        self.search_edit.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        filters.addWidget(self.search_edit)
-        filters.addWidget(self.only_check)
-        filters.addWidget(self.source_combo)
+        self.filters = TimelineFilters(self)
+        # the bar's controls, as the pane's own (tests and the window set them by these names)
+        f = self.filters
+        self.conversation_combo, self.types_button, self.type_actions = (
+            f.conversation_combo, f.types_button, f.type_actions)
+        self.dates_check, self.since_edit, self.until_edit = f.dates_check, f.since_edit, f.until_edit
+        self.search_edit, self.only_check, self.source_combo = f.search_edit, f.only_check, f.source_combo
 
         self.commit_view = QListView(self)
         self.commit_view.setModel(self.model)
@@ -205,24 +162,14 @@ class TimelinePane(QWidget):
         splitter.setSizes([440, 560])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(filters)
+        layout.addWidget(self.filters)
         layout.addWidget(splitter, 1)
-        self._update_types_label()
 
     def _connect_signals(self) -> None:
         self.model.more_requested.connect(self._on_model_more_requested)
         self.commit_view.selectionModel().currentRowChanged.connect(self._on_commit_view_current_row_changed)
         self.event_view.selectionModel().currentRowChanged.connect(self._on_event_view_current_row_changed)
-        self.conversation_combo.currentIndexChanged.connect(self.reload)
-        for action in self.type_actions.values():
-            action.toggled.connect(self._on_type_action_toggled)
-        self.dates_check.toggled.connect(self._on_dates_check_toggled)
-        self.since_edit.dateChanged.connect(self.reload)
-        self.until_edit.dateChanged.connect(self.reload)
-        self.search_edit.textChanged.connect(self._search_timer.start)
-        self._search_timer.timeout.connect(self.reload)
-        self.only_check.toggled.connect(self.reload)
-        self.source_combo.currentIndexChanged.connect(self.reload)
+        self.filters.changed.connect(self.reload)
         self.restore_button.clicked.connect(self._on_restore_button_clicked)
         self.revert_button.clicked.connect(self._on_revert_button_clicked)
         self.summary_button.clicked.connect(self._on_summary_button_clicked)
@@ -232,24 +179,12 @@ class TimelinePane(QWidget):
 
     def query(self) -> TimelineQuery:
         """The filters as set in the bar."""
-        conversation = self.conversation_combo.currentData() or ALL_CONVERSATIONS
-        types = {kind for kind, action in self.type_actions.items() if action.isChecked()}
-        since = until = None
-        if self.dates_check.isChecked():
-            since = _local_midnight(self.since_edit.date())
-            until = _local_midnight(self.until_edit.date()) + timedelta(days=1, microseconds=-1)
-        return TimelineQuery(
-            conversation=None if conversation == ALL_CONVERSATIONS else conversation,
-            event_types=None if len(types) in (0, len(EventType)) else frozenset(types),
-            since=since, until=until, text=self.search_edit.text().strip() or None,
-            only_deletes_and_replacements=self.only_check.isChecked(),
-            source=self.source_combo.currentData(),
-        )
+        return self.filters.query()
 
     @Slot()
     def reload(self) -> None:
         """Show the first page for the current filters (and refresh the conversation list)."""
-        self._search_timer.stop()
+        self.filters.search_timer.stop()
         self._generation += 1
         generation, query = self._generation, self.query()
         self.model.reset(query)
@@ -316,18 +251,7 @@ class TimelinePane(QWidget):
     def _on_conversations(self, conversations: list[Conversation]) -> None:
         """Offer the conversations by title (the id is the item's data and tooltip)."""
         self.events_model.titles = {c.id: c.title for c in conversations}
-        current = self.conversation_combo.currentData()
-        combo = self.conversation_combo
-        combo.blockSignals(True)
-        combo.clear()
-        combo.addItem(ALL_CONVERSATIONS, None)
-        for conv in conversations:
-            combo.addItem(conv.title, conv.id)
-            combo.setItemData(combo.count() - 1, conv.id, Qt.ItemDataRole.ToolTipRole)
-        if current is not None and combo.findData(current) < 0:
-            combo.addItem(current, current)  # a filter stays as set, even if now empty
-        combo.setCurrentIndex(max(combo.findData(current), 0))
-        combo.blockSignals(False)
+        self.filters.set_conversations(conversations)
 
     def _show_count(self) -> None:
         more = " · scroll for older" if self.model.cursor is not None else " · start of history"
@@ -426,22 +350,6 @@ class TimelinePane(QWidget):
 
     # ---------------------------------------------------------------- filters
 
-    @Slot(bool)
-    def _on_type_action_toggled(self, _on: bool) -> None:
-        self._update_types_label()
-        self.reload()
-
-    def _update_types_label(self) -> None:
-        checked = [k.value for k, a in self.type_actions.items() if a.isChecked()]
-        label = "All types" if len(checked) in (0, len(EventType)) else ", ".join(checked)
-        self.types_button.setText(label if len(label) <= 28 else f"{len(checked)} types")
-
-    @Slot(bool)
-    def _on_dates_check_toggled(self, on: bool) -> None:
-        self.since_edit.setEnabled(on)
-        self.until_edit.setEnabled(on)
-        self.reload()
-
     # ---------------------------------------------------------------- actions
 
     @Slot()
@@ -520,8 +428,3 @@ class TimelinePane(QWidget):
 
 def _event_key(event: TimelineEvent) -> tuple[str, str | None, EventType]:
     return event.commit, event.memory_id, event.type
-
-
-def _local_midnight(day: QDate) -> datetime:
-    """The start of `day` in local time, as an aware datetime."""
-    return datetime(day.year(), day.month(), day.day()).astimezone()
