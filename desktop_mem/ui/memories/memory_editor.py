@@ -9,7 +9,6 @@ text stays in git.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,15 +31,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_mem.engine.api import (
-    VALID_FROM,
-    VALID_TO,
     MemoryEngine,
     Provenance,
     SecretDetectedError,
-    normalize_validity,
     sent_summary,
-    validity_span,
-    validity_start,
 )
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
@@ -50,26 +44,19 @@ from desktop_mem.engine.models import (
     Memory,
     Role,
     StoreChange,
-    ValidationError,
 )
-from desktop_mem.ui.memories.memory_model import when
+from desktop_mem.ui.memories.memory_form import (
+    FormValues,
+    editor_title,
+    form_changes,
+    form_errors,
+    memory_info,
+)
 from desktop_mem.ui.memories.provenance_view import show_provenance_dialog
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline.lineage_view import show_lineage_dialog
 from desktop_mem.ui.widgets.dialogs import Confirm, SecretChoice, ask, ask_secret
 from desktop_mem.ui.widgets.flow_layout import ElidedLabel, FlowLayout, group
-
-
-@dataclass(frozen=True)
-class FormValues:
-    """What the form holds, in engine terms."""
-
-    text: str
-    kind: str | None
-    source: str | None
-    expires_at: datetime | None
-    valid_from: str = ""  # as typed: "2024-03", "2024-03-15", an ISO date-time, or empty
-    valid_to: str = ""
 
 
 class MemoryEditor(QWidget):
@@ -243,52 +230,13 @@ class MemoryEditor(QWidget):
 
     def validate(self) -> list[str]:
         """Reasons the form cannot be saved (empty when it can)."""
-        values = self.values()
-        errors = []
-        if not values.text.strip():
-            errors.append("The memory needs some text.")
-        if self._is_fact() and values.kind not in KINDS:
-            errors.append(f"Kind must be one of {', '.join(KINDS)}.")
-        created = self._memory.created_at if self._memory else datetime.now(UTC)
-        if values.expires_at is not None and values.expires_at <= created:
-            errors.append("Expiry must be later than the creation time "
-                          f"({when(created)}); untick Expires for no expiry.")
-        if self._memory is not None and self._memory.role == Role.MEMORY:
-            try:
-                since = normalize_validity(values.valid_from, VALID_FROM)
-                until = normalize_validity(values.valid_to, VALID_TO)
-                if since and until and validity_start(until) < validity_start(since):
-                    errors.append("“True until” is before “True from”.")
-            except ValidationError as exc:
-                errors.append(f"{exc}.")
-        return errors
+        return form_errors(self.values(), self._memory, self._is_fact())
 
     def changes(self) -> tuple[str | None, dict[str, Any]]:
         """(new text or None, changed front matter keys) against the loaded memory."""
-        memory = self._memory
-        if memory is None:
+        if self._memory is None:
             return None, {}
-        values = self.values()
-        text = values.text if values.text.strip() != memory.text.strip() else None
-        meta: dict[str, Any] = {}
-        if self._is_fact() and values.kind != memory.kind:
-            meta["kind"] = values.kind
-        if values.source != memory.source:
-            meta["source"] = values.source
-        elif text is not None and memory.source != "manual":
-            meta["source"] = "manual"  # the words are the user's now, whoever wrote them first
-        if values.expires_at != memory.expires_at:
-            meta["expires_at"] = values.expires_at
-        if memory.role == Role.MEMORY:
-            for key, typed, held in ((VALID_FROM, values.valid_from, memory.valid_from),
-                                     (VALID_TO, values.valid_to, memory.valid_to)):
-                try:
-                    value = normalize_validity(typed, key)
-                except ValidationError:
-                    value = typed  # validate() reports it; it still counts as an edit
-                if value != held:
-                    meta[key] = value or None
-        return text, meta
+        return form_changes(self.values(), self._memory, self._is_fact())
 
     def is_dirty(self) -> bool:
         """True when the form holds edits that are not saved."""
@@ -437,35 +385,8 @@ class MemoryEditor(QWidget):
             self._runner.submit(self._engine.provenance, memory.id, key="editor-provenance",
                                 on_result=self._on_provenance_loaded, on_error=lambda _exc: None)
         self.new_button.setEnabled(not self._engine.read_only)
-        self.title_label.setText(self._title(memory, new_conversation))
-        self.info_label.setText(self._info(memory))
-
-    def _title(self, memory: Memory | None, new_conversation: str | None) -> str:
-        """What is open, naming its conversation by title (its id when it has none)."""
-        if new_conversation is not None:
-            return f"New fact in “{self.titles.get(new_conversation, new_conversation)}”"
-        if memory is None:
-            return "Pick a memory to read or edit it"
-        noun = {"memory": memory.kind or "fact", "user": "user turn", "assistant": "assistant turn"}
-        state = " (deleted)" if memory.deleted else ""
-        conversation = self.titles.get(memory.conversation_id, memory.conversation_id)
-        return f"{noun.get(memory.role, memory.role).capitalize()} in “{conversation}”{state}"
-
-    @staticmethod
-    def _info(memory: Memory | None) -> str:
-        if memory is None:
-            return ""
-        parts = [f"created {when(memory.created_at)}"]
-        if memory.updated_at:
-            parts.append(f"updated {when(memory.updated_at)}")
-        if memory.deleted_at:
-            parts.append(f"deleted {when(memory.deleted_at)}")
-        if memory.replaced_by:
-            parts.append(f"replaced by {memory.replaced_by[:8]}")
-        if memory.role == Role.MEMORY and (memory.valid_from or memory.valid_to):
-            parts.append(validity_span(memory))
-        parts.append(memory.path)
-        return " · ".join(parts)
+        self.title_label.setText(editor_title(memory, new_conversation, self.titles))
+        self.info_label.setText(memory_info(memory))
 
     def _show_conflict(self, message: str) -> None:
         if not self.banner.isHidden() and self.banner_label.text() == message:
