@@ -16,8 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtCore import QByteArray, QRect, QSettings, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
 
 from desktop_mem.engine.config import Config
@@ -26,7 +26,7 @@ from desktop_mem.ui.app_overrides import apply_app_overrides
 from desktop_mem.ui.chat.tool_notice import ToolNotice
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.held_back_notice import HeldBackNotice
-from desktop_mem.ui.help_menu import shortcuts_text, show_about, show_connect, show_shortcuts
+from desktop_mem.ui.help_menu import shortcuts_text
 from desktop_mem.ui.long_operations import LongOperations
 from desktop_mem.ui.memories.review_pane import ReviewBadge
 from desktop_mem.ui.status_bar import StatusBar
@@ -49,6 +49,7 @@ from desktop_mem.ui.welcome_page import WelcomePage
 from desktop_mem.ui.widgets.dialogs import Confirm, ask
 from desktop_mem.ui.widgets.notice_bar import NoticeBar
 from desktop_mem.ui.widgets.progress import Cancelled, ProgressReporter
+from desktop_mem.ui.window_menus import CHAT_TAB, WindowMenus
 
 if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from desktop_mem.engine.api import MemoryEngine, MemoryPage
     from desktop_mem.ui.workspace import Workspace
 
-CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
 DEFAULT_SIZE = QSize(1200, 780)
 # Room for a desktop's title bar and borders, which are not known before the window is shown.
 FRAME_ALLOWANCE = QSize(16, 48)
@@ -79,6 +79,16 @@ class MainWindow(QMainWindow):
     sync_finished = Signal(str)  # what a sync did (or why it failed), as shown to the user
     operation_finished = Signal(str)  # what an import or index rebuild did, as shown to the user
 
+    # menu actions others enable or press, set by WindowMenus (window_menus.py)
+    new_conversation_action: QAction
+    settings_action: QAction
+    sync_action: QAction
+    import_action: QAction
+    reindex_action: QAction
+    tidy_action: QAction
+    find_action: QAction
+    shortcuts_action: QAction
+
     def __init__(self, config: Config, runner: TaskRunner | None = None, *,
                  settings: QSettings | None = None, confirm: Confirm = ask) -> None:
         super().__init__()
@@ -100,7 +110,7 @@ class MainWindow(QMainWindow):
         self._page_shown.set()
         self._closing_unasked = False  # a stop signal (SIGTERM, SIGHUP) closes without a question
         self._setup_ui()
-        self._setup_menus()
+        self.menus = WindowMenus(self)
         self._restore_state()
 
     # ---------------------------------------------------------------- setup
@@ -133,56 +143,11 @@ class MainWindow(QMainWindow):
         self.store_actions.operation_finished.connect(self.operation_finished)
         self.store_actions.tidy_proposed.connect(self._on_store_actions_tidy_proposed)
 
-    def _setup_menus(self) -> None:
-        bar = self.menuBar()
-        file_menu = bar.addMenu("&File")
-        self.new_conversation_action = self._action(
-            file_menu, "&New conversation", QKeySequence.StandardKey.New, self._on_new_conversation_triggered)
-        self._action(file_menu, "New &memory", "Ctrl+Shift+N", self._on_new_memory_triggered)
-        file_menu.addSeparator()
-        self.settings_action = self._action(file_menu, "&Settings…", "Ctrl+,", self.open_settings)
-        self._action(file_menu, "Open store &folder", None, self._on_open_folder_triggered)
-        actions = self.store_actions
-        self.sync_action = self._action(file_menu, "S&ync with remote", "Ctrl+Shift+Y", actions.sync)
-        self.import_action = self._action(file_menu, "&Import memories…", None, actions.choose_import)
-        self.reindex_action = self._action(file_menu, "&Rebuild index", None, actions.reindex)
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
-        memories_menu = bar.addMenu("&Memories")
-        self.tidy_action = self._action(memories_menu, "&Tidy up…", None, actions.tidy_up)
-        self.tidy_action.setStatusTip("Propose merging duplicates, dropping junk and retiring stale facts; "
-                                      "nothing changes until you accept in Review")
-        edit_menu = bar.addMenu("&Edit")
-        self.find_action = self._action(edit_menu, "&Find memories", QKeySequence.StandardKey.Find,
-                                        self._on_find_triggered)
-        chat_menu = bar.addMenu("&Chat")
-        # Ctrl+Enter belongs to the message box's own shortcut; a second binding would be ambiguous.
-        self._action(chat_menu, "&Send message\tCtrl+Enter", None, self._on_send_triggered)
-        self._action(chat_menu, "S&top reply", "Esc", self._on_stop_triggered)
-        view_menu = bar.addMenu("&View")
-        for tab, name in ((CHAT_TAB, "&Chat"), (MEMORIES_TAB, "&Memories"), (SUMMARY_TAB, "S&ummary"),
-                          (TIMELINE_TAB, "&Timeline")):
-            self._action(view_menu, name, f"Ctrl+{tab + 1}", lambda _=False, t=tab: self.show_tab(t))
-        help_menu = bar.addMenu("&Help")
-        self.shortcuts_action = self._action(help_menu, "&Keyboard shortcuts", "F1",
-                                             self._on_shortcuts_triggered)
-        self._action(help_menu, "C&onnect an AI tool…", None, self._on_connect_triggered)
-        self._action(help_menu, "&About desktop-mem", None, self._on_about_triggered)
-
     @Slot(int)
     def _on_store_actions_tidy_proposed(self, count: int) -> None:
         if count and getattr(self, "review_badge", None) is not None:
             self.review_badge.refresh()
             self.review_badge.open_review()
-
-    def _action(self, menu: object, text: str, shortcut: QKeySequence.StandardKey | str | None,
-                slot: object) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-        action.triggered.connect(slot)
-        menu.addAction(action)  # type: ignore[attr-defined]
-        return action
 
     def _restore_state(self) -> None:
         geometry = self._settings.value("window/geometry")
@@ -489,50 +454,6 @@ class MainWindow(QMainWindow):
         self._drop_pages()
         self.open_store()
 
-    @Slot()
-    def _on_new_conversation_triggered(self) -> None:
-        if self.workspace is not None:
-            self.show_tab(CHAT_TAB)
-            self.workspace.new_conversation()
-
-    @Slot()
-    def _on_new_memory_triggered(self) -> None:
-        if self.workspace is not None:
-            self.stack.setCurrentWidget(self.workspace)
-            self.workspace.new_memory()
-
-    @Slot()
-    def _on_find_triggered(self) -> None:
-        if self.workspace is not None:
-            self.stack.setCurrentWidget(self.workspace)
-            self.workspace.focus_search()
-
-    @Slot()
-    def _on_send_triggered(self) -> None:
-        if self.workspace is not None:
-            self.workspace.chat.send()
-
-    @Slot()
-    def _on_stop_triggered(self) -> None:
-        if self.workspace is not None:
-            self.workspace.chat.stop()
-
     def shortcuts_text(self) -> str:
         """Every shortcut of the window (Help > Keyboard shortcuts)."""
         return shortcuts_text(self.menuBar())
-
-    @Slot()
-    def _on_shortcuts_triggered(self) -> None:
-        show_shortcuts(self, self.menuBar())
-
-    @Slot()
-    def _on_connect_triggered(self) -> None:
-        show_connect(self, self.config.store_path, self.runner)
-
-    @Slot()
-    def _on_about_triggered(self) -> None:
-        show_about(self, str(self.config.store_path))
-
-    @Slot()
-    def _on_open_folder_triggered(self) -> None:
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.config.store_path)))
