@@ -15,14 +15,7 @@ from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
-    QPlainTextEdit,
-    QPushButton,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -31,12 +24,12 @@ from shiboken6 import isValid
 from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, WriteOutcome
 from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat.chat_message import ChatMessage
+from desktop_mem.ui.chat.compose_box import ComposeBox
 from desktop_mem.ui.chat.memory_updates import MemoryUpdates
-from desktop_mem.ui.chat.reply_status import failure_text, is_config_problem, stopped_text
+from desktop_mem.ui.chat.problem_banner import ProblemBanner
+from desktop_mem.ui.chat.reply_status import failure_text, is_config_problem, stopped_text, waiting_text
 from desktop_mem.ui.chat.temporary_chat import (
     TEMPORARY_CONVERSATION,
-    TemporaryMarker,
-    TemporaryToggle,
     mark_temporary,
 )
 from desktop_mem.ui.chat.transcript import Transcript
@@ -46,7 +39,6 @@ from desktop_mem.ui.task_runner import TaskRunner
 log = logging.getLogger(__name__)
 
 REPAINT_MS = 30
-SLOW_FIRST_WORDS_S = 30  # a reply with no words after this long says what may hold it up
 EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
               "memory was used.")
 NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new conversation starts "
@@ -55,7 +47,6 @@ NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new con
 
 UNANSWERED_TEXT = ("No reply to this message was stored (the last attempt failed). Retry, or Send "
                    "on the same text, sends it again; it is stored once.")
-QUEUED_TEXT = "Sends when this reply finishes (Esc stops the reply)."
 # While the user writes, the turn's search models are loaded (MemoryEngine.prepare_chat_turn), at
 # most this often: they load on first use (~0.2 s each, the first turn waited for both) and the
 # cross-encoder is let go after minutes idle (retrieval.rerank_idle_release_s, 300 s by default).
@@ -100,69 +91,33 @@ class ChatPane(QWidget):
     # ---------------------------------------------------------------- setup
 
     def _setup_ui(self) -> None:
-        self.banner = QFrame(self)
-        self.banner.setObjectName("warningBanner")
-        self.banner_label = QLabel(self.banner)
-        self.banner_label.setWordWrap(True)
-        self.banner_label.setTextFormat(Qt.TextFormat.RichText)
-        self.banner_close = QToolButton(self.banner)
-        self.banner_close.setText("✕")
-        self.banner_close.setAutoRaise(True)
-        banner = QHBoxLayout(self.banner)
-        banner.addWidget(self.banner_label, 1)
-        banner.addWidget(self.banner_close, 0, Qt.AlignmentFlag.AlignTop)
-        self.banner.hide()
-
+        self.banner = ProblemBanner(self)
+        self.banner_label, self.banner_close = self.banner.label, self.banner.close_button
         self.scroll_area = Transcript(NO_CONVERSATION_HINT, self)
         self.transcript = self.scroll_area.body
         self.empty_label = self.scroll_area.empty_label
         self.earlier_button = self.scroll_area.earlier_button
         self._prepared_at = -PREPARE_EVERY_S  # when typing last loaded the turn's models
 
-        self.input = QPlainTextEdit(self)
-        self.input.setObjectName("chatInput")
-        self.input.setPlaceholderText("Message (Ctrl+Enter to send)")
-        self.input.setMaximumHeight(96)
-        self.send_button = QPushButton("Send", self)
-        self.send_button.setObjectName("primaryButton")
-        self.send_button.setToolTip("Send (Ctrl+Enter)")
-        self.stop_button = QPushButton("Stop", self)
-        self.stop_button.setToolTip("Stop the reply; what arrived so far is kept")
-        self.queued_label = QLabel(QUEUED_TEXT, self)
-        self.queued_label.setObjectName("mutedLabel")
-        self.queued_label.setWordWrap(True)
-        self.queued_label.hide()
-        self.temporary_toggle = TemporaryToggle(self)
-        self.temporary_marker = TemporaryMarker(self)
-        buttons = QVBoxLayout()
-        buttons.addWidget(self.send_button)
-        buttons.addWidget(self.stop_button)
-        buttons.addWidget(self.temporary_toggle)
-        buttons.addStretch(1)
-        compose = QHBoxLayout()
-        compose.setContentsMargins(0, 0, 6, 6)
-        compose.addWidget(self.input, 1)
-        compose.addLayout(buttons)
+        self.compose = ComposeBox(self)
+        # its parts, as the pane's own (the window and tests reach them by these names)
+        c = self.compose
+        self.input, self.send_button, self.stop_button = c.input, c.send_button, c.stop_button
+        self.queued_label, self.temporary_toggle, self.temporary_marker = (
+            c.queued_label, c.temporary_toggle, c.temporary_marker)
+        self.send_shortcut, self.send_shortcut_enter = c.send_shortcut, c.send_shortcut_enter
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.banner)
         layout.addWidget(self.scroll_area, 1)
-        layout.addWidget(self.queued_label)
-        layout.addWidget(self.temporary_marker)
-        layout.addLayout(compose)
-        self.send_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
-        self.send_shortcut_enter = QShortcut(QKeySequence("Ctrl+Enter"), self.input)
+        layout.addWidget(self.compose)
 
     def _connect_signals(self) -> None:
-        self.send_button.clicked.connect(self.send)
-        self.stop_button.clicked.connect(self.stop)
-        self.send_shortcut.activated.connect(self.send)
-        self.send_shortcut_enter.activated.connect(self.send)
+        self.compose.send_requested.connect(self.send)
+        self.compose.stop_requested.connect(self.stop)
         self.input.textChanged.connect(self._on_input_text_changed)
-        self.banner_close.clicked.connect(self.banner.hide)
-        self.temporary_toggle.toggled.connect(self.temporary_marker.setVisible)
-        self.banner_label.linkActivated.connect(self._on_banner_label_link_activated)
+        self.banner.settings_requested.connect(self.settings_requested)
         self._repaint.timeout.connect(self._on_repaint_timeout)
         self._updates.memory_activity.connect(self.memory_activity)
         self._updates.outcome_shown.connect(self.outcome_shown)
@@ -342,18 +297,9 @@ class ChatPane(QWidget):
         self.scroll_area.remove_message(message)
 
     def _waiting_text(self, seconds: int = 0) -> str:
-        """What a new reply waits for, before its first words, and for how long: the app's other
-        requests at the model server (memory updates) and, after a while, what else it may be."""
-        model = self._engine.config["llm.model"] or "the model"
-        parts = [f"Waiting for {model}… {seconds} s", *self._updates.waiting_lines()]
         others = max(self._engine.open_llm_requests() - 1, 0)  # one is this message's own
-        if others and not self._updates.pending:
-            parts.append(f"{others} other request{'s' if others > 1 else ''} of this app "
-                         f"{'are' if others > 1 else 'is'} open at the model server.")
-        if seconds >= SLOW_FIRST_WORDS_S:
-            parts.append("No words yet: the server may be busy with other programs' requests or still "
-                         "loading the model. Stop (Esc) keeps your message.")
-        return "\n".join(parts)
+        return waiting_text(self._engine.config["llm.model"] or "the model", seconds,
+                            self._updates.waiting_lines(), others)
 
     def focus_input(self) -> None:
         """Put the cursor in the message box."""
@@ -361,10 +307,7 @@ class ChatPane(QWidget):
 
     def show_problem(self, message: str, *, settings: bool = True) -> None:
         """A non-modal banner; with a link to Settings when a setting can fix the problem."""
-        safe = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        link = ' &nbsp;<a href="settings">Open Settings…</a>' if settings else ""
-        self.banner_label.setText(f"{safe}{link}")
-        self.banner.show()
+        self.banner.show_problem(message, settings=settings)
 
     def on_outcome(self, outcome: WriteOutcome) -> None:
         """The write path of a turn finished: say what changed under that reply."""
@@ -532,7 +475,3 @@ class ChatPane(QWidget):
 
     def _on_history_failed(self, error: BaseException) -> None:
         self.show_problem(f"Could not load this conversation: {error}")
-
-    @Slot(str)
-    def _on_banner_label_link_activated(self, _link: str) -> None:
-        self.settings_requested.emit()

@@ -44,3 +44,21 @@ def stopped_text(chars: int) -> str:
         return "Stopped before any text arrived; nothing of the reply was stored."
     return (f"Stopped. The {chars:,} characters so far are kept and stored, marked as interrupted; "
             "they are not used to learn facts.")
+
+
+SLOW_FIRST_WORDS_S = 30  # a reply with no words after this long says what may hold it up
+
+
+def waiting_text(model: str, seconds: int, updates: list[str], other_requests: int) -> str:
+    """What a new reply waits for, before its first words, and for how long: the memory updates
+    of earlier replies (`updates`, one line each), else this app's other requests open at the
+    model server, and after a while what else it may be."""
+    parts = [f"Waiting for {model}… {seconds} s", *updates]
+    if other_requests and not updates:
+        plural = other_requests > 1
+        parts.append(f"{other_requests} other request{'s' if plural else ''} of this app "
+                     f"{'are' if plural else 'is'} open at the model server.")
+    if seconds >= SLOW_FIRST_WORDS_S:
+        parts.append("No words yet: the server may be busy with other programs' requests or still "
+                     "loading the model. Stop (Esc) keeps your message.")
+    return "\n".join(parts)
