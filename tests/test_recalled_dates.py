@@ -79,13 +79,13 @@ def test_the_turn_says_the_day_its_driver_asks_on_with_the_answer_instruction_it
                     created_at=said, source="import")
     service = chat_engine._parts.chat
     service.today = lambda: datetime(2023, 7, 13, 12, 0, tzinfo=UTC)
-    service.data_preamble = prompts.DATA_PREAMBLES["only-notes"]
+    service.data_preamble = prompts.DATA_PREAMBLES["same-person"]
     scripted_llm.script(is_chat, "On 10 July 2023.")
     reply = chat_engine.chat("old", "When did I go to the LGBTQ conference?", history=[], temporary=True)
     system = reply.used.system_prompt
     asked = datetime(2023, 7, 13, 12, 0, tzinfo=UTC).astimezone()
     assert f"Today is {asked:%A} {said_on(asked)}." in system
     assert "2026" not in system, "the machine's clock is not what this turn was told"
-    assert prompts.DATA_PREAMBLE_ONLY_NOTES in system
+    assert prompts.DATA_PREAMBLE_SAME_PERSON in system
     assert prompts.MEMORY_DATA_PREAMBLE not in system
     assert f"two days ago ({said_on(datetime(2023, 7, 10, 12, 0, tzinfo=UTC))})" in system
