@@ -20,9 +20,9 @@ from desktop_mem.ui.summary.summary_pane import SummaryPane
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline.timeline_pane import TimelinePane
 from desktop_mem.ui.widgets.dialogs import Confirm
+from desktop_mem.ui.widgets.names import YOUR_FACTS
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)
-YOUR_FACTS = "Your facts"  # the global scope, named once: the user's own facts, read everywhere
 MEMORIES_SHARE = (63, 37)  # list : editor
 BROWSER_MIN_WIDTH, EDITOR_MIN_WIDTH = 420, 340
 

@@ -39,6 +39,7 @@ from desktop_mem.engine.api import (
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.ui.memories.memory_model import when
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.names import scope_title
 from desktop_mem.ui.widgets.row_table_model import RowTableModel
 
 Index = QModelIndex | QPersistentModelIndex
@@ -145,6 +146,7 @@ class DiffView(QWidget):
         super().__init__(parent)
         self._engine = engine
         self._runner = runner
+        self.titles: dict[str, str] = {}  # conversation id -> title (the timeline pane's)
         self._commit: CommitInfo | None = None
         self._details: EventDetails | None = None
         self._raw_sha: str | None = None
@@ -239,7 +241,7 @@ class DiffView(QWidget):
         self._commit = commit
         self._details = None
         self.raw_button.setEnabled(True)
-        self.title_label.setText(f"{event.type.value} in {event.conversation_id or '?'} · "
+        self.title_label.setText(f"{event.type.value} in {scope_title(event.conversation_id, self.titles)} · "
                                  f"{commit.sha[:8]} · {when(commit.committed_at)}")
         self.title_label.setToolTip(event.path)
         self._runner.submit(load_event_details, self._engine, event, key=f"diff-{id(self)}",

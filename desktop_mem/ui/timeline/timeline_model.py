@@ -32,6 +32,7 @@ from desktop_mem.engine.api import (
 )
 from desktop_mem.engine.models import CommitInfo, EventType, TimelineEvent
 from desktop_mem.ui.memories.memory_model import first_line, when
+from desktop_mem.ui.widgets.names import scope_title
 
 Index = QModelIndex | QPersistentModelIndex
 COMMIT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -256,7 +257,7 @@ class EventListModel(QAbstractListModel):
             return None
         event = self._events[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            conversation = self.titles.get(event.conversation_id or "", event.conversation_id or "?")
+            conversation = scope_title(event.conversation_id, self.titles)
             return f"{event.type.value}  ·  {conversation}  ·  {describe(event)}"
         if role == Qt.ItemDataRole.DecorationRole:
             return QColor(CHIP_COLOURS[event.type])

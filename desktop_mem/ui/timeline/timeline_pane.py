@@ -251,6 +251,7 @@ class TimelinePane(QWidget):
     def _on_conversations(self, conversations: list[Conversation]) -> None:
         """Offer the conversations by title (the id is the item's data and tooltip)."""
         self.events_model.titles = {c.id: c.title for c in conversations}
+        self.diff_view.titles = self.events_model.titles
         self.filters.set_conversations(conversations)
 
     def _show_count(self) -> None:
