@@ -127,3 +127,22 @@ def test_mcp_and_rest_name_the_project(tmp_path: Path) -> None:
     finally:
         engine.close()
     assert os.path.isdir(store / "entries" / "project-shop")
+
+
+def test_conversation_commits_name_the_title_people_chose(tmp_path: Path) -> None:
+    """Issue #39 item 8: the Timeline showed "Conversation work-notes in project
+    project-invoice-tool"; a commit names the conversation's title and the project's name."""
+    from desktop_mem.engine.api import MemoryEngine, project_scope
+    from desktop_mem.engine.config import load_config
+
+    config = load_config(flags={"store.path": str(tmp_path / "store"), "watcher.enabled": False})
+    engine = MemoryEngine.open(config)
+    try:
+        conv = engine.new_conversation("Work notes")
+        engine.set_conversation_project(conv, project_scope("invoice-tool"))
+        engine.rename_conversation(conv, "Invoice notes")
+        subjects = [c.subject for c in engine.history(limit=3)]
+    finally:
+        engine.close()
+    assert subjects[:2] == ["Rename conversation “Work notes” to “Invoice notes”",
+                            "“Work notes” in project invoice-tool"]

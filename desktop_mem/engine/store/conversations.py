@@ -8,6 +8,7 @@ from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Operation
 from desktop_mem.engine.store.catalog import Catalog
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id
 from desktop_mem.engine.store.ports import MemoryView, StoreFiles, Writer
+from desktop_mem.engine.store.projects import project_name
 
 
 class Conversations:
@@ -61,8 +62,10 @@ class Conversations:
             validate_conversation_id(project)
         if self._store.conversation_meta(conversation_id).get("project") == project:
             return
-        self._update(conversation_id, f"Conversation {conversation_id} in project {project or '(none)'}",
-                     project=project)
+        title = self.title(conversation_id)
+        subject = (f"“{title}” in project {project_name(project) or project}" if project
+                   else f"“{title}” in no project")
+        self._update(conversation_id, subject, project=project)
 
     def project(self, conversation_id: str) -> str | None:
         """The project scope a conversation is bound to, if any."""
@@ -71,7 +74,8 @@ class Conversations:
 
     def rename(self, conversation_id: str, title: str) -> None:
         """Change a conversation's title (its id, and so its folder, stays)."""
-        self._update(conversation_id, f"Rename conversation {conversation_id}: {title}", title=title.strip())
+        old, new = self.title(conversation_id), title.strip()
+        self._update(conversation_id, f"Rename conversation “{old}” to “{new}”", title=new)
 
     def delete(self, conversation_id: str) -> list[Memory]:
         """Soft-delete every memory of a conversation in one commit (restorable)."""
@@ -81,5 +85,5 @@ class Conversations:
             meta = self._store.conversation_meta(conversation_id)
             meta["deleted"] = True
             tx.write_conversation_meta(conversation_id, meta)
-            tx.subject = f"Delete conversation {conversation_id} ({len(tombs)} memories)"
+            tx.subject = f"Delete conversation “{self.title(conversation_id)}” ({len(tombs)} memories)"
         return tombs
