@@ -200,7 +200,7 @@ def timeline(workdir: Path, n: int) -> dict[str, float]:
         build_store(root, n)
         say(f"timeline store of {n:,} commits built in {time.perf_counter() - t:.0f} s (git fast-import)")
     with MemoryEngine.open(config(root)) as engine:
-        first, nxt, _ = measure(engine, 5, TimelineQuery(), kept=True)  # what every later session sees
+        first, nxt, _ = measure(engine._parts, 5, TimelineQuery(), kept=True)  # what every later session sees
     return {"timeline_first_page_ms": first, "timeline_next_page_ms": nxt}
 
 
