@@ -34,14 +34,15 @@ NOT_READS: dict[str, str] = {
 
 def _engine_functions() -> dict[str, Callable[..., Any]]:
     found: dict[str, Callable[..., Any]] = {}
-    for info in pkgutil.iter_modules(desktop_mem.ui.__path__):
-        module = importlib.import_module(f"desktop_mem.ui.{info.name}")
+    # every module of the window, in the pane folders too (named by the module's own name)
+    for info in pkgutil.walk_packages(desktop_mem.ui.__path__, prefix="desktop_mem.ui."):
+        module = importlib.import_module(info.name)
         for name, function in inspect.getmembers(module, inspect.isfunction):
             params = list(inspect.signature(function).parameters.values())
             takes_engine = bool(params) and "MemoryEngine" in str(params[0].annotation)
             # private helpers run inside the public functions called here
             if function.__module__ == module.__name__ and takes_engine and not name.startswith("_"):
-                found[f"{info.name}.{name}"] = function
+                found[f"{info.name.rsplit('.', 1)[-1]}.{name}"] = function
     return found
 
 
