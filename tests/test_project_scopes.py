@@ -46,7 +46,8 @@ def test_a_project_is_named_by_the_user_or_by_its_folder(tmp_path: Path) -> None
         (repo / "src" / "deep").mkdir(parents=True)
     # the git root names it, wherever in the checkout the agent runs; two checkouts named alike differ
     assert project_of_folder(one / "src" / "deep") == project_of_folder(one)
-    assert project_of_folder(one).startswith("project-app-") and project_of_folder(one) != project_of_folder(two)
+    assert project_of_folder(one).startswith("project-app-")
+    assert project_of_folder(one) != project_of_folder(two)
 
 
 def test_conversations_in_a_project_read_it_and_no_other(tmp_path: Path) -> None:
@@ -119,7 +120,8 @@ def test_mcp_and_rest_name_the_project(tmp_path: Path) -> None:
         assert [m["text"] for m in out["list"]["memories"]] == ["The blog deploys by rsync"]
 
         with TestClient(create_app(engine, None), base_url="http://127.0.0.1") as client:
-            made = client.post("/api/memories", json={"content": "The shop's CDN is Fastly", "project": "shop"})
+            made = client.post("/api/memories",
+                               json={"content": "The shop's CDN is Fastly", "project": "shop"})
             assert made.status_code == 201 and made.json()["conversation_id"] == "project-shop"
             found = client.get("/api/search", params={"q": "CDN or deploys", "project": "shop"}).json()
             assert {h["memory"]["conversation_id"] for h in found["data"]} == {"project-shop"}
@@ -146,3 +148,37 @@ def test_conversation_commits_name_the_title_people_chose(tmp_path: Path) -> Non
         engine.close()
     assert subjects[:2] == ["Rename conversation “Work notes” to “Invoice notes”",
                             "“Work notes” in project invoice-tool"]
+
+
+def test_an_mcp_client_names_its_project_by_its_roots(tmp_path: Path) -> None:
+    """project "." is the project of the folder the client works in, from its MCP roots; a client
+    without roots is told to give the name."""
+    from mcp.types import ListRootsResult, Root
+
+    repo = tmp_path / "checkout" / "shop"
+    (repo / ".git").mkdir(parents=True)
+
+    async def roots(_context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=repo.as_uri(), name="shop")])
+
+    engine = _engine(tmp_path / "store")
+    try:
+        async def scenario() -> tuple[Any, Any, Any]:
+            server = build_server(EngineBackend(engine))
+            async with Client(server, mode="legacy", list_roots_callback=roots) as client:
+                added = await client.call_tool("add_memories",
+                                               {"texts": ["Deploys use Fly.io"], "project": "."})
+                listed = await client.call_tool("list_memories", {"project": "."})
+            async with Client(server) as bare:
+                refused = await bare.call_tool("search_memory", {"query": "deploys", "project": "."})
+            return added, listed, refused
+
+        added, listed, refused = anyio.run(scenario)
+        text = "".join(c.text for c in added.content if isinstance(c, TextContent))
+        assert not added.is_error, text
+        assert json.loads(text)["added"][0]["conversation_id"] == project_of_folder(repo)
+        listed_text = "".join(c.text for c in listed.content if isinstance(c, TextContent))
+        assert [m["text"] for m in json.loads(listed_text)["memories"]] == ["Deploys use Fly.io"]
+        assert refused.is_error and "roots" in refused.content[0].text
+    finally:
+        engine.close()

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import (
     EmptyResult,
@@ -74,8 +75,36 @@ AsOf = Annotated[str | None, Field(
     description="ISO date (2024-03-15) or date-time: answer with what was true then (validity and "
     "the store's history) instead of now. Omit for now.")]
 Project = Annotated[str | None, Field(
-    description="The project you work in (e.g. the repository's name): its memories are read beside "
-    "the conversation's and the global ones. Omit for none.")]
+    description="The project you work in (e.g. the repository's name, or \".\" for the folder this "
+    "client works in, from its roots): its memories are read beside the conversation's and the "
+    "global ones. Omit for none.")]
+
+
+async def resolve_project(ctx: Context, project: str | None) -> str | None:
+    """`project`, or for "." the project of the client's first file root (MCP roots), resolved
+    here, before a forward: the process holding the store cannot ask this client."""
+    if project != ".":
+        return project
+    from urllib.parse import unquote, urlparse
+
+    from desktop_mem.engine.api import project_of_folder
+
+    params = ctx.session.client_params
+    if params is None or params.capabilities.roots is None:
+        raise ToolError('project "." needs the client\'s roots, and this client offers none: give the '
+                        "project's name")
+    try:
+        roots = (await ctx.session.list_roots()).roots
+    except Exception as exc:  # noqa: BLE001 - a client that cannot answer (no back-channel ...)
+        raise ToolError(f"the client did not list its roots ({type(exc).__name__}); give the project's "
+                        "name") from None
+    for root in roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.path:
+            return str(project_of_folder(unquote(uri.path)))
+    raise ToolError("the client's roots name no folder (file://); give the project's name")
+
+
 ReadOnly = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                            open_world_hint=False)
 
@@ -148,6 +177,7 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         as_of: AsOf = None,
         project: Project = None,
     ) -> SearchJSON:
+        project = await resolve_project(ctx, project)
         args = {"query": query, "conversation": conversation, "top_k": top_k, "as_of": as_of,
                 "project": project}
         info = client_of(ctx)
@@ -179,6 +209,7 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
             "every tool working in it. Facts about the user belong to no project.")] = None,
     ) -> dict[str, Any]:
         items = [*(texts or []), *([text] if text else [])]
+        project = await resolve_project(ctx, project)
         info = client_of(ctx)
         args = {"texts": items, "conversation": conversation, "kind": kind, "reconcile": reconcile,
                 "project": project}
@@ -192,6 +223,7 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         annotations=ReadOnly,
     )
     async def list_memories(
+        ctx: Context,
         conversation: Conversation = None,
         kind: Annotated[str | None, Field(description="fact, preference or context.")] = None,
         limit: Annotated[int | None, Field(ge=1, le=500, description="Page size (default 50).")] = None,
@@ -199,6 +231,7 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
         as_of: AsOf = None,
         project: Annotated[str | None, Field(description="Only this project's memories.")] = None,
     ) -> MemoryPageJSON:
+        project = await resolve_project(ctx, project)
         return await backend.read(lambda e: mcp_tools.list_memories(e, conversation, kind, limit, offset,
                                                                     as_of, project))
 
