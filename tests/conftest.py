@@ -76,3 +76,26 @@ def chat_engine(make_config: Callable[..., Any], scripted_llm: Any) -> Iterator[
     eng.open_index()
     yield eng
     eng.close()
+
+
+# The whole suite passes and then, while the interpreter tears down, a C extension's refcount bug
+# aborts it ("Fatal Python error: bool_dealloc", exit 134) - seen in two fresh-clone CI runs on
+# 2026-11-28 after every one of 1308 tests passed; not reproduced with any single file. Until the
+# extension is found (candidates: regex 2026.11.19, new with dateparser; the Qt and ONNX
+# bindings), the run ends with pytest's own exit status once everything has reported, without
+# the interpreter's final garbage collection. Everything a test writes is closed by its fixtures.
+_SESSION_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _SESSION_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SESSION_STATUS and not os.environ.get("DESKTOP_MEM_TEST_FULL_TEARDOWN"):
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_SESSION_STATUS[-1])
