@@ -11,7 +11,6 @@ import pytest
 from desktop_mem.engine.chat import prompts
 from desktop_mem.engine.chat.extraction import (
     Decision,
-    ExtractedFact,
     ExtractionResult,
     ReconcileResult,
     SummaryResult,
@@ -20,6 +19,7 @@ from desktop_mem.engine.chat.extraction import (
     reconcile,
     update_summary,
 )
+from desktop_mem.engine.chat.fact_types import ExtractedFact
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from tests.scripted_llm import Fault, ScriptedLLM
 

@@ -35,7 +35,7 @@ from desktop_mem.engine.chat.chat_types import (
 )
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.endpoint_discovery import FoundEndpoint, discover_endpoints, nothing_found_advice
-from desktop_mem.engine.chat.extraction import kind_of
+from desktop_mem.engine.chat.fact_types import kind_of
 from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.provenance import Provenance, provenance

@@ -53,7 +53,7 @@ from desktop_mem.engine.store.transaction import StoreWriter
 from desktop_mem.engine.transfer.transfer_facade import Transfer
 
 if TYPE_CHECKING:
-    from desktop_mem.engine.chat.extraction import ChatModel
+    from desktop_mem.engine.chat.fact_types import ChatModel
     from desktop_mem.engine.chat.service import ChatService
     from desktop_mem.engine.index.index_sync import Progress, SyncReport
     from desktop_mem.engine.watcher import StoreWatcher

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Literal, cast
 
 from desktop_mem.engine.chat import fact_guards, prompts, scopes
+from desktop_mem.engine.chat.fact_types import (
+    MAX_FACT_CHARS,
+    ChatModel,
+    ExtractedFact,
+    FactKind,
+    clean,
+    fold,
+    unique_clean,
+)
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import (
     LLMJSONError,
@@ -24,41 +33,10 @@ from desktop_mem.engine.chat.llm_json import (
 from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is the dataclass
 from desktop_mem.engine.models import Message
 
-FactKind = Literal["fact", "preference", "context"]
-FactSource = Literal["llm", "pattern"]
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
-MAX_FACTS = 5  # a compound message ("I live in Ghent and I work as a nurse ...") holds several
-MAX_FACT_CHARS = 500
 MAX_SUMMARY_CHARS = 8000
-# Small local models have small context windows; longer inputs are cut, not sent whole.
-MAX_MESSAGE_CHARS = 4000
-MAX_MATERIAL_ITEM_CHARS = 2000
-
-
-class ChatModel(Protocol):
-    """What these functions need from an LLM client (``LLMClient`` fits)."""
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-        json_schema: Mapping[str, Any] | None = None,
-    ) -> str: ...
-
-
-@dataclass(frozen=True)
-class ExtractedFact:
-    """One fact about the user, in the third person, with how it was found."""
-
-    text: str
-    kind: FactKind
-    source: FactSource
-    scope: scopes.Scope = "user"  # whose fact: the user's (every chat) or this conversation's
-    replaces: str = ""  # what it corrects or updates, in the user's words ("" for news)
+MAX_MATERIAL_ITEM_CHARS = 2000  # small local models have small context windows
 
 
 @dataclass(frozen=True)
@@ -105,30 +83,6 @@ def extract_facts(llm: ChatModel, user_message: str) -> ExtractionResult:
 
     understood = understand(llm, user_message)
     return ExtractionResult(understood.facts, understood.error, understood.rejected)
-
-
-def _covered(fact: str, facts: Sequence[ExtractedFact]) -> bool:
-    """True when one of ``facts`` already states ``fact`` (same names, mostly the same words)."""
-    names = fact_guards.specifics(fact)
-    return any(names <= fact_guards.specifics(f.text) and fact_guards.similarity(fact, f.text) >= 0.5
-               for f in facts)
-
-
-_PREFERENCE = re.compile(
-    r"\b(likes?|loves?|enjoys?|prefers?|hates?|dislikes?|favou?rite|fan of|can't stand)\b", re.I
-)
-_CONTEXT = re.compile(
-    r"\b(currently|right now|at the moment|today|tonight|tomorrow|this (week|weekend|month))\b", re.I
-)
-
-
-def kind_of(text: str) -> FactKind:
-    """Classify a third-person fact as preference, short-lived context or plain fact."""
-    if _PREFERENCE.search(text):
-        return "preference"
-    if _CONTEXT.search(text):
-        return "context"
-    return "fact"
 
 
 # -- pattern rules (002): used when no LLM answers ---------------------------------------------
@@ -196,8 +150,8 @@ def pattern_facts(user_message: str) -> tuple[ExtractedFact, ...]:
             continue
         for clause in _CLAUSES.split(sentence):
             fact = _match_clause(clause.strip().rstrip(".!;:,").strip())
-            if fact is not None and _fold(fact.text) not in seen:
-                seen.add(_fold(fact.text))
+            if fact is not None and fold(fact.text) not in seen:
+                seen.add(fold(fact.text))
                 facts.append(fact)
     return tuple(facts)
 
@@ -260,7 +214,7 @@ def reconcile(
     ``user_message`` (the words the facts came from) lets an UPDATE drop detail only when the user
     named what is dropped.
     """
-    facts = _unique_clean(new_facts)
+    facts = unique_clean(new_facts)
     if not facts:
         return ReconcileResult(())
     if not existing:
@@ -304,31 +258,31 @@ def _resolve(
     written: set[str] = set()  # folded texts of ADDs and UPDATEs, to drop repeats
     covered: set[str] = set()  # folded new facts that a decision accounts for
     for item in raw:
-        event, text = item["event"], _clean(item["text"])
+        event, text = item["event"], clean(item["text"])
         target = _target(item["id"], short_ids, texts)
         found = _source_fact(text, facts) if text else None
         source = found[0] if found else None
         if found is not None:
-            covered.add(_fold(found[1]))
+            covered.add(fold(found[1]))
         if event == Act.ADD or (event == Act.UPDATE and target is None):
             # An UPDATE of an unknown id still carries a fact worth keeping.
-            if source is not None and _fold(source) not in written:
-                written.add(_fold(source))
+            if source is not None and fold(source) not in written:
+                written.add(fold(source))
                 out.append(Decision("ADD", source, None))
             continue
         if target is None or target in targeted:
             continue  # unknown id, or a second decision about the same memory (first wins)
         old = texts[target]
         if event == Act.UPDATE:
-            if source is None or _fold(source) in written:
+            if source is None or fold(source) in written:
                 continue  # text the user never stated: the old fact stays
             if not fact_guards.same_topic(old, source):
-                covered.discard(_fold(found[1]) if found else "")
+                covered.discard(fold(found[1]) if found else "")
                 continue  # an unrelated memory; the new fact is ADDed below
-            if _fold(source) == _fold(old) or fact_guards.vaguer(old, source, user_message):
+            if fold(source) == fold(old) or fact_guards.vaguer(old, source, user_message):
                 event, text = "NONE", old
             else:
-                written.add(_fold(source))
+                written.add(fold(source))
                 text = source
         elif event == Act.DELETE:
             if not any(fact_guards.same_subject(old, f) for f in facts):
@@ -336,18 +290,18 @@ def _resolve(
             text = old
         else:
             text = old
-            covered.update(_fold(f) for f in facts if _near_duplicate(f, old))
+            covered.update(fold(f) for f in facts if _near_duplicate(f, old))
         targeted.add(target)
         out.append(Decision(cast(Event, event), text, target))
     changed = {d.target_id for d in out if d.event in (Act.UPDATE, Act.DELETE)}
-    kept = {_fold(t) for memory_id, t in texts.items() if memory_id not in changed}
+    kept = {fold(t) for memory_id, t in texts.items() if memory_id not in changed}
     for fact in facts:
         # Deletes alone, an omitted fact or a refused decision must not lose what the user said.
-        if _fold(fact) not in covered and _fold(fact) not in written and _fold(fact) not in kept:
-            written.add(_fold(fact))
+        if fold(fact) not in covered and fold(fact) not in written and fold(fact) not in kept:
+            written.add(fold(fact))
             out.append(Decision("ADD", fact, None))
     # An ADD that repeats a memory which stays untouched would only duplicate it.
-    return tuple(d for d in out if d.event != Act.ADD or _fold(d.text) not in kept)
+    return tuple(d for d in out if d.event != Act.ADD or fold(d.text) not in kept)
 
 
 def _source_fact(text: str, facts: list[str]) -> tuple[str, str] | None:
@@ -355,9 +309,9 @@ def _source_fact(text: str, facts: list[str]) -> tuple[str, str] | None:
     most of its words; None when ``text`` is not one of the new facts."""
     if len(text) > MAX_FACT_CHARS:
         return None
-    folded = _fold(text)
+    folded = fold(text)
     for fact in facts:
-        if _fold(fact) == folded:
+        if fold(fact) == folded:
             return fact, fact
     names = fact_guards.specifics(text)
     best, best_score = None, 0.0
@@ -401,7 +355,7 @@ def update_summary(
     is told to drop them, and sentences still stating an old fact's names (without its
     replacement's) are removed afterwards, so a summary follows replacements.
     """
-    material = [_clean(m)[:MAX_MATERIAL_ITEM_CHARS] for m in new_material if m and m.strip()]
+    material = [clean(m)[:MAX_MATERIAL_ITEM_CHARS] for m in new_material if m and m.strip()]
     if not material and not superseded:
         return SummaryResult(None)
     items = "\n".join(f"- {old}" + (f" (now: {new})" if new else "") for old, new in superseded)
@@ -563,25 +517,3 @@ class _Stale:
         content = fact_guards.stems(sentence)
         return (bool(content) and content <= self.old_words and 3 * len(content) >= 2 * len(self.old_words)
                 and not self.new_names & words)
-
-
-# -- small helpers -----------------------------------------------------------------------------
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _fold(text: str) -> str:
-    return _clean(text).rstrip(".").casefold()
-
-
-def _unique_clean(items: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    seen: set[str] = set()
-    for item in items:
-        clean = _clean(item)
-        if clean and len(clean) <= MAX_FACT_CHARS and _fold(clean) not in seen:
-            seen.add(_fold(clean))
-            out.append(clean)
-    return out

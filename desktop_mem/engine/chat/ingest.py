@@ -19,15 +19,14 @@ from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
 from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.extraction import (
-    ChatModel,
     Decision,
-    ExtractedFact,
     ReconcileResult,
     drop_gone,
     drop_superseded,
     reconcile,
     update_summary,
 )
+from desktop_mem.engine.chat.fact_types import ChatModel, ExtractedFact
 from desktop_mem.engine.chat.named_facts import find_named, forget_named, number_changed
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot

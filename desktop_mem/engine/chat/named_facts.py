@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat.currency import from_turns
-from desktop_mem.engine.chat.extraction import ChatModel
 from desktop_mem.engine.chat.fact_guards import STOP
+from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.ports import Search
 from desktop_mem.engine.chat.understanding import (
     Understood,

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from desktop_mem.engine.chat import fact_guards, prompts, scopes
-from desktop_mem.engine.chat.extraction import (
+from desktop_mem.engine.chat.extraction import pattern_facts
+from desktop_mem.engine.chat.fact_types import (
     MAX_FACT_CHARS,
     MAX_FACTS,
     MAX_MESSAGE_CHARS,
     ChatModel,
     ExtractedFact,
     kind_of,
-    pattern_facts,
 )
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_string_list, strip_reasoning

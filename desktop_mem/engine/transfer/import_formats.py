@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine.chat.extraction import kind_of
+from desktop_mem.engine.chat.fact_types import kind_of
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, KINDS, TURN_ROLES, Role, ValidationError
 from desktop_mem.engine.store import front_matter
 from desktop_mem.engine.store.conversation_ids import slugify_conversation_id, validate_conversation_id

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from desktop_mem.engine.chat.extraction import kind_of
+from desktop_mem.engine.chat.fact_types import kind_of
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, ValidationError
 from desktop_mem.engine.store.markdown_store import parse_when
 from desktop_mem.engine.transfer.import_formats import (

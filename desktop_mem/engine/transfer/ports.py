@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
-from desktop_mem.engine.chat.extraction import ChatModel
+from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.history.ports import GitStore
 from desktop_mem.engine.models import Memory, Operation, SecretHeldBack, StoreChange
 from desktop_mem.engine.store.ports import StoreFiles
