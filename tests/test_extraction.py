@@ -15,12 +15,12 @@ from desktop_mem.engine.chat.extraction import (
     ReconcileResult,
     SummaryResult,
     extract_facts,
-    pattern_facts,
     reconcile,
     update_summary,
 )
 from desktop_mem.engine.chat.fact_types import ExtractedFact
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
+from desktop_mem.engine.chat.pattern_rules import pattern_facts
 from tests.scripted_llm import Fault, ScriptedLLM
 
 FACTS_CALL = "You extract facts about the user"

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from desktop_mem.engine.chat import fact_guards, prompts, scopes
-from desktop_mem.engine.chat.extraction import pattern_facts
 from desktop_mem.engine.chat.fact_types import (
     MAX_FACT_CHARS,
     MAX_FACTS,
@@ -33,6 +32,7 @@ from desktop_mem.engine.chat.fact_types import (
 )
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_string_list, strip_reasoning
+from desktop_mem.engine.chat.pattern_rules import pattern_facts
 from desktop_mem.engine.models import Memory, Message
 
 MAX_RECENT_TURNS = 4

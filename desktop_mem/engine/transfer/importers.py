@@ -24,8 +24,9 @@ from typing import IO, Any
 import yaml
 
 from desktop_mem.engine import bounded_json
-from desktop_mem.engine.chat.extraction import extract_facts, pattern_facts
+from desktop_mem.engine.chat.extraction import extract_facts
 from desktop_mem.engine.chat.fact_types import ChatModel
+from desktop_mem.engine.chat.pattern_rules import pattern_facts
 from desktop_mem.engine.models import (
     TURN_ROLES,
     EngineError,
