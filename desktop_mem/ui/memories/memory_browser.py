@@ -3,7 +3,8 @@
 An empty search box lists memories a page at a time (engine.list_page: the first page and the
 total, then the next page as the table scrolls, sorted by the engine over every memory); typed
 text runs the read path (engine.search, keyword and dense fused) keyed "latest wins", so only the
-newest query's results reach the table. All engine calls go through the TaskRunner.
+newest query's results reach the table. All engine calls go through the TaskRunner; what they
+run is in browser_loader.py, the filter row in browser_filters.py.
 
 A store that opens on the last session's first page (store_session.open_store) shows that page at
 once, marked "loading", while the first listing waits in the read pool for the catalog; a sort,
@@ -14,18 +15,13 @@ whole store replaces the page (issue #36).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, time
+from dataclasses import replace
 
 from PySide6.QtCore import QDate, QDateTime, QModelIndex, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QDateTimeEdit,
     QHeaderView,
-    QLabel,
     QLineEdit,
     QTableView,
     QTabWidget,
@@ -33,163 +29,32 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop_mem.engine.api import MemoryEngine, MemoryPage, ScoreBreakdown, SearchFilters, SearchResult
-from desktop_mem.engine.models import KINDS, ROLES, Memory, Problem, Role, StoreChange
+from desktop_mem.engine.api import MemoryEngine, MemoryPage
+from desktop_mem.engine.models import Memory, StoreChange
+from desktop_mem.ui.memories.browser_filters import BrowserFilters
+from desktop_mem.ui.memories.browser_loader import (
+    DEFAULT_LISTING,
+    BrowserPage,
+    BrowserQuery,
+    load_more,
+    load_page,
+    same_listing,
+)
 from desktop_mem.ui.memories.memory_model import (
-    FETCH_BATCH,
     SCORE_COLUMN,
     STATUS_COLUMN,
     MemoryTableModel,
     ProblemsModel,
-    sort_key,
 )
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.widgets.date_range import date_range_edits
-from desktop_mem.ui.widgets.flow_layout import FlowLayout, group
 
 SEARCH_DELAY_MS = 250
-SEARCH_TOP_K = 100
-# A search result is a match when a query word occurs in it (keyword hit) or its meaning is
-# close: cosine similarity >= the embedding model's `match_similarity` (MemoryEngine.
-# match_similarity: MiniLM 0.35, e5 0.78, each measured on the LoCoMo dev set). The read path
-# ranks every memory, so without a cut "seafood" listed the whole store. "Show all ranked" shows
-# the rest, in order.
-# A text this short matches by keyword only: the embedding of "Understood." or "Thanks!" is
-# generic and came as close as 0.43 to "daughter" (MiniLM), above the 0.35 cut-off.
-SHORT_TEXT_WORDS = 3
-# Facts come first, and a fact has its own, lower cut-off (MemoryEngine.match_similarity(facts=
-# True)): a question shares few words with "The user lives in Ghent". A fact within this much of
-# the best fact's similarity is shown too, down to this much under the fact cut-off, so the best
-# fact is not hidden (benchmarks/fact_cutoff.py: e5 keeps 97% of the relevant facts, ~5 of 33
-# others shown; 0.78 kept 76%).
-NEAR_BEST_FACT = 0.03
-ANY = "Any"
 LOADING_NOTE = "loading the store…"  # while a page from the last session is shown
 # Fixed widths of the short columns (Conversation, Type, Created, Status, Score): the Text
 # column stretches over the rest and so keeps most of the table at 1280 px.
 # Narrow enough that with "Include deleted" (the Status column) Text keeps ~half at 1280 px: at
 # 130/90/90/64 it fell to 41% of the table (issue #39).
 COLUMN_WIDTHS = ((1, 112), (2, 80), (3, 84), (4, 58), (5, 56))
-
-
-@dataclass(frozen=True)
-class BrowserQuery:
-    """What the browser shows: the search text and the filters."""
-
-    text: str
-    conversation_id: str | None
-    role: str | None
-    kind: str | None
-    since: datetime | None
-    until: datetime | None
-    include_deleted: bool
-    show_all_ranked: bool = False
-    as_of: datetime | None = None  # time travel: what was live then (validity + git history)
-    sort_column: int = -1  # a listing's order: a column (-1: newest first)
-    descending: bool = False
-    page_size: int = FETCH_BATCH
-    keep: int = 0  # a listing read again after a change: list this many rows at once (the place)
-
-
-# What a new pane lists: everything live, newest first (the page store/first_page.py keeps).
-_DEFAULT_LISTING = BrowserQuery("", None, None, None, None, None, False)
-
-
-@dataclass(frozen=True)
-class BrowserPage:
-    """One answer for the table: rows, their scores when searching, and the problem files."""
-
-    memories: tuple[Memory, ...]
-    scores: dict[str, ScoreBreakdown]
-    problems: tuple[Problem, ...]
-    below_cutoff: int = 0  # ranked results not shown because they do not match
-    searched: bool = False  # the rows answer a search (rank order), not a listing
-    total: int = -1  # a paged listing: rows in all of it (`memories` is its first page); -1: all here
-    any_deleted: bool = False
-
-
-def is_match(scores: ScoreBreakdown, threshold: float, text: str = "") -> bool:
-    """A keyword hit, or close enough in meaning (dense similarity >= threshold) for a text long
-    enough for its meaning to say something (SHORT_TEXT_WORDS)."""
-    if scores.keyword is not None:
-        return True
-    if text and len(text.split()) < SHORT_TEXT_WORDS:
-        return False
-    return scores.dense is not None and scores.dense >= threshold
-
-
-def load_page(engine: MemoryEngine, query: BrowserQuery) -> BrowserPage:
-    """Run in a worker: list or search, then apply the filters the read path does not scope."""
-    problems = tuple(engine.problems())
-    if query.as_of is not None:
-        return _load_as_of(engine, query, problems)
-    if not query.text.strip():
-        page = engine.list_page(0, max(query.page_size, query.keep), **_listing_options(query))
-        return BrowserPage(page.memories, {}, problems, total=page.total, any_deleted=page.any_deleted)
-    filters = SearchFilters(
-        conversation_id=query.conversation_id,
-        roles=(query.role,) if query.role else None,
-        kinds=(query.kind,) if query.kind else None,
-        since=query.since, until=query.until,
-        include_deleted=query.include_deleted,
-        include_summaries=query.role in (None, "summary"),
-    )
-    results = engine.search(query.text, top_k=SEARCH_TOP_K, filters=filters, use_mmr=False)
-    if query.conversation_id is not None:  # the read path adds global memories to a scope
-        results = [r for r in results if r.memory.conversation_id == query.conversation_id]
-    shown = results if query.show_all_ranked else _matches(results, engine.match_similarity(),
-                                                           engine.match_similarity(facts=True))
-    shown = facts_first(shown)
-    return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown},
-                       problems, below_cutoff=len(results) - len(shown), searched=True)
-
-
-def _matches(results: list[SearchResult], threshold: float, fact_threshold: float) -> list[SearchResult]:
-    """The results that match: turns and summaries at `threshold`, facts at `fact_threshold` or
-    near the best fact (NEAR_BEST_FACT, never under `fact_threshold` - NEAR_BEST_FACT)."""
-    dense = [r.scores.dense for r in results if r.memory.role == Role.MEMORY and r.scores.dense is not None]
-    best = max(dense, default=None)
-    fact_cut = fact_threshold if best is None else max(min(fact_threshold, best - NEAR_BEST_FACT),
-                                                       fact_threshold - NEAR_BEST_FACT)
-    return [r for r in results
-            if is_match(r.scores, fact_cut if r.memory.role == Role.MEMORY else threshold, r.memory.text)]
-
-
-def facts_first(results: list[SearchResult]) -> list[SearchResult]:
-    """The user's facts above the turns that say the same thing; each part in rank order."""
-    return sorted(results, key=lambda r: r.memory.role != Role.MEMORY)
-
-
-def _same_listing(a: BrowserQuery, b: BrowserQuery) -> bool:
-    """The same listing (filters and order), however many rows each asked for at first."""
-    return not a.text.strip() and replace(a, keep=0) == replace(b, keep=0)
-
-
-def load_more(engine: MemoryEngine, query: BrowserQuery, offset: int) -> tuple[Memory, ...]:
-    """Run in a worker: the listing's next page, from `offset`."""
-    return engine.list_page(offset, query.page_size, **_listing_options(query)).memories
-
-
-def _listing_options(query: BrowserQuery) -> dict[str, object]:
-    """A listing's filters and order, as engine.list_page takes them (newest first by default)."""
-    return {"conversation_id": query.conversation_id, "role": query.role, "kind": query.kind,
-            "include_deleted": query.include_deleted, "since": query.since, "until": query.until,
-            "key": sort_key(query.sort_column), "descending": query.descending}
-
-
-def _load_as_of(engine: MemoryEngine, query: BrowserQuery, problems: tuple[Problem, ...]) -> BrowserPage:
-    """What the app held as true at `query.as_of`: listed, or searched (history/as_of.py)."""
-    assert query.as_of is not None
-    if not query.text.strip():
-        listed = engine.list_as_of(query.as_of, conversation_id=query.conversation_id, role=query.role,
-                                   kind=query.kind)
-        listed.reverse()
-        return BrowserPage(tuple(listed), {}, problems)
-    results = engine.search_as_of(query.text, query.as_of, conversation_id=query.conversation_id,
-                                  top_k=SEARCH_TOP_K, roles=(query.role,) if query.role else None)
-    shown = [r for r in results if query.kind is None or r.memory.kind == query.kind]
-    return BrowserPage(tuple(r.memory for r in shown), {r.memory.id: r.scores for r in shown}, problems,
-                       searched=True)
 
 
 class MemoryBrowser(QWidget):
@@ -223,41 +88,14 @@ class MemoryBrowser(QWidget):
         self.search_edit = QLineEdit(self)
         self.search_edit.setPlaceholderText("Search memories by meaning and keywords (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
-        self.conversation_combo = QComboBox(self)
-        self.conversation_combo.addItem("All conversations", None)
-        self.conversation_combo.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.conversation_combo.setMinimumContentsLength(14)  # long ids elide instead of widening
-        self.role_combo = self._combo((ANY, *ROLES))
-        self.kind_combo = self._combo((ANY, *KINDS))
-        self.date_check = QCheckBox("From", self)
-        self.since_edit, self.until_edit = date_range_edits(self)
-        self.deleted_check = QCheckBox("Include deleted", self)
-        self.as_of_check = QCheckBox("As of", self)
-        self.as_of_check.setToolTip("Time travel: list and search what the app held as true at that "
-                                    "moment (validity and the git history)")
-        self.as_of_edit = QDateTimeEdit(QDateTime.currentDateTime(), self)  # "this morning" is a time
-        self.as_of_edit.setCalendarPopup(True)
-        self.as_of_edit.setDisplayFormat("yyyy-MM-dd HH:mm")
-        self.as_of_edit.setEnabled(False)
-        self.all_ranked_check = QCheckBox("Show all ranked", self)
-        self.all_ranked_check.setToolTip("Also list ranked results that neither contain a search word "
-                                         "nor come close in meaning (below the embedding model's "
-                                         "similarity cut-off)")
-        self.all_ranked_check.setVisible(False)
-        self.count_label = QLabel(self)
-        self.count_label.setObjectName("mutedLabel")
-
-        # A wrapping row: the pane stays narrow enough for a 1280-px screen beside the editor.
-        filters = FlowLayout()
-        filters.addWidget(group(self, "Conversation", self.conversation_combo))
-        filters.addWidget(group(self, "Role", self.role_combo))
-        filters.addWidget(group(self, "Kind", self.kind_combo))
-        filters.addWidget(group(self, self.date_check, self.since_edit, "to", self.until_edit))
-        filters.addWidget(self.deleted_check)
-        filters.addWidget(group(self, self.as_of_check, self.as_of_edit))
-        filters.addWidget(self.all_ranked_check)
-        filters.addWidget(self.count_label)
+        self.filters = BrowserFilters(self)
+        # the row's controls, as the pane's own (the window and tests reach them by these names)
+        f = self.filters
+        self.conversation_combo, self.role_combo, self.kind_combo = (
+            f.conversation_combo, f.role_combo, f.kind_combo)
+        self.date_check, self.since_edit, self.until_edit = f.date_check, f.since_edit, f.until_edit
+        self.deleted_check, self.as_of_check, self.as_of_edit = f.deleted_check, f.as_of_check, f.as_of_edit
+        self.all_ranked_check, self.count_label = f.all_ranked_check, f.count_label
 
         self.table = QTableView(self)
         self.table.setModel(self._model)
@@ -300,18 +138,12 @@ class MemoryBrowser(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.search_edit)
-        layout.addLayout(filters)
+        layout.addWidget(self.filters)
         layout.addWidget(self.tabs, 1)
         from desktop_mem.ui.memories.memory_health import MemoryHealthBar
 
         self.health_bar = MemoryHealthBar(self._engine, self._runner, self)
         layout.addWidget(self.health_bar)
-
-    def _combo(self, items: tuple[str, ...]) -> QComboBox:
-        combo = QComboBox(self)
-        for item in items:
-            combo.addItem(item, None if item == ANY else item)
-        return combo
 
     def _connect_signals(self) -> None:
         self.search_edit.textChanged.connect(self._on_search_edit_text_changed)
@@ -362,17 +194,7 @@ class MemoryBrowser(QWidget):
         choice if still there); the table shows their titles too."""
         rows = [c if isinstance(c, tuple) else (c, c) for c in conversations]
         self._model.set_titles(dict(rows))
-        current = self.conversation_combo.currentData()
-        self.conversation_combo.blockSignals(True)
-        self.conversation_combo.clear()
-        self.conversation_combo.addItem("All conversations", None)
-        for conv, title in rows:
-            self.conversation_combo.addItem(title, conv)
-            self.conversation_combo.setItemData(self.conversation_combo.count() - 1, conv,
-                                                Qt.ItemDataRole.ToolTipRole)
-        found = self.conversation_combo.findData(current)
-        self.conversation_combo.setCurrentIndex(max(found, 0))
-        self.conversation_combo.blockSignals(False)
+        self.filters.set_conversations(rows)
 
     def select_memory(self, memory_id: str) -> None:
         """Select a memory's row when it is in the current snapshot."""
@@ -425,12 +247,7 @@ class MemoryBrowser(QWidget):
 
     def query(self) -> BrowserQuery:
         """The search text and filters as shown."""
-        since = until = None
-        if self.date_check.isChecked():
-            first, last = self.since_edit.date(), self.until_edit.date()
-            # Local calendar days, as shown, turned into UTC instants.
-            since = datetime(first.year(), first.month(), first.day()).astimezone(UTC)
-            until = datetime.combine(date(last.year(), last.month(), last.day()), time.max).astimezone(UTC)
+        since, until = self.filters.dates()
         return BrowserQuery(
             text=self.search_edit.text().strip(),
             conversation_id=self.conversation_combo.currentData(),
@@ -439,18 +256,11 @@ class MemoryBrowser(QWidget):
             since=since, until=until,
             include_deleted=self.deleted_check.isChecked(),
             show_all_ranked=self.all_ranked_check.isChecked(),
-            as_of=self._as_of(),
+            as_of=self.filters.as_of(),
             sort_column=self.table.horizontalHeader().sortIndicatorSection(),
             descending=self.table.horizontalHeader().sortIndicatorOrder() == Qt.SortOrder.DescendingOrder,
             page_size=self._model.page_size,
         )
-
-    def _as_of(self) -> datetime | None:
-        """The end of the chosen local minute, in UTC, when "As of" is ticked."""
-        if not self.as_of_check.isChecked():
-            return None
-        chosen = datetime.fromtimestamp(self.as_of_edit.dateTime().toSecsSinceEpoch()).astimezone()
-        return chosen.replace(second=59, microsecond=999999).astimezone(UTC)
 
     @property
     def provisional(self) -> bool:
@@ -469,9 +279,9 @@ class MemoryBrowser(QWidget):
         self._search_timer.stop()
         first_page, self._first_page = self._first_page, None
         query = self.query()
-        if self._listed is not None and _same_listing(query, self._listed):
+        if self._listed is not None and same_listing(query, self._listed):
             query = replace(query, keep=self._model.fetched())  # a change: stay where the reader is
-        if first_page is not None and _same_listing(query, _DEFAULT_LISTING):
+        if first_page is not None and same_listing(query, DEFAULT_LISTING):
             self._on_page_loaded(BrowserPage(first_page.memories, {}, (), total=first_page.total), query,
                                  provisional=True)
         self.count_label.setText(LOADING_NOTE if self._provisional
@@ -508,7 +318,7 @@ class MemoryBrowser(QWidget):
         self._provisional = provisional
         header = self.table.horizontalHeader()
         paged = page.total >= 0
-        same = paged and query is not None and self._listed is not None and _same_listing(query, self._listed)
+        same = paged and query is not None and self._listed is not None and same_listing(query, self._listed)
         place = self.table.verticalScrollBar().value()
         self._listed = query if paged else None
         if paged:
