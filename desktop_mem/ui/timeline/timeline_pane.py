@@ -2,23 +2,21 @@
 
 Commits are read page by page on the read pool as the list scrolls (`engine.timeline.page`, keyed so
 the latest request wins); a store change loads only the commits newer than the top row. Actions
-run on the single writer and make a new commit, which then shows at the top. An action on
-something that changed since the event raises ConflictError: the pane says so and asks, and only
-on Yes runs it again with the check off (the overwritten version stays in git).
+(event_actions.py) run on the single writer and make a new commit, which then shows at the top.
+An action on something that changed since the event raises ConflictError: the pane says so and
+asks, and only on Yes runs it again with the check off (the overwritten version stays in git).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 from PySide6.QtCore import QEvent, QModelIndex, Qt, Signal, Slot
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QLabel,
     QListView,
-    QPushButton,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -30,15 +28,15 @@ from desktop_mem.engine.api import (
     TimelinePage,
     TimelineQuery,
 )
-from desktop_mem.engine.models import CommitInfo, ConflictError, EventType, Memory, StoreChange, TimelineEvent
+from desktop_mem.engine.models import CommitInfo, StoreChange, TimelineEvent
 from desktop_mem.ui.conversation_list import Conversation, load_conversations
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.timeline.diff_view import DiffView
-from desktop_mem.ui.timeline.lineage_view import LineageView, show_memory_at_dialog
+from desktop_mem.ui.timeline.event_actions import EventActions
+from desktop_mem.ui.timeline.lineage_view import LineageView
 from desktop_mem.ui.timeline.timeline_filters import TimelineFilters
 from desktop_mem.ui.timeline.timeline_model import CommitDelegate, CommitTimelineModel, EventListModel
 from desktop_mem.ui.widgets.dialogs import Confirm, ask
-from desktop_mem.ui.widgets.flow_layout import FlowLayout
 
 PAGE_SIZE = 50
 EVENT_ROWS = 4  # the event list of a commit shows at least this many rows
@@ -83,15 +81,11 @@ class TimelinePane(QWidget):
         self._page_size = page_size
         self._generation = 0  # bumped on every reload; older page results are dropped
         self._key = f"timeline-{id(self)}"
-        # Events an action was done for (Restore, Revert): their button stays off, so a second
-        # press cannot ask a confusing "changed since" question about our own action.
-        self._done: dict[tuple[str, str | None, EventType], str] = {}
         self.model = CommitTimelineModel(self)
         self.events_model = EventListModel(self)
-        self.snapshot_dialog: Any = None  # the last "Open as it was" dialog
         self._setup_ui()
         self._connect_signals()
-        self._update_actions(None)
+        self.actions.update_for(None)
 
     # ---------------------------------------------------------------- setup
 
@@ -123,21 +117,13 @@ class TimelinePane(QWidget):
         self.event_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.event_view.setUniformItemSizes(True)
         self._fit_event_rows(self.event_view.fontMetrics().height() + 6)  # until rows give their height
-        self.restore_button = QPushButton("Restore", self)
-        self.revert_button = QPushButton("Revert replacement", self)
-        self.summary_button = QPushButton("Restore this summary version", self)
-        self.open_button = QPushButton("Open as it was", self)
-        self.status_label = QLabel(self)
-        self.status_label.setWordWrap(True)
-        self.status_label.setTextFormat(Qt.TextFormat.PlainText)
-        # a line is kept for the action's message: the Diff/Lineage tabs below no longer jump
-        # when "Restored." comes or goes
-        self.status_label.setText("Restored.")
-        self.status_label.setMinimumHeight(self.status_label.minimumSizeHint().height())
-        self.status_label.clear()
-        actions = FlowLayout()
-        for button in (self.restore_button, self.revert_button, self.summary_button, self.open_button):
-            actions.addWidget(button)
+        self.actions = EventActions(self._engine, self._runner, self._confirm, self.current_event,
+                                    lambda: self.diff_view.details, self)
+        # its parts, as the pane's own (tests reach them by these names)
+        a = self.actions
+        self.restore_button, self.revert_button, self.summary_button, self.open_button = (
+            a.restore_button, a.revert_button, a.summary_button, a.open_button)
+        self.status_label = a.status_label
         self.diff_view = DiffView(self._engine, self._runner, self)
         self.lineage_view = LineageView(self._engine, self._runner, self)
         self.detail_tabs = QTabWidget(self)
@@ -147,8 +133,7 @@ class TimelinePane(QWidget):
         top_layout = QVBoxLayout(top_right)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.event_view, 1)
-        top_layout.addLayout(actions)
-        top_layout.addWidget(self.status_label)
+        top_layout.addWidget(self.actions)
         right = QSplitter(Qt.Orientation.Vertical, self)
         right.addWidget(top_right)
         right.addWidget(self.detail_tabs)
@@ -170,10 +155,8 @@ class TimelinePane(QWidget):
         self.commit_view.selectionModel().currentRowChanged.connect(self._on_commit_view_current_row_changed)
         self.event_view.selectionModel().currentRowChanged.connect(self._on_event_view_current_row_changed)
         self.filters.changed.connect(self.reload)
-        self.restore_button.clicked.connect(self._on_restore_button_clicked)
-        self.revert_button.clicked.connect(self._on_revert_button_clicked)
-        self.summary_button.clicked.connect(self._on_summary_button_clicked)
-        self.open_button.clicked.connect(self._on_open_button_clicked)
+        self.actions.finished.connect(self.action_finished)
+        self.actions.failed.connect(self.action_failed)
 
     # ---------------------------------------------------------------- public
 
@@ -206,6 +189,11 @@ class TimelinePane(QWidget):
         self._runner.submit(self._engine.timeline.page, self.model.query, None, self._page_size,
                             key=f"{self._key}-newer", on_result=lambda page: self._on_newer(generation, page))
         self.lineage_view.reload()
+
+    @property
+    def snapshot_dialog(self) -> QWidget | None:
+        """The last "Open as it was" dialog."""
+        return self.actions.snapshot_dialog
 
     def current_commit(self) -> CommitInfo | None:
         """The selected commit."""
@@ -306,16 +294,10 @@ class TimelinePane(QWidget):
         self._show_event(self.current_commit(), self.events_model.event_at(current.row()))
 
     def _show_event(self, commit: CommitInfo | None, event: TimelineEvent | None) -> None:
-        self.status_label.clear()
-        self._update_actions(event)
+        self.actions.show_event(event)
         if commit is not None and commit.events_from_paths and not self.status_label.text():
             self.status_label.setText(f"This commit changed {len(commit.events):,} memory files: they are "
                                       "listed by file name; the diff below shows the selected one.")
-        if event is not None and event.memory_id and self.restore_button.isEnabled():
-            # Restore only what is still deleted: a memory restored since is live again.
-            self._runner.submit(self._engine.get, event.memory_id, key=f"{self._key}-live",
-                                on_result=partial(self._on_event_memory_read, event),
-                                on_error=lambda _exc: None)
         if commit is None or event is None:
             self.diff_view.clear()
             self.lineage_view.clear()
@@ -325,107 +307,3 @@ class TimelinePane(QWidget):
             self.lineage_view.show_memory(event.memory_id)
         else:
             self.lineage_view.clear("This memory's file was removed outright; it has no lineage now.")
-
-    def _on_event_memory_read(self, event: TimelineEvent, memory: Memory) -> None:
-        if event != self.current_event() or memory.deleted:
-            return
-        self.restore_button.setEnabled(False)
-        self.restore_button.setToolTip("This memory is live now (it was restored since); nothing to restore.")
-
-    def _update_actions(self, event: TimelineEvent | None) -> None:
-        self.restore_button.setToolTip("")
-        self.revert_button.setToolTip("")
-        kind = event.type if event else None
-        writable = not self._engine.read_only
-        self.restore_button.setEnabled(writable and kind in (EventType.DELETE, EventType.EVICT))
-        self.revert_button.setEnabled(writable and kind == EventType.UPDATE)
-        self.summary_button.setEnabled(writable and kind == EventType.SUMMARY)
-        self.open_button.setEnabled(event is not None and bool(event.memory_id))
-        done = self._done.get(_event_key(event)) if event is not None else None
-        if done is not None:
-            for button in (self.restore_button, self.revert_button):
-                if button.isEnabled():
-                    button.setEnabled(False)
-                    button.setToolTip(f"{done} already (see the newest commit).")
-            self.status_label.setText(f"{done} already.")
-
-    # ---------------------------------------------------------------- filters
-
-    # ---------------------------------------------------------------- actions
-
-    @Slot()
-    def _on_restore_button_clicked(self) -> None:
-        event = self.current_event()
-        if event is not None:
-            self._act("Restored", self._engine.timeline.restore_deleted, event, forced={"force": True})
-
-    @Slot()
-    def _on_revert_button_clicked(self) -> None:
-        event = self.current_event()
-        if event is not None:
-            self._act("Reverted the replacement", self._engine.timeline.revert_replacement, event,
-                      forced={"force": True})
-
-    @Slot()
-    def _on_summary_button_clicked(self) -> None:
-        event, details = self.current_event(), self.diff_view.details
-        if event is None or not event.conversation_id:
-            return
-        # Guard with the summary as it was when this event was shown; "do it anyway" drops the guard.
-        shown_hash = details.summary_hash if details and details.event == event else None
-        self._act("Restored the summary version", self._engine.timeline.restore_summary_version, event,
-                  event.conversation_id, forced={"expected_hash": None}, expected_hash=shown_hash)
-
-    @Slot()
-    def _on_open_button_clicked(self) -> None:
-        event = self.current_event()
-        if event is None or not event.memory_id:
-            return
-        # A file removed outright is not in its own commit: show it as it was just before.
-        sha = f"{event.commit}^" if event.hard_delete else event.commit
-        self._runner.submit(self._engine.timeline.memory_at, event.memory_id, sha,
-                            key=f"{self._key}-memory-at",
-                            on_result=lambda memory: self._on_memory_at(memory, sha),
-                            on_error=lambda exc: self.status_label.setText(f"Could not open it: {exc}"))
-
-    def _on_memory_at(self, memory: Memory, sha: str) -> None:
-        self.snapshot_dialog = show_memory_at_dialog(self, memory, sha)
-
-    def _act(self, done: str, fn: Callable[..., Any], *args: Any, forced: dict[str, Any] | None,
-             **kwargs: Any) -> None:
-        """Run an action on the writer. `forced` are the arguments that switch its check off:
-        on ConflictError the user is asked, and on Yes the action runs again with them."""
-        retry: Callable[[], None] | None = None
-        if forced is not None:
-            retry = lambda: self._act(done, fn, *args, forced=None, **{**kwargs, **forced})  # noqa: E731
-
-        self.status_label.setText("Working…")
-        event = self.current_event()
-        self._runner.submit_write(fn, *args, **kwargs,
-                                  on_result=lambda _result: self._on_action_done(done, event),
-                                  on_error=lambda exc: self._on_action_error(exc, retry))
-
-    def _on_action_done(self, done: str, event: TimelineEvent | None = None) -> None:
-        message = f"{done}."
-        if event is not None and event.type in (EventType.DELETE, EventType.EVICT, EventType.UPDATE):
-            self._done[_event_key(event)] = done
-            if event == self.current_event():
-                self._update_actions(event)
-        self.status_label.setText(message)
-        self.action_finished.emit(message)
-
-    def _on_action_error(self, error: BaseException, retry: Callable[[], None] | None = None) -> None:
-        if isinstance(error, ConflictError) and retry is not None:
-            if self._confirm(self, "Changed since", f"{error}\n\nIt changed since this commit. "
-                             "Do it anyway? (The current version stays in the history.)"):
-                retry()
-                return
-            message = "Nothing was changed."
-        else:
-            message = f"Nothing was changed: {error}"
-        self.status_label.setText(message)
-        self.action_failed.emit(message)
-
-
-def _event_key(event: TimelineEvent) -> tuple[str, str | None, EventType]:
-    return event.commit, event.memory_id, event.type
