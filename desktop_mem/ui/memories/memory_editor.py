@@ -4,26 +4,19 @@ Saves go to the writer with the content hash the form was loaded from; if the fi
 disk meanwhile (ConflictError, or a store change for the open memory while the form has edits),
 the editor says so and offers Reload or Keep mine. Keep mine is the answer (no second question):
 it saves against the new hash, so nothing is overwritten without that choice, and the overwritten
-text stays in git.
+text stays in git. The front matter fields are a widget of their own (memory_fields.py).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-from PySide6.QtCore import QDateTime, Qt, QUrl, Signal, Slot
+from PySide6.QtCore import Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDateTimeEdit,
-    QFormLayout,
     QFrame,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
@@ -38,13 +31,12 @@ from desktop_mem.engine.api import (
 )
 from desktop_mem.engine.models import (
     GLOBAL_CONVERSATION,
-    KINDS,
-    SOURCES,
     ConflictError,
     Memory,
     Role,
     StoreChange,
 )
+from desktop_mem.ui.memories.memory_fields import MemoryFields
 from desktop_mem.ui.memories.memory_form import (
     FormValues,
     editor_title,
@@ -100,41 +92,17 @@ class MemoryEditor(QWidget):
         banner_layout.addWidget(self.reload_button)
         banner_layout.addWidget(self.keep_button)
 
-        self.kind_combo = QComboBox(self)
-        self.kind_combo.addItems(list(KINDS))
-        self.source_combo = QComboBox(self)
-        self.source_combo.setEditable(True)
-        self.source_combo.addItems(["", *SOURCES])
-        self.expires_check = QCheckBox("Expires", self)
-        self.expires_edit = QDateTimeEdit(self)
-        self.expires_edit.setCalendarPopup(True)
-        self.expires_edit.setDisplayFormat("yyyy-MM-dd HH:mm")
-        self.expires_edit.setSpecialValueText("never")  # unchecked: no date shown, none saved
-        expires = QHBoxLayout()
-        expires.addWidget(self.expires_check)
-        expires.addWidget(self.expires_edit, 1)
-        self.valid_from_edit = QLineEdit(self)
-        self.valid_to_edit = QLineEdit(self)
-        for edit in (self.valid_from_edit, self.valid_to_edit):
-            edit.setPlaceholderText("2024, 2024-03, 2024-03-15 or a date-time; empty: unknown")
-        self.valid_from_edit.setToolTip("When this became true (valid_from). Empty: when it was said.")
-        self.valid_to_edit.setToolTip("When this stopped being true (valid_to). Empty: still true.")
+        self.fields = MemoryFields(self)
+        # its fields, as the editor's own (tests reach them by these names)
+        f = self.fields
+        self.kind_combo, self.source_combo, self.expires_check, self.expires_edit = (
+            f.kind_combo, f.source_combo, f.expires_check, f.expires_edit)
+        self.valid_from_edit, self.valid_to_edit, self.extra_view = (
+            f.valid_from_edit, f.valid_to_edit, f.extra_view)
         self.info_label = QLabel(self)
         self.info_label.setObjectName("mutedLabel")
         self.info_label.setWordWrap(True)
         self.info_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.extra_view = QPlainTextEdit(self)
-        self.extra_view.setReadOnly(True)
-        self.extra_view.setMaximumHeight(70)
-        self.extra_view.setToolTip("Front matter keys desktop-mem does not know; kept as they are.")
-        form = QFormLayout()
-        self._form = form
-        form.addRow("Kind", self.kind_combo)
-        form.addRow("Source", self.source_combo)
-        form.addRow("", expires)
-        form.addRow("True from", self.valid_from_edit)
-        form.addRow("True until", self.valid_to_edit)
-        form.addRow("Other keys", self.extra_view)
 
         self.body_edit = QPlainTextEdit(self)
         self.body_edit.setPlaceholderText("The memory, in Markdown")
@@ -167,7 +135,7 @@ class MemoryEditor(QWidget):
         layout.addWidget(self.banner)
         layout.addWidget(self.info_label)
         layout.addWidget(self.sent_label)
-        layout.addLayout(form)
+        layout.addWidget(self.fields)
         body_label = QLabel("Text", self)
         body_label.setObjectName("mutedLabel")
         layout.addWidget(body_label)
@@ -186,7 +154,6 @@ class MemoryEditor(QWidget):
         self.why_button.clicked.connect(self._on_why_button_clicked)
         self.reload_button.clicked.connect(self.reload)
         self.keep_button.clicked.connect(self.keep_mine)
-        self.expires_check.toggled.connect(self._on_expires_check_toggled)
 
     # --------------------------------------------------------------- public
 
@@ -220,13 +187,7 @@ class MemoryEditor(QWidget):
 
     def values(self) -> FormValues:
         """The form's current values."""
-        expires = None
-        if self.expires_check.isChecked():
-            expires = datetime.fromtimestamp(self.expires_edit.dateTime().toSecsSinceEpoch(), UTC)
-        source = self.source_combo.currentText().strip() or None
-        return FormValues(self.body_edit.toPlainText(), self.kind_combo.currentText() or None,
-                          source, expires, self.valid_from_edit.text().strip(),
-                          self.valid_to_edit.text().strip())
+        return self.fields.values(self.body_edit.toPlainText())
 
     def validate(self) -> list[str]:
         """Reasons the form cannot be saved (empty when it can)."""
@@ -299,16 +260,6 @@ class MemoryEditor(QWidget):
         if self._memory is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._engine.root / self._memory.path)))
 
-    @Slot()
-    @Slot(bool)
-    def _on_expires_check_toggled(self, on: bool) -> None:
-        """Unchecked shows "never"; checking it offers a date 30 days ahead."""
-        self.expires_edit.setEnabled(on)
-        if not on:
-            self.expires_edit.setDateTime(self.expires_edit.minimumDateTime())
-        elif self.expires_edit.dateTime() == self.expires_edit.minimumDateTime():
-            self.expires_edit.setDateTime(QDateTime.currentDateTime().addDays(30))
-
     def _on_lineage_button_clicked(self) -> None:
         if self._memory is not None:
             show_lineage_dialog(self, self._runner, self._engine, self._memory.id)
@@ -352,28 +303,7 @@ class MemoryEditor(QWidget):
         writable = editing and not self._engine.read_only
         self.body_edit.setPlainText(memory.text if memory else "")
         self.body_edit.setEnabled(editing)
-        self.kind_combo.setCurrentText(memory.kind if memory and memory.kind else "fact")
-        self.kind_combo.setEnabled(writable and self._is_fact())
-        self.source_combo.setCurrentText(memory.source or "" if memory else "manual")
-        self.source_combo.setEnabled(writable)
-        has_expiry = memory is not None and memory.expires_at is not None
-        self.expires_check.setChecked(has_expiry)
-        self.expires_check.setEnabled(writable)
-        self.expires_edit.setEnabled(writable and has_expiry)
-        self.expires_edit.setDateTime(
-            QDateTime.fromSecsSinceEpoch(int(memory.expires_at.timestamp())) if memory and memory.expires_at
-            else self.expires_edit.minimumDateTime())
-        is_fact = memory is not None and memory.role == Role.MEMORY
-        self.valid_from_edit.setText(memory.valid_from or "" if memory else "")
-        self.valid_to_edit.setText(memory.valid_to or "" if memory else "")
-        for edit in (self.valid_from_edit, self.valid_to_edit):
-            edit.setEnabled(writable and is_fact)
-            self._form.setRowVisible(edit, is_fact)
-        extra = dict(memory.extra) if memory else {}
-        self.extra_view.setPlainText(yaml.safe_dump(extra, allow_unicode=True, sort_keys=False,
-                                                    default_flow_style=False) if extra else "")
-        self._form.setRowVisible(self.extra_view, bool(extra))
-        self._form.setRowVisible(self.kind_combo, self._is_fact())
+        self.fields.show_memory(memory, writable=writable, fact_form=self._is_fact())
         self.save_button.setEnabled(writable)
         self.delete_button.setEnabled(writable and memory is not None)
         self.delete_button.setText("Restore" if memory and memory.deleted else "Delete")
