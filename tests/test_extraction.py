@@ -10,17 +10,15 @@ import pytest
 
 from desktop_mem.engine.chat import prompts
 from desktop_mem.engine.chat.extraction import (
-    Decision,
     ExtractionResult,
-    ReconcileResult,
     SummaryResult,
     extract_facts,
-    reconcile,
     update_summary,
 )
 from desktop_mem.engine.chat.fact_types import ExtractedFact
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from desktop_mem.engine.chat.pattern_rules import pattern_facts
+from desktop_mem.engine.chat.reconciliation import Decision, ReconcileResult, reconcile
 from tests.scripted_llm import Fault, ScriptedLLM
 
 FACTS_CALL = "You extract facts about the user"

@@ -94,7 +94,8 @@ from desktop_mem.engine.store.validity import start as validity_start
 
 if TYPE_CHECKING:
     from desktop_mem.engine.chat.decisions import Applied
-    from desktop_mem.engine.chat.extraction import ExtractionResult, ReconcileResult
+    from desktop_mem.engine.chat.extraction import ExtractionResult
+    from desktop_mem.engine.chat.reconciliation import ReconcileResult
     from desktop_mem.engine.chat.tidy import Health
 
     # value types front ends name in annotations only (their modules load numpy or are large)
@@ -539,7 +540,7 @@ class MemoryEngine:
     def reconcile(self, new_facts: Sequence[str], existing: Sequence[tuple[str, str]]) -> ReconcileResult:
         """ADD / UPDATE / DELETE / NONE for `new_facts` against `existing` (id, text), decided by
         the memory model (a fallback adds them all); nothing is written (apply_decisions does)."""
-        from desktop_mem.engine.chat.extraction import reconcile
+        from desktop_mem.engine.chat.reconciliation import reconcile
 
         return reconcile(self._p.chat.memory_llm, new_facts, existing)
 
