@@ -9,16 +9,12 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.chat import prompts
-from desktop_mem.engine.chat.extraction import (
-    ExtractionResult,
-    SummaryResult,
-    extract_facts,
-    update_summary,
-)
+from desktop_mem.engine.chat.extraction import ExtractionResult, extract_facts
 from desktop_mem.engine.chat.fact_types import ExtractedFact
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from desktop_mem.engine.chat.pattern_rules import pattern_facts
 from desktop_mem.engine.chat.reconciliation import Decision, ReconcileResult, reconcile
+from desktop_mem.engine.chat.summary_update import SummaryResult, update_summary
 from tests.scripted_llm import Fault, ScriptedLLM
 
 FACTS_CALL = "You extract facts about the user"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from desktop_mem.engine.chat import fact_guards
-from desktop_mem.engine.chat.extraction import drop_superseded
+from desktop_mem.engine.chat.summary_cleanup import drop_superseded
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_facts_about_different_people_are_never_the_same_topic() -> None:
 
 
 def test_drop_invented_numbers_keeps_numbers_from_the_sources_only() -> None:
-    from desktop_mem.engine.chat.extraction import drop_invented_numbers
+    from desktop_mem.engine.chat.summary_cleanup import drop_invented_numbers
 
     summary = "Mara is a 29-year-old woman who lives in Leuven. She has 02 cats.\n- Since 2019 a nurse."
     sources = ["user: I have 2 cats and moved to Leuven in 2019."]
@@ -113,7 +113,7 @@ def test_drop_invented_numbers_keeps_numbers_from_the_sources_only() -> None:
 
 
 def test_a_summary_sentence_naming_what_the_user_never_said_is_dropped() -> None:
-    from desktop_mem.engine.chat.extraction import drop_invented_names
+    from desktop_mem.engine.chat.summary_cleanup import drop_invented_names
 
     summary = "The user lives in Utrecht, Netherlands. The user works at Acme.\n- Mara's cat is Pip."
     sources = ["user: I live in Utrecht and work at acme", "fact: The user's name is Mara",
@@ -126,8 +126,8 @@ def test_a_summary_sentence_naming_what_the_user_never_said_is_dropped() -> None
 
 
 def test_a_summary_keeps_no_place_only_the_models_reply_named(scripted_llm: Any) -> None:
-    from desktop_mem.engine.chat.extraction import update_summary
     from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
+    from desktop_mem.engine.chat.summary_update import update_summary
     from tests.llm_roles import SUMMARY
 
     scripted_llm.script(SUMMARY, "The user is moving house. The user is moving to Utrecht.")

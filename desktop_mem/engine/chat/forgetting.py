@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.currency import Superseded
-from desktop_mem.engine.chat.extraction import stale_matcher
+from desktop_mem.engine.chat.summary_cleanup import stale_matcher
 from desktop_mem.engine.models import TURN_ROLES, Memory, Role
 from desktop_mem.engine.store.markdown_store import forget_undone
 

@@ -18,12 +18,13 @@ from desktop_mem.engine.chat import fact_guards, review, scopes, summary_state
 from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
 from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.decisions import Planned
-from desktop_mem.engine.chat.extraction import drop_gone, drop_superseded, update_summary
 from desktop_mem.engine.chat.fact_types import ChatModel, ExtractedFact
 from desktop_mem.engine.chat.named_facts import find_named, forget_named, number_changed
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.reconciliation import Decision, ReconcileResult, reconcile
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
+from desktop_mem.engine.chat.summary_cleanup import drop_gone, drop_superseded
+from desktop_mem.engine.chat.summary_update import update_summary
 from desktop_mem.engine.chat.understanding import understand_turn
 from desktop_mem.engine.chat.write_progress import (
     EXTRACTING,

@@ -34,7 +34,6 @@ from desktop_mem.engine.chat.currency import (
     stale_notes,
     superseded_by_turn,
 )
-from desktop_mem.engine.chat.extraction import update_summary
 from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient
 from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
@@ -43,6 +42,7 @@ from desktop_mem.engine.chat.named_facts import forget_named
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
+from desktop_mem.engine.chat.summary_update import update_summary
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
 from desktop_mem.engine.chat.understanding import Understood, understand_turn
 from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub

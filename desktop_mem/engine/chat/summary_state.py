@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from desktop_mem.engine.chat import fact_guards, scopes
 from desktop_mem.engine.chat.chat_types import learned_in
-from desktop_mem.engine.chat.extraction import SUMMARY_SENTENCE, stale_matcher
+from desktop_mem.engine.chat.summary_cleanup import SUMMARY_SENTENCE, stale_matcher
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 DIGEST_KEY = "facts_digest"
