@@ -13,7 +13,7 @@ from desktop_mem.engine.chat.extraction import ExtractionResult, extract_facts
 from desktop_mem.engine.chat.fact_types import ExtractedFact
 from desktop_mem.engine.chat.llm_client import LLMClient, LLMEndpoint
 from desktop_mem.engine.chat.pattern_rules import pattern_facts
-from desktop_mem.engine.chat.reconciliation import Decision, ReconcileResult, reconcile
+from desktop_mem.engine.chat.reconciliation import ReconcileDecision, ReconcileResult, reconcile
 from desktop_mem.engine.chat.summary_update import SummaryResult, update_summary
 from tests.scripted_llm import Fault, ScriptedLLM
 
@@ -250,7 +250,7 @@ def test_reconcile_without_existing_memories_adds_without_asking(
     scripted_llm: ScriptedLLM, llm: LLMClient
 ) -> None:
     result = reconcile(llm, ["The user likes tea", " The user likes  tea ", ""], [])
-    assert result == ReconcileResult((Decision("ADD", "The user likes tea", None),), None)
+    assert result == ReconcileResult((ReconcileDecision("ADD", "The user likes tea", None),), None)
     assert scripted_llm.chat_requests == []
 
 
@@ -271,10 +271,10 @@ def test_reconcile_shows_short_ids_and_maps_them_back(scripted_llm: ScriptedLLM,
     )
     assert result.error is None
     assert result.decisions == (
-        Decision("DELETE", "The user loves pizza", "7f3a-uuid-pizza"),
-        Decision("ADD", "The user hates pizza", None),
-        Decision("UPDATE", "The user works as a pastry chef", "9d9d-uuid-job"),
-        Decision("NONE", "The user lives in Oslo", "c21b-uuid-oslo"),
+        ReconcileDecision("DELETE", "The user loves pizza", "7f3a-uuid-pizza"),
+        ReconcileDecision("ADD", "The user hates pizza", None),
+        ReconcileDecision("UPDATE", "The user works as a pastry chef", "9d9d-uuid-job"),
+        ReconcileDecision("NONE", "The user lives in Oslo", "c21b-uuid-oslo"),
     )
     request = scripted_llm.chat_requests[0]
     assert request.system_text == prompts.UPDATE_MEMORY_PROMPT
@@ -291,7 +291,7 @@ def test_reconcile_reads_wrapped_lowercase_output_with_int_ids(
         '"text": "The user lives in Bergen",},]}\n```',
     )
     result = reconcile(llm, ["The user moved to Bergen"], EXISTING)
-    assert result.decisions == (Decision("UPDATE", "The user lives in Bergen", "c21b-uuid-oslo"),)
+    assert result.decisions == (ReconcileDecision("UPDATE", "The user lives in Bergen", "c21b-uuid-oslo"),)
 
 
 def test_reconcile_rejects_ids_outside_the_list(scripted_llm: ScriptedLLM, llm: LLMClient) -> None:
@@ -308,9 +308,9 @@ def test_reconcile_rejects_ids_outside_the_list(scripted_llm: ScriptedLLM, llm: 
     )
     result = reconcile(llm, ["The user has a cat named Tom", "The user lives in Rome"], EXISTING)
     assert result.decisions == (
-        Decision("ADD", "The user has a cat named Tom", None),
-        Decision("DELETE", "The user lives in Oslo", "c21b-uuid-oslo"),
-        Decision("ADD", "The user lives in Rome", None),  # a fact the model left out is not lost
+        ReconcileDecision("ADD", "The user has a cat named Tom", None),
+        ReconcileDecision("DELETE", "The user lives in Oslo", "c21b-uuid-oslo"),
+        ReconcileDecision("ADD", "The user lives in Rome", None),  # a fact the model left out is not lost
     )
 
 
@@ -318,9 +318,9 @@ def test_reconcile_deletes_alone_still_add_the_new_facts(scripted_llm: ScriptedL
     scripted_llm.script(RECONCILE_CALL, '[{"event": "DELETE", "id": "0"}, {"event": "NONE", "id": "1"}]')
     result = reconcile(llm, ["The user hates pizza"], EXISTING)
     assert result.decisions == (
-        Decision("DELETE", "The user loves pizza", "7f3a-uuid-pizza"),
-        Decision("NONE", "The user lives in Oslo", "c21b-uuid-oslo"),
-        Decision("ADD", "The user hates pizza", None),
+        ReconcileDecision("DELETE", "The user loves pizza", "7f3a-uuid-pizza"),
+        ReconcileDecision("NONE", "The user lives in Oslo", "c21b-uuid-oslo"),
+        ReconcileDecision("ADD", "The user hates pizza", None),
     )
 
 
@@ -333,7 +333,7 @@ def test_reconcile_never_replaces_the_users_fact_with_someone_elses(
               {"event": "DELETE", "id": "1"}]
     scripted_llm.script(RECONCILE_CALL, json.dumps(answer))
     result = reconcile(llm, ["The user's sister lives in Paris"], EXISTING)
-    assert result.decisions == (Decision("ADD", "The user's sister lives in Paris", None),)
+    assert result.decisions == (ReconcileDecision("ADD", "The user's sister lives in Paris", None),)
 
 
 @pytest.mark.parametrize("answer", ["[]", '[{"event": "DELETE", "id": "42"}]'])
@@ -343,7 +343,7 @@ def test_reconcile_no_usable_decision_adds_the_new_facts(
     scripted_llm.script(RECONCILE_CALL, answer)
     result = reconcile(llm, ["The user has a dog", "The user lives in Oslo"], EXISTING)
     # "lives in Oslo" is already stored word for word, so only the new fact is added.
-    assert result.decisions == (Decision("ADD", "The user has a dog", None),)
+    assert result.decisions == (ReconcileDecision("ADD", "The user has a dog", None),)
 
 
 def test_reconcile_trusts_none_only_answers(scripted_llm: ScriptedLLM, llm: LLMClient) -> None:
@@ -368,7 +368,8 @@ def test_reconcile_drops_empty_updates_repeats_and_unknown_events(
         ),
     )
     result = reconcile(llm, ["The user loves pineapple pizza"], EXISTING)
-    assert result.decisions == (Decision("UPDATE", "The user loves pizza with pineapple", "7f3a-uuid-pizza"),)
+    assert result.decisions == (
+        ReconcileDecision("UPDATE", "The user loves pizza with pineapple", "7f3a-uuid-pizza"),)
 
 
 @pytest.mark.parametrize(
@@ -380,8 +381,8 @@ def test_reconcile_failure_adds_all_new_facts(
     scripted_llm.script(RECONCILE_CALL, fault)
     result = reconcile(llm, ["The user hates pizza", "The user has a dog"], EXISTING)
     assert result.decisions == (
-        Decision("ADD", "The user hates pizza", None),
-        Decision("ADD", "The user has a dog", None),
+        ReconcileDecision("ADD", "The user hates pizza", None),
+        ReconcileDecision("ADD", "The user has a dog", None),
     )
     assert result.error is not None and "added as they are" in result.error
 
@@ -475,7 +476,7 @@ def test_write_path_steps_get_their_own_scripted_replies(scripted_llm: ScriptedL
     facts = extract_facts(llm, "Actually I hate pizza now")
     decisions = reconcile(llm, [f.text for f in facts.facts], EXISTING[:1])
     summary = update_summary(llm, "The user loves pizza.", [d.text for d in decisions.decisions])
-    assert decisions.decisions == (Decision("UPDATE", "The user hates pizza", "7f3a-uuid-pizza"),)
+    assert decisions.decisions == (ReconcileDecision("UPDATE", "The user hates pizza", "7f3a-uuid-pizza"),)
     assert summary.text == "The user hates pizza."
     assert len(scripted_llm.chat_requests) == 3
 

@@ -21,7 +21,7 @@ from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.fact_types import ChatModel, ExtractedFact
 from desktop_mem.engine.chat.named_facts import find_named, forget_named, number_changed
 from desktop_mem.engine.chat.ports import ChatPorts
-from desktop_mem.engine.chat.reconciliation import Decision, ReconcileResult, reconcile
+from desktop_mem.engine.chat.reconciliation import ReconcileDecision, ReconcileResult, reconcile
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.summary_cleanup import drop_gone, drop_superseded
 from desktop_mem.engine.chat.summary_update import update_summary
@@ -36,8 +36,7 @@ from desktop_mem.engine.chat.write_progress import (
     quiet,
 )
 from desktop_mem.engine.index.retrieval import SearchFilters
-from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
-from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is extraction's
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Decision, Memory, Role
 from desktop_mem.engine.store.secrets_scan import REDACTED_PREFIX, describe
 
 log = logging.getLogger(__name__)
@@ -83,8 +82,9 @@ def plan_turn(
         waits = review.held_events(ports.config)
         now = [d for d in decisions if d.event not in waits]
         superseded = _superseded(snap, now)
-        new_texts = [d.text for d in now if d.event in (Act.ADD, Act.UPDATE)]
-        withheld = [d.text for d in [*decisions, *held] if d not in now and d.event in (Act.ADD, Act.UPDATE)]
+        writes = (Decision.ADD, Decision.UPDATE)
+        new_texts = [d.text for d in now if d.event in writes]
+        withheld = [d.text for d in [*decisions, *held] if d not in now and d.event in writes]
         withheld += _waiting_texts(ports)
         track.stage(SUMMARIZING)
         summary_text, summary_count, note = _summary_update(ports, snap, conv, new_texts, superseded, llm,
@@ -96,7 +96,7 @@ def plan_turn(
         notes.append("Memory update cancelled: this turn's messages were saved, no fact or summary changed.")
     if note:
         notes.append(note)
-    mine = tuple(d for d in decisions if d.event == Act.ADD and d.text in user_scoped)
+    mine = tuple(d for d in decisions if d.event == Decision.ADD and d.text in user_scoped)
     return TurnPlan(turn, snap, tuple(d for d in decisions if d not in mine), mine, summary_text,
                     summary_count, tuple(notes), held=tuple(held))
 
@@ -143,7 +143,7 @@ def _decide(
                          + "). Say which, or forget it in the memory browser.")
         elif not targets:
             notes.append("Nothing in memory matched what you asked to forget.")
-        return tuple(Planned(Act.DELETE, m.text, m.id, forgets=True) for m in targets)
+        return tuple(Planned(Decision.DELETE, m.text, m.id, forgets=True) for m in targets)
     facts = understood.facts
     if not facts:
         return ()
@@ -158,7 +158,7 @@ def _decide(
         existing = _neighbourhood(ports, snap, conv, rest)
         if llm is None:
             known = {t.casefold() for _i, t in existing}
-            reconciled = ReconcileResult(tuple(Decision("ADD", f.text, None) for f in rest
+            reconciled = ReconcileResult(tuple(ReconcileDecision(Decision.ADD, f.text, None) for f in rest
                                                if f.text.casefold() not in known))
         else:
             reconciled = reconcile(llm, [f.text for f in rest], existing, turn.user.text)
@@ -170,7 +170,7 @@ def _decide(
     decisions: list[Planned] = []
     for d in [*corrected, *reconciled.decisions]:
         text, found = ports.writer.redact(d.text)
-        if found or (REDACTED_PREFIX in text and d.event != Act.DELETE):
+        if found or (REDACTED_PREFIX in text and d.event != Decision.DELETE):
             # never a fact about a secret, not even a redacted one (issue #22)
             found_kinds.append(describe(found) if found else "an already redacted secret")
             continue
@@ -186,8 +186,8 @@ def _decide(
 
 
 def _tasks_keep_to_their_chat(
-    snap: ConversationSnapshot, facts: Sequence[ExtractedFact], decisions: Sequence[Decision],
-) -> tuple[Decision, ...]:
+    snap: ConversationSnapshot, facts: Sequence[ExtractedFact], decisions: Sequence[ReconcileDecision],
+) -> tuple[ReconcileDecision, ...]:
     """The decisions, but a fact about this chat's work (a task) never replaces or deletes one
     of the user's own facts: "The user is working on planning their vacation" UPDATEd "The user
     works as a librarian" (the 1.5B model, from "Vielleicht fahren wir nach Island"). Such an
@@ -199,12 +199,12 @@ def _tasks_keep_to_their_chat(
         memory = snap.lookup(target) if target else None
         return memory is not None and memory.conversation_id == GLOBAL_CONVERSATION
 
-    out: list[Decision] = []
+    out: list[ReconcileDecision] = []
     for d in decisions:
         task = scope_of.get(d.text) == scopes.CONVERSATION
-        if d.event == Act.UPDATE and task and users(d.target_id):
-            out.append(Decision("ADD", d.text, None))
-        elif not (d.event == Act.DELETE and only_tasks and users(d.target_id)):
+        if d.event == Decision.UPDATE and task and users(d.target_id):
+            out.append(ReconcileDecision(Decision.ADD, d.text, None))
+        elif not (d.event == Decision.DELETE and only_tasks and users(d.target_id)):
             out.append(d)
     return tuple(out)
 
@@ -212,14 +212,14 @@ def _tasks_keep_to_their_chat(
 def _waiting_texts(ports: ChatPorts) -> list[str]:
     """The new texts earlier turns left waiting for review (proposals not answered yet)."""
     found, _broken = review.pending(ports.config.store_path.expanduser().resolve())
-    return [p.text for p in found if p.event in (Act.ADD, Act.UPDATE)]
+    return [p.text for p in found if p.event in (Decision.ADD, Decision.UPDATE)]
 
 
 def _capped(decisions: list[Planned], held: list[Planned], notes: list[str]) -> tuple[Planned, ...]:
     """The decisions with at most MAX_DELETES deletes the user did not name; the rest are held
     for review (``held``), with a note. A reconciliation that wants to delete many facts for one
     new one ("I like green tea") is far more often wrong than right."""
-    deletes = [d for d in decisions if d.event == Act.DELETE]
+    deletes = [d for d in decisions if d.event == Decision.DELETE]
     if len(deletes) <= MAX_DELETES:
         return tuple(decisions)
     extra = deletes[MAX_DELETES:]
@@ -233,7 +233,7 @@ def _capped(decisions: list[Planned], held: list[Planned], notes: list[str]) -> 
 def _corrections(
     ports: ChatPorts, snap: ConversationSnapshot, conv: str, facts: Sequence[ExtractedFact], said: str,
     notes: list[str], held: list[Planned],
-) -> list[tuple[str, Decision]]:
+) -> list[tuple[str, ReconcileDecision]]:
     """(fact, decision) for the facts that correct a live one: those that say what they correct
     ("replaces"), where the read path finds the fact it names clearly (chat/named_facts.py),
     never a vaguer fact; and those that say a live fact again with another number ("Ines is 8"
@@ -241,29 +241,30 @@ def _corrections(
     correction might mean, the new fact is added and those wait for review as possibly out of
     date."""
     live = [m for m in _facts(snap, conv) if not m.deleted]
-    out: list[tuple[str, Decision]] = []
+    out: list[tuple[str, ReconcileDecision]] = []
     taken: set[str] = set()
     for fact in facts:
         if not fact.replaces:
             changed = number_changed(fact.text, [m for m in live if m.id not in taken])
             if changed is not None:
                 taken.add(changed[0].id)
-                out.append((fact.text, Decision("UPDATE", changed[1], changed[0].id)))
+                out.append((fact.text, ReconcileDecision(Decision.UPDATE, changed[1], changed[0].id)))
             continue
         named = find_named(ports.search, conv, [m for m in live if m.id not in taken], [fact.replaces])
         if len(named.clear) == 1:
             old = named.clear[0]
             taken.add(old.id)
             if old.text.casefold() == fact.text.casefold() or fact_guards.vaguer(old.text, fact.text, said):
-                out.append((fact.text, Decision("NONE", old.text, old.id)))
+                out.append((fact.text, ReconcileDecision(Decision.NONE, old.text, old.id)))
             else:
                 # the same fact with another number keeps what the old one said beside it
                 changed = number_changed(fact.text, [old])
-                out.append((fact.text, Decision("UPDATE", changed[1] if changed else fact.text, old.id)))
+                text = changed[1] if changed else fact.text
+                out.append((fact.text, ReconcileDecision(Decision.UPDATE, text, old.id)))
         elif named.clear or named.maybe:
-            out.append((fact.text, Decision("ADD", fact.text, None)))
+            out.append((fact.text, ReconcileDecision(Decision.ADD, fact.text, None)))
             unsure = [*named.clear, *named.maybe]
-            held.extend(Planned(Act.DELETE, m.text, m.id) for m in unsure)
+            held.extend(Planned(Decision.DELETE, m.text, m.id) for m in unsure)
             notes.append(f"{fact.text}: it may correct " + "; ".join(m.text for m in unsure)
                          + ", which wait for your review.")
     return out
@@ -282,8 +283,8 @@ def _superseded(snap: ConversationSnapshot, decisions: Sequence[Planned]) -> lis
     result: list[tuple[str, str | None]] = []
     for d in decisions:
         old = snap.lookup(d.target_id) if d.target_id else None
-        if old is not None and d.event in (Act.UPDATE, Act.DELETE):
-            result.append((old.text, d.text if d.event == Act.UPDATE else None))
+        if old is not None and d.event in (Decision.UPDATE, Decision.DELETE):
+            result.append((old.text, d.text if d.event == Decision.UPDATE else None))
     return result
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 import json_repair
 
 from desktop_mem.engine import bounded_json
+from desktop_mem.engine.models import Decision
 
 MAX_INPUT_CHARS = 200_000
 # An answer is a short list of facts or decisions: nested deeper, or holding more values, it is
@@ -26,7 +27,7 @@ _LIST_KEYS = ("facts", "memory", "memories", "decisions", "items", "result", "re
 _EVENT_KEYS = ("event", "action", "operation", "op", "type")
 _ID_KEYS = ("id", "memory_id", "target_id", "target")
 _TEXT_KEYS = ("text", "memory", "fact", "content", "new_text")
-EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
+EVENTS = tuple(d.value for d in Decision)  # "ADD", "UPDATE", "DELETE", "NONE"
 # json-repair log lines that mean it made strings out of unquoted prose.
 _INVENTED = ("left delimiter in array context", "Parsed object is empty", "returning the element without")
 

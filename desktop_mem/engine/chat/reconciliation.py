@@ -10,23 +10,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
 
 from desktop_mem.engine.chat import fact_guards, prompts
 from desktop_mem.engine.chat.fact_types import MAX_FACT_CHARS, ChatModel, clean, fold, unique_clean
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import LLMJSONError, RawDecision, parse_decisions
-from desktop_mem.engine.models import Decision as Act  # the verdict; `Decision` here is the dataclass
-from desktop_mem.engine.models import Message
-
-Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+from desktop_mem.engine.models import Decision, Message
 
 
 @dataclass(frozen=True)
-class Decision:
+class ReconcileDecision:
     """What to do with memory: ADD ``text``; UPDATE/DELETE/NONE the memory ``target_id``."""
 
-    event: Event
+    event: Decision
     text: str
     target_id: str | None
 
@@ -35,7 +31,7 @@ class Decision:
 class ReconcileResult:
     """Decisions to apply; ``error`` is set when the LLM step failed (then all facts are ADDed)."""
 
-    decisions: tuple[Decision, ...]
+    decisions: tuple[ReconcileDecision, ...]
     error: str | None = None
 
 
@@ -51,7 +47,7 @@ def reconcile(
     if not facts:
         return ReconcileResult(())
     if not existing:
-        return ReconcileResult(tuple(Decision("ADD", f, None) for f in facts))
+        return ReconcileResult(tuple(ReconcileDecision(Decision.ADD, f, None) for f in facts))
     texts = {real_id: text for real_id, text in existing}
     short_ids = {str(i): real_id for i, (real_id, _text) in enumerate(existing)}
     shown = [{"id": str(i), "text": text} for i, (_id, text) in enumerate(existing)]
@@ -68,7 +64,7 @@ def reconcile(
     except (LLMError, LLMJSONError) as err:
         detail = err.message if isinstance(err, LLMError) else str(err)
         return ReconcileResult(
-            tuple(Decision("ADD", f, None) for f in facts),
+            tuple(ReconcileDecision(Decision.ADD, f, None) for f in facts),
             f"Memory reconciliation failed ({detail}); the new facts were added as they are.",
         )
     return ReconcileResult(_resolve(raw, facts, short_ids, texts, user_message or " ".join(facts)))
@@ -77,7 +73,7 @@ def reconcile(
 def _resolve(
     raw: list[RawDecision], facts: list[str], short_ids: dict[str, str], texts: dict[str, str],
     user_message: str,
-) -> tuple[Decision, ...]:
+) -> tuple[ReconcileDecision, ...]:
     """Map short ids back, drop invalid or unsafe decisions, and keep new facts from being lost.
 
     Guards (fact_guards): an ADD or UPDATE text must be one of the new facts (the reconciler may
@@ -86,7 +82,7 @@ def _resolve(
     an UPDATE may not make a fact vaguer unless the user
     named what it drops. Every new fact not otherwise accounted for is ADDed.
     """
-    out: list[Decision] = []
+    out: list[ReconcileDecision] = []
     targeted: set[str] = set()
     written: set[str] = set()  # folded texts of ADDs and UPDATEs, to drop repeats
     covered: set[str] = set()  # folded new facts that a decision accounts for
@@ -97,27 +93,27 @@ def _resolve(
         source = found[0] if found else None
         if found is not None:
             covered.add(fold(found[1]))
-        if event == Act.ADD or (event == Act.UPDATE and target is None):
+        if event == Decision.ADD or (event == Decision.UPDATE and target is None):
             # An UPDATE of an unknown id still carries a fact worth keeping.
             if source is not None and fold(source) not in written:
                 written.add(fold(source))
-                out.append(Decision("ADD", source, None))
+                out.append(ReconcileDecision(Decision.ADD, source, None))
             continue
         if target is None or target in targeted:
             continue  # unknown id, or a second decision about the same memory (first wins)
         old = texts[target]
-        if event == Act.UPDATE:
+        if event == Decision.UPDATE:
             if source is None or fold(source) in written:
                 continue  # text the user never stated: the old fact stays
             if not fact_guards.same_topic(old, source):
                 covered.discard(fold(found[1]) if found else "")
                 continue  # an unrelated memory; the new fact is ADDed below
             if fold(source) == fold(old) or fact_guards.vaguer(old, source, user_message):
-                event, text = "NONE", old
+                event, text = Decision.NONE, old
             else:
                 written.add(fold(source))
                 text = source
-        elif event == Act.DELETE:
+        elif event == Decision.DELETE:
             if not any(fact_guards.same_subject(old, f) for f in facts):
                 continue  # deleting a memory no new fact speaks about (a shared topic is not enough)
             text = old
@@ -125,16 +121,16 @@ def _resolve(
             text = old
             covered.update(fold(f) for f in facts if _near_duplicate(f, old))
         targeted.add(target)
-        out.append(Decision(cast(Event, event), text, target))
-    changed = {d.target_id for d in out if d.event in (Act.UPDATE, Act.DELETE)}
+        out.append(ReconcileDecision(Decision(event), text, target))
+    changed = {d.target_id for d in out if d.event in (Decision.UPDATE, Decision.DELETE)}
     kept = {fold(t) for memory_id, t in texts.items() if memory_id not in changed}
     for fact in facts:
         # Deletes alone, an omitted fact or a refused decision must not lose what the user said.
         if fold(fact) not in covered and fold(fact) not in written and fold(fact) not in kept:
             written.add(fold(fact))
-            out.append(Decision("ADD", fact, None))
+            out.append(ReconcileDecision(Decision.ADD, fact, None))
     # An ADD that repeats a memory which stays untouched would only duplicate it.
-    return tuple(d for d in out if d.event != Act.ADD or fold(d.text) not in kept)
+    return tuple(d for d in out if d.event != Decision.ADD or fold(d.text) not in kept)
 
 
 def _source_fact(text: str, facts: list[str]) -> tuple[str, str] | None:
