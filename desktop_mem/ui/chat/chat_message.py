@@ -7,9 +7,10 @@ import re
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from desktop_mem.engine.api import MemoryUsed, TurnMemory
+from desktop_mem.engine.api import ChatReply, MemoryUsed, TurnMemory
 from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat.memory_used_panel import MemoryUsedPanel, describe_record_update
+from desktop_mem.ui.chat.reply_status import failure_text, stopped_text
 from desktop_mem.ui.widgets.markdown_view import MarkdownView
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -127,6 +128,28 @@ class ChatMessage(QFrame):
         self.who.setText("Assistant · interrupted")
         self.view.setPlaceholderText("")
         self.retry_button.setVisible(retry)
+
+    def show_stopped(self) -> None:
+        """The user stopped this reply: what arrived stays, marked interrupted, without Retry."""
+        self.set_interrupted(retry=False)
+        self.set_status(stopped_text(len(self.text)))
+
+    def show_failed(self, why: str) -> None:
+        """This reply failed: marked interrupted, `why` under it, with Retry."""
+        self.set_interrupted(retry=True)
+        self.set_status(why)
+
+    def show_reply(self, reply: ChatReply, *, stopped: bool, titles: dict[str, str]) -> None:
+        """The finished reply as the engine returned it: its whole text, its Memory used, and
+        whether it was stopped or failed."""
+        if reply.text != self.text:
+            self.set_text(reply.text)
+        if self.used_panel is None:
+            self.set_used(reply.used, titles)
+        if stopped:
+            self.show_stopped()
+        elif reply.error:
+            self.show_failed(failure_text(reply))
 
     def set_outcome(self, text: str) -> None:
         """The "Memory updated: ..." line once the background write path finished."""

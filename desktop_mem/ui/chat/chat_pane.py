@@ -1,16 +1,11 @@
 """The chat pane: the transcript, a streaming reply, stop, "memory used" and "memory updated".
 
-A turn runs `engine.chat` on the runner's chat lane (never on the writer: saves made while a
-reply streams land at once). Tokens arrive on that thread and go into a
-locked buffer; a 30 ms timer on the GUI thread drains it, so the view repaints at a steady rate
-however fast the model streams. The "memory used" value crosses threads through a queued signal;
-the write path's outcome arrives later through the EngineBridge.
+A turn runs `engine.chat` on the runner's chat lane and its words are painted at a steady rate
+(reply_stream.py); the write path's outcome arrives later through the EngineBridge.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from functools import partial
 from typing import Any
 
@@ -21,13 +16,14 @@ from PySide6.QtWidgets import (
 )
 from shiboken6 import isValid
 
-from desktop_mem.engine.api import ChatReply, MemoryEngine, MemoryUsed, WriteOutcome
+from desktop_mem.engine.api import ChatReply, MemoryEngine, WriteOutcome
 from desktop_mem.engine.models import Role
 from desktop_mem.ui.chat.chat_message import ChatMessage
 from desktop_mem.ui.chat.compose_box import ComposeBox
 from desktop_mem.ui.chat.memory_updates import MemoryUpdates
 from desktop_mem.ui.chat.problem_banner import ProblemBanner
-from desktop_mem.ui.chat.reply_status import failure_text, is_config_problem, stopped_text, waiting_text
+from desktop_mem.ui.chat.reply_status import failure_text, is_config_problem, waiting_text
+from desktop_mem.ui.chat.reply_stream import ReplyStream
 from desktop_mem.ui.chat.temporary_chat import (
     TEMPORARY_CONVERSATION,
     mark_temporary,
@@ -36,9 +32,6 @@ from desktop_mem.ui.chat.transcript import Transcript
 from desktop_mem.ui.chat.turns import StoredTurn, StreamedTurn, load_history, unanswered
 from desktop_mem.ui.task_runner import TaskRunner
 
-log = logging.getLogger(__name__)
-
-REPAINT_MS = 30
 EMPTY_HINT = ("Say hello. Facts you mention are remembered; the panel under each reply shows what "
               "memory was used.")
 NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new conversation starts "
@@ -47,10 +40,6 @@ NO_CONVERSATION_HINT = ("No conversation yet. Type a message and Send: a new con
 
 UNANSWERED_TEXT = ("No reply to this message was stored (the last attempt failed). Retry, or Send "
                    "on the same text, sends it again; it is stored once.")
-# While the user writes, the turn's search models are loaded (MemoryEngine.prepare_chat_turn), at
-# most this often: they load on first use (~0.2 s each, the first turn waited for both) and the
-# cross-encoder is let go after minutes idle (retrieval.rerank_idle_release_s, 300 s by default).
-PREPARE_EVERY_S = 60.0
 
 
 class ChatPane(QWidget):
@@ -67,23 +56,19 @@ class ChatPane(QWidget):
     llm_answered = Signal()  # the first words of a reply arrived: the endpoint works
     memory_activity = Signal(str)  # "Updating memory… 12 s" while write paths run, "" when none
 
-    _used_received = Signal(object)  # MemoryUsed, from the chat thread
-
     def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._engine = engine
         self._runner = runner
         self._conversation: str | None = None
         self._creating = False  # a conversation for the first message is being created
-        self._turn: StreamedTurn | None = None
         self._failed: StreamedTurn | None = None  # the shown conversation's last turn, if its reply failed
         self.last_token_count = 0  # tokens the last reply streamed in (0: it came in one piece)
         self._updates = MemoryUpdates(engine, lambda: self._conversation, self)
         self._titles: dict[str, str] = {}  # conversation id -> title, for the Memory used panels
         self._queued = False  # Send during a reply: the box's text goes once the reply ends
         self._failure_note: tuple[str, str] | None = None  # (conversation, why) kept over a reload
-        self._repaint = QTimer(self)
-        self._repaint.setInterval(REPAINT_MS)
+        self._stream = ReplyStream(engine, runner, self._waiting_text, lambda: self._titles, self)
         self._setup_ui()
         self._connect_signals()
         self._set_busy(False)
@@ -97,7 +82,6 @@ class ChatPane(QWidget):
         self.transcript = self.scroll_area.body
         self.empty_label = self.scroll_area.empty_label
         self.earlier_button = self.scroll_area.earlier_button
-        self._prepared_at = -PREPARE_EVERY_S  # when typing last loaded the turn's models
 
         self.compose = ComposeBox(self)
         # its parts, as the pane's own (the window and tests reach them by these names)
@@ -118,21 +102,16 @@ class ChatPane(QWidget):
         self.compose.stop_requested.connect(self.stop)
         self.input.textChanged.connect(self._on_input_text_changed)
         self.banner.settings_requested.connect(self.settings_requested)
-        self._repaint.timeout.connect(self._on_repaint_timeout)
+        self._stream.progressed.connect(self.reply_progressed)
+        self._stream.answered.connect(self.llm_answered)
         self._updates.memory_activity.connect(self.memory_activity)
         self._updates.outcome_shown.connect(self.outcome_shown)
         self.scroll_area.memory_requested.connect(self.memory_requested)
-        self._used_received.connect(self._on_used_received, Qt.ConnectionType.QueuedConnection)
 
     @Slot()
     def _on_input_text_changed(self) -> None:
-        now = time.monotonic()
-        if now - self._prepared_at < PREPARE_EVERY_S or not self.input.toPlainText().strip():
-            return
-        self._prepared_at = now
-        # A failure here is the turn's to report (it loads the same models and says what is wrong).
-        self._runner.submit(self._engine.prepare_chat_turn, key="chat-prepare",
-                            on_error=lambda exc: log.debug("read path not prepared: %s", exc))
+        if self.input.toPlainText().strip():
+            self._stream.prepare()  # the turn's models load while the user writes
 
     # --------------------------------------------------------------- public
 
@@ -144,7 +123,7 @@ class ChatPane(QWidget):
     @property
     def busy(self) -> bool:
         """True while a reply is being produced."""
-        return self._turn is not None
+        return self._stream.turn is not None
 
     def messages(self) -> list[ChatMessage]:
         """The transcript's message widgets, oldest first."""
@@ -155,8 +134,8 @@ class ChatPane(QWidget):
         if conversation_id == self._conversation:
             return
         self._conversation = conversation_id
-        if self._turn is not None:
-            self._turn.message = None  # the reply keeps running; its conversation is no longer shown
+        if self._stream.turn is not None:
+            self._stream.turn.message = None  # the reply keeps running; its conversation is no longer shown
         self._failed = None
         self._clear()
         if conversation_id is not None:
@@ -174,7 +153,7 @@ class ChatPane(QWidget):
         text = self.input.toPlainText().strip()
         if not text or self._creating:
             return
-        if self._turn is not None:  # one reply at a time: this message goes once it ends
+        if self._stream.turn is not None:  # one reply at a time: this message goes once it ends
             self._queued = True
             self.queued_label.show()
             return
@@ -191,7 +170,7 @@ class ChatPane(QWidget):
         self.input.clear()
         self.banner.hide()
         if retry and failed is not None:
-            self._set_aside(failed)
+            self.scroll_area.set_aside(failed.message)
         else:
             sent = self._add_message("user", text)
             if temporary:
@@ -202,13 +181,9 @@ class ChatPane(QWidget):
             mark_temporary(reply)
         turn = StreamedTurn(self._conversation or TEMPORARY_CONVERSATION, text, reply)
         reply.retry_requested.connect(lambda t=turn: self.retry(t.user_text))
-        self._turn = turn
         self._set_busy(True)
-        self._repaint.start()
-        self._runner.submit_chat(
-            self._engine.chat, turn.conversation_id, text, retry=retry, temporary=temporary,
-            on_token=turn.buffer.push, on_used=self._used_received.emit, cancel=turn.cancel,
-            on_result=partial(self._on_reply, turn), on_error=partial(self._on_chat_error, turn))
+        self._stream.start(turn, retry=retry, temporary=temporary, on_result=partial(self._on_reply, turn),
+                           on_error=partial(self._on_chat_error, turn))
 
     @Slot()
     def stop(self) -> None:
@@ -223,13 +198,12 @@ class ChatPane(QWidget):
         turn.cancel.set()
         turn.released = True
         if turn.message is not None:
-            turn.message.set_interrupted(retry=False)
-            turn.message.set_status(stopped_text(len(turn.message.text)))
+            turn.message.show_stopped()
         self.reply_stopped.emit()
 
     def retry(self, text: str) -> None:
         """Send a message again (the Retry button under a failed reply)."""
-        if self._turn is not None:
+        if self._stream.turn is not None:
             return
         self.input.setPlainText(text)
         self.send()
@@ -258,7 +232,7 @@ class ChatPane(QWidget):
         """Read the shown conversation's turns again (they changed outside a chat turn: the demo,
         an import, a sync, an outside edit) unless a reply or its memory update is under way."""
         conv = self._conversation
-        if conv is None or self._turn is not None or self._updates.pending or self._creating:
+        if conv is None or self._stream.turn is not None or self._updates.pending or self._creating:
             return
         self._conversation = None
         self.set_conversation(conv)
@@ -284,17 +258,6 @@ class ChatPane(QWidget):
     def on_write_progress(self, progress: Any) -> None:
         """A WriteProgress event: the step of a reply's memory update, or its failure."""
         self._updates.on_write_progress(progress)
-
-    def _set_aside(self, failed: StreamedTurn) -> None:
-        """A retry replaces the failed reply: gone if nothing of it arrived (nothing was stored),
-        else kept as it is stored (marked interrupted) without its Retry button."""
-        message = failed.message
-        if message is None or not isValid(message):
-            return
-        if message.text:
-            message.retry_button.hide()
-            return
-        self.scroll_area.remove_message(message)
 
     def _waiting_text(self, seconds: int = 0) -> str:
         others = max(self._engine.open_llm_requests() - 1, 0)  # one is this message's own
@@ -354,14 +317,11 @@ class ChatPane(QWidget):
         self.stop_button.setEnabled(busy)
 
     def _finish_turn(self) -> StreamedTurn | None:
-        turn = self._turn
-        self._turn = None
-        self._repaint.stop()
+        turn = self._stream.detach()
         self._set_busy(False)
         if turn is not None:
             self.last_token_count = turn.buffer.count
-        if turn is not None:
-            self._show_words(turn)  # a short reply can end before the first repaint
+            self._stream.show_words(turn)  # a short reply can end before the first repaint
         if self._queued:
             QTimer.singleShot(0, self._send_queued)
         return turn
@@ -375,52 +335,15 @@ class ChatPane(QWidget):
         if self._failed is None:
             self.send()
 
-    @Slot()
-    def _on_repaint_timeout(self) -> None:
-        turn = self._turn
-        if turn is not None:
-            self._show_words(turn)
-            seconds = int(time.monotonic() - turn.started)
-            if not turn.answered and turn.message is not None and seconds != turn.waited:
-                turn.waited = seconds  # what the reply waits for, counted in whole seconds
-                turn.message.set_waiting(self._waiting_text(seconds))
-
-    def _show_words(self, turn: StreamedTurn) -> None:
-        """Append the words streamed since the last repaint; the first ones say the LLM answers."""
-        if turn.message is None:
-            return
-        chunk = turn.buffer.drain()
-        if chunk:
-            turn.message.append_text(chunk)
-            self.reply_progressed.emit(turn.message.text)
-            if not turn.answered:
-                turn.answered = True
-                self.llm_answered.emit()
-
-    @Slot(object)
-    def _on_used_received(self, used: MemoryUsed) -> None:
-        turn = self._turn
-        if turn is not None and turn.message is not None and used.conversation_id == turn.conversation_id:
-            turn.message.set_used(used, self._titles)
-
     def _on_reply(self, turn: StreamedTurn, reply: ChatReply) -> None:
-        if turn is self._turn:
+        if turn is self._stream.turn:
             self._finish_turn()
         message = turn.message if turn.message is not None and isValid(turn.message) else None
         if not reply.temporary:  # a temporary turn has no memory update to wait for
             self._updates.expect(turn.conversation_id, reply.turn_id, message)
         early = self._updates.take_early(reply.turn_id)
         if message is not None:
-            if reply.text != message.text:
-                message.set_text(reply.text)
-            if message.used_panel is None:
-                message.set_used(reply.used, self._titles)
-            if reply.cancelled or turn.released:
-                message.set_interrupted(retry=False)
-                message.set_status(stopped_text(len(reply.text)))
-            elif reply.error:
-                message.set_interrupted(retry=True)
-                message.set_status(failure_text(reply))
+            message.show_reply(reply, stopped=reply.cancelled or turn.released, titles=self._titles)
         if reply.error and not turn.released:
             if turn.conversation_id == self._conversation:
                 self._failed = turn
@@ -437,12 +360,11 @@ class ChatPane(QWidget):
             self._updates.tick()
 
     def _on_chat_error(self, turn: StreamedTurn, error: BaseException) -> None:
-        if turn is self._turn:
+        if turn is self._stream.turn:
             self._finish_turn()
         text = f"The message could not be sent: {error}"
         if turn.message is not None and isValid(turn.message):
-            turn.message.set_interrupted(retry=True)
-            turn.message.set_status(text)
+            turn.message.show_failed(text)
         if turn.conversation_id == self._conversation:
             self._failed = turn
         self._keep_typed_text(turn, "")
@@ -461,14 +383,13 @@ class ChatPane(QWidget):
         Settings or a restart): show its interrupted reply with Retry, and make Send on the same
         text a retry, so the message is stored once whatever path the user takes."""
         question = unanswered(turns)
-        if question is None or self._conversation is None or self._turn is not None:
+        if question is None or self._conversation is None or self._stream.turn is not None:
             return
         if last is None or last.role != Role.ASSISTANT:
             last = self._add_message("assistant", "")
-        last.set_interrupted(retry=True)
         note, self._failure_note = self._failure_note, None
-        last.set_status(note[1] if note is not None and note[0] == self._conversation and note[1]
-                        else UNANSWERED_TEXT)
+        last.show_failed(note[1] if note is not None and note[0] == self._conversation and note[1]
+                         else UNANSWERED_TEXT)
         failed = StreamedTurn(self._conversation, question.text, last)
         last.retry_requested.connect(lambda t=failed: self.retry(t.user_text))
         self._failed = failed

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from shiboken6 import isValid
 
 from desktop_mem.ui.chat.chat_message import ChatMessage
 from desktop_mem.ui.chat.turns import StoredTurn
@@ -74,6 +75,16 @@ class Transcript(QScrollArea):
         self._messages.removeWidget(message)
         message.setParent(None)
         message.deleteLater()
+
+    def set_aside(self, message: ChatMessage | None) -> None:
+        """A retry replaces this failed reply: gone if nothing of it arrived (nothing was stored),
+        else kept as it is stored (marked interrupted) without its Retry button."""
+        if message is None or not isValid(message):
+            return
+        if message.text:
+            message.retry_button.hide()
+            return
+        self.remove_message(message)
 
     def show_turn(self, turn: StoredTurn, at: int | None = None) -> ChatMessage:
         """A stored turn, as it was stored (interrupted, with its memory record)."""
