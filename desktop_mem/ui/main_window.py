@@ -3,8 +3,9 @@
 The window appears at once with "Loading store…"; the engine is built on the writer thread (lock,
 git, catalog) and the index opens after the panes are shown, so the list is usable while the
 embedder loads. A second instance on the same store gets a dialog offering read-only. The work
-it sends to threads to open, index and close the store is in store_session.py; the File menu's
-Sync, Import and Rebuild index in store_actions.py.
+it sends to threads to open, index and close the store is in store_session.py; opening the index
+in index_opening.py; the File menu's Sync, Import and Rebuild index in store_actions.py; the
+first run's welcome in welcome_page.py.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from desktop_mem.ui.chat.tool_notice import ToolNotice
 from desktop_mem.ui.engine_bridge import EngineBridge
 from desktop_mem.ui.held_back_notice import HeldBackNotice
 from desktop_mem.ui.help_menu import shortcuts_text
+from desktop_mem.ui.index_opening import IndexOpening
 from desktop_mem.ui.long_operations import LongOperations
 from desktop_mem.ui.memories.review_pane import ReviewBadge
 from desktop_mem.ui.status_bar import StatusBar
@@ -39,16 +41,13 @@ from desktop_mem.ui.store_session import (
     close_engine,
     close_opened,
     finish_open,
-    import_index_modules,
     import_panes,
-    open_index_and_watch,
-    start_endpoint_when_idle,
 )
 from desktop_mem.ui.task_runner import TaskRunner
-from desktop_mem.ui.welcome_page import WelcomePage
+from desktop_mem.ui.welcome_page import WelcomePage, welcome_page
 from desktop_mem.ui.widgets.dialogs import Confirm, ask
 from desktop_mem.ui.widgets.notice_bar import NoticeBar
-from desktop_mem.ui.widgets.progress import Cancelled, ProgressReporter
+from desktop_mem.ui.widgets.progress import ProgressReporter
 from desktop_mem.ui.window_menus import CHAT_TAB, WindowMenus
 
 if TYPE_CHECKING:
@@ -103,7 +102,6 @@ class MainWindow(QMainWindow):
         self.held_back_notice: HeldBackNotice | None = None
         self.welcome: WelcomePage | None = None
         self._opening: StoreOpening | None = None  # the open under way, until it is delivered
-        self._index_requested: MemoryEngine | None = None  # the engine whose index is opening
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
         self._first_page: MemoryPage | None = None  # the last session's, shown by the next workspace
         self._page_shown = threading.Event()  # set: the catalog's load need not wait for it
@@ -136,9 +134,12 @@ class MainWindow(QMainWindow):
         self.status = StatusBar(self.runner, self)
         self.setStatusBar(self.status)
         self.operations = LongOperations(self.runner, self.status.progress, self)
+        self.index_opening = IndexOpening(self.runner, self.operations, self.status, lambda: self.engine,
+                                          lambda: self.workspace, self)
+        self.index_opening.opened.connect(self.index_ready)
         # Sync, Import and Rebuild index; their outcomes are the window's signals too.
         self.store_actions = StoreActions(self.operations, self.status, lambda: self.engine,
-                                          self._on_index_failed, self)
+                                          self.index_opening.failed, self)
         self.store_actions.sync_finished.connect(self.sync_finished)
         self.store_actions.operation_finished.connect(self.operation_finished)
         self.store_actions.tidy_proposed.connect(self._on_store_actions_tidy_proposed)
@@ -301,29 +302,9 @@ class MainWindow(QMainWindow):
             self._show_workspace()
         self.status.set_engine(engine)
         self.status.set_last_commit(opened.last_commit)
-        self.status.set_index_state("Indexing…")
-        self.status.set_watcher(False, "starts once the index is ready")
-        # Open the index once the memory list is on screen: loading chromadb and the model holds
-        # the GIL for about a second and would otherwise delay the first listing.
-        self.workspace.browser.page_loaded.connect(self._open_index_once)
-        if self.welcome is not None and self.stack.currentWidget() is self.welcome:
-            self._open_index_once()
+        welcome = self.welcome is not None and self.stack.currentWidget() is self.welcome
+        self.index_opening.open_when_listed(self.workspace.browser.page_loaded, now=welcome)
         self.store_opened.emit()
-
-    @Slot()
-    def _open_index_once(self) -> None:
-        if self.engine is None or self._index_requested is self.engine:
-            return
-        self._index_requested = engine = self.engine
-        self.status.check_llm()  # the store is listed: now the probe may import openai
-        self.runner.submit(import_index_modules, on_result=lambda _: self._open_index(engine),
-                           on_error=lambda _e: self._open_index(engine))
-
-    def _open_index(self, engine: MemoryEngine) -> None:
-        if engine is not self.engine:
-            return  # the store was closed or reopened meanwhile
-        self.operations.run("Indexing the store", open_index_and_watch, engine,
-                            on_result=self._on_index_opened, on_error=self._on_index_failed)
 
     def _on_open_finished(self, engine: MemoryEngine, finished: FinishedOpen) -> None:
         if engine is not self.engine:
@@ -355,39 +336,9 @@ class MainWindow(QMainWindow):
         self.loading_label.setText(f"Could not open the store {self.config.store_path}:\n{error}\n\n"
                                    "Fix the problem (or pick another store in Settings, Ctrl+,) and restart.")
 
-    def _on_index_opened(self, watcher: str) -> None:
-        self.status.set_index_state("Index ready")
-        self.status.set_watcher(watcher == "on", "" if watcher == "on" else "watcher.enabled is off or "
-                                "the store is read-only")
-        if self.workspace is not None:
-            self.workspace.browser.refresh()
-            start_endpoint_when_idle(self.workspace, self.runner, lambda: self.engine)
-        self.index_ready.emit()
-
-    def _on_index_failed(self, error: BaseException) -> None:
-        if isinstance(error, Cancelled):
-            self.status.set_index_state("Index incomplete")
-            self.status.index_label.setToolTip("Indexing was cancelled: search by meaning covers part of "
-                                               "the store. It continues at the next start.")
-            return
-        log.error("index failed to open", exc_info=error)
-        self.status.set_index_state("Index unavailable")
-        self.status.index_label.setToolTip(f"Search by meaning is off: {error}")
-
     def _show_welcome(self) -> None:
-        assert self.engine is not None
-        from desktop_mem.ui.settings.endpoint_finder import EndpointFinder
-
-        finder = EndpointFinder(self.runner, str(self.config["llm.base_url"]),
-                                str(self.config["llm.api_key"]), url_field=True)
-        # A server picked (or a URL typed) here opens Settings on the Endpoint tab with it filled
-        # in: the user sees and saves it there (where environment variables and overrides are handled).
-        finder.chosen.connect(lambda url, model: self.open_settings(
-            "llm", prefill={"llm.base_url": url, **({"llm.model": model} if model else {})}))
-        self.welcome = WelcomePage(str(self.engine.root), self, endpoint_finder=finder)
-        finder.find()  # first start: look at once
-        self.welcome.demo_requested.connect(self._on_welcome_demo_requested)
-        self.welcome.start_requested.connect(self._show_workspace)
+        self.welcome = welcome_page(lambda: self.engine, self.runner, self.config, parent=self,
+                                    open_settings=self.open_settings, started=self._show_workspace)
         self.stack.addWidget(self.welcome)
         self.stack.setCurrentWidget(self.welcome)
 
@@ -399,18 +350,6 @@ class MainWindow(QMainWindow):
         first_page, self._first_page = self._first_page, None
         self.workspace.start(first_page)
         QTimer.singleShot(0, self._page_shown.set)  # after the page's layout and paint events
-
-    @Slot()
-    def _on_welcome_demo_requested(self) -> None:
-        if self.engine is None or self.welcome is None:
-            return
-        self.welcome.set_busy("Creating the demo store…")
-        self.runner.submit_write(self.engine.create_demo, on_result=lambda _: self._show_workspace(),
-                                 on_error=self._on_demo_failed)
-
-    def _on_demo_failed(self, error: BaseException) -> None:
-        if self.welcome is not None:
-            self.welcome.set_busy(f"Could not create the demo store: {error}")
 
     def _close_engine(self) -> None:
         self._page_shown.set()  # a load still waiting for the page goes on, to be closed after

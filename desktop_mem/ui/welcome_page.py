@@ -1,9 +1,22 @@
-"""First run: an empty store opens to a short welcome offering a demo store."""
+"""First run: an empty store opens to a short welcome offering a demo store.
+
+`WelcomePage` is the page; `welcome_page` builds it for the window with the model servers found
+on this computer and makes the demo store on the writer.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from desktop_mem.engine.config import Config
+from desktop_mem.ui.task_runner import TaskRunner
+
+if TYPE_CHECKING:
+    from desktop_mem.engine.api import MemoryEngine
 
 WELCOME = """<h2>Welcome to desktop-mem</h2>
 <p>Chat with a language model that remembers. What it learns is kept as plain Markdown files in
@@ -62,3 +75,33 @@ class WelcomePage(QWidget):
         self.demo_button.setEnabled(False)
         self.empty_button.setEnabled(False)
         self.status_label.setText(text)
+
+
+def welcome_page(engine: Callable[[], MemoryEngine | None], runner: TaskRunner, config: Config, *,
+                 open_settings: Callable[..., Any], started: Callable[[], None],
+                 parent: QWidget) -> WelcomePage:
+    """The welcome for the window's `engine()` (its store is empty): it looks for model servers at
+    once, makes the demo store on the writer when asked, and calls `started` to show the panes."""
+    from desktop_mem.ui.settings.endpoint_finder import EndpointFinder
+
+    current = engine()
+    assert current is not None
+    finder = EndpointFinder(runner, str(config["llm.base_url"]), str(config["llm.api_key"]), url_field=True)
+    # A server picked (or a URL typed) here opens Settings on the Endpoint tab with it filled
+    # in: the user sees and saves it there (where environment variables and overrides are handled).
+    finder.chosen.connect(lambda url, model: open_settings(
+        "llm", prefill={"llm.base_url": url, **({"llm.model": model} if model else {})}))
+    page = WelcomePage(str(current.root), parent, endpoint_finder=finder)
+    finder.find()  # first start: look at once
+
+    def create_demo() -> None:
+        store = engine()
+        if store is None:
+            return  # the store was closed meanwhile
+        page.set_busy("Creating the demo store…")
+        runner.submit_write(store.create_demo, on_result=lambda _: started(),
+                            on_error=lambda exc: page.set_busy(f"Could not create the demo store: {exc}"))
+
+    page.demo_requested.connect(create_demo)
+    page.start_requested.connect(started)
+    return page

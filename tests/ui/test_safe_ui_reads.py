@@ -29,6 +29,7 @@ NOT_READS: dict[str, str] = {
     "store_session.open_index_and_watch": "lifecycle", "store_session.start_endpoint": "lifecycle",
     "problem_editor.save_raw": "write", "tool_notice.undo_changes": "write",
     "problem_editor.load_raw": "the problem editor: the raw file, asked for by name",
+    "welcome_page.welcome_page": "builds the first-run page on the GUI thread (its demo store is a write)",
 }
 
 
