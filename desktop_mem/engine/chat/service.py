@@ -1,5 +1,7 @@
-"""A chat turn: read path -> context -> streamed reply -> turns persisted -> write path in the
-background (the reply never waits for it). Used by the window, `desktop-mem chat` and `serve`.
+"""A chat turn as a pipeline, each step a function of the one before (chat/turn_steps.py holds
+what they hand on): accept (the user turn stored) -> prepare (read path, context) -> stream ->
+record (the reply stored) -> the write path in the background (the reply never waits for it).
+Used by the window, `desktop-mem chat` and `serve`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from desktop_mem.engine.chat import forgetting, prompts, summary_state, temporal, turn_memory
+from desktop_mem.engine.chat import forgetting, prompts, temporal, turn_memory
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.context import (
     FORGET_NOTE,
     INCOMPLETE,
-    MESSAGE_ID,
     NOTHING_TO_FORGET_NOTE,
     ContextResult,
     SessionState,
@@ -44,13 +45,26 @@ from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.summary_update import update_summary
 from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
+from desktop_mem.engine.chat.turn_steps import (
+    CLIENT_TURN_ID,
+    Accepted,
+    ConversationRead,
+    Prepared,
+    Recall,
+    Streamed,
+    TurnAsk,
+    past_messages,
+    read_conversation,
+    redacted_note,
+    replies_to_user,
+    resent_turn,
+)
 from desktop_mem.engine.chat.understanding import Understood, understand_turn
 from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub
 from desktop_mem.engine.index.retrieval import (
     RetrievalOverrides,
     SearchFilters,
     SearchResult,
-    injection_lines,
     said_on,
 )
 from desktop_mem.engine.models import (
@@ -60,10 +74,10 @@ from desktop_mem.engine.models import (
     Memory,
     Operation,
     Role,
+    StrategyName,
     utc_now,
 )
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
-from desktop_mem.engine.store.secrets_scan import describe
 
 if TYPE_CHECKING:
     from desktop_mem.engine.config import Config
@@ -74,7 +88,6 @@ UsedCallback = Callable[[MemoryUsed], None]
 OutcomeListener = Callable[[WriteOutcome], None]
 MAX_CROSS_SESSION = 3
 UNDERSTAND_TIMEOUT_S = 45.0  # most the reply waits for the memory model to read the message
-CLIENT_TURN_ID = "client_turn_id"  # front matter of a user turn: the sender's id for the message
 
 
 def endpoints(config: Config) -> tuple[LLMEndpoint, LLMEndpoint]:
@@ -148,83 +161,24 @@ class ChatService:
         left out of what the model sees (`retry` is kept for callers; it is the default now).
         `client_turn_id`: the sender's own id for this message; sent again, the same message is
         never stored twice, and once it has a complete reply that reply is returned as it is.
-        """
-        validate_conversation_id(conversation_id)
-        # an API client's messages (OpenAI-shaped; REST passes role and text), copied
-        given = [cast(ChatMessage, dict(m)) for m in history] if history is not None else None
-        ports = self.ports
-        if not temporary:
-            ports.writer.require_writer()
-        if not message.strip():
-            raise ValueError("the message is empty")
-        # Refuse a bad strategy before anything is written.
-        saved = ports.conversation_strategy(conversation_id)
-        resolve_strategy(strategy, saved, ports.config["context.strategy"])
-        if temporary:
-            return self._temporary_turn(conversation_id, message, strategy=strategy, history=given,
-                                        retrieval=retrieval, on_token=on_token, on_used=on_used,
-                                        cancel=cancel)
-        notes: list[str] = []
-        snapshot = ports.snapshot()  # the one read of the store for this reply
-        failed, answered = self._resent_turn(snapshot, conversation_id, message, client_turn_id)
-        if answered is not None and failed:  # this very message was answered already
-            used, _context = self.prepare(conversation_id, message, strategy=strategy, history=given,
-                                          exclude={failed[0].id, answered.id}, retrieval=retrieval,
-                                          snapshot=snapshot)
-            return ChatReply(conversation_id, answered.text, used, turn_id=failed[0].id)
-        if failed:
-            user_turn, skipped = failed[0], {m.id for m in failed}
-        else:
-            user_turn = self._persist_turn(conversation_id, "user", message, notes,
-                                           extra={CLIENT_TURN_ID: client_turn_id} if client_turn_id else None)
-            snapshot.including(user_turn)
-            skipped = {user_turn.id}
-        used, context = self.prepare(conversation_id, message, strategy=strategy, history=given,
-                                     exclude=skipped, retrieval=retrieval, snapshot=snapshot, understand=True)
-        if on_used is not None:
-            on_used(used)
-        self.sent_log.record([r.memory.id for r in used.memories], endpoint_label(self.llm.endpoint.base_url),
-                             self.llm.endpoint.model)
-        text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
-        assistant = None
-        if text.strip():
-            extra: dict[str, Any] = {"interrupted": True} if (error or cancelled) else {}
-            # What memory this reply used, kept with it (chat/turn_memory.py)
-            extra[turn_memory.USED_KEY] = turn_memory.used_front_matter(used, self.llm.endpoint.model)
-            stored, cut = _fit(text, ports.config["store.max_file_bytes"])
-            if cut:
-                extra["truncated"] = True
-            assistant = self._persist_turn(conversation_id, "assistant", stored, notes, extra=extra)
-            if cut:
-                notes.append(
-                    f"The reply was {len(text.encode('utf-8')):,} bytes; only the first "
-                    f"{len(stored.encode('utf-8')):,} were stored (store.max_file_bytes).")
-        summary = None
-        if context.summary_changed and context.summary:
-            summary = self._save_strategy_summary(conversation_id, context.summary, context.summarized_count)
-        model = self.llm.endpoint.model
-        record = None if assistant is not None else turn_memory.used_front_matter(used, model)
-        self._schedule(TurnRecord(conversation_id, user_turn, assistant, tuple(notes),
-                                  (summary,) if summary else (), used=record, forget=used.forget,
-                                  understood=used.understood, unclear=used.unclear))
-        return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=user_turn.id)
 
-    def _temporary_turn(
-        self, conversation_id: str, message: str, *, strategy: str | None,
-        history: Sequence[ChatMessage] | None, retrieval: RetrievalOverrides | None,
-        on_token: TokenCallback | None, on_used: UsedCallback | None, cancel: threading.Event | None,
-    ) -> ChatReply:
-        """A turn that writes nothing: the read path and the context as `chat` builds them, the
-        reply streamed, and nothing persisted or scheduled (a summary the strategy makes is sent,
-        never saved)."""
-        used, context = self.prepare(conversation_id, message, strategy=strategy, history=history,
-                                     retrieval=retrieval)
-        if on_used is not None:
-            on_used(used)
-        self.sent_log.record([r.memory.id for r in used.memories], endpoint_label(self.llm.endpoint.base_url),
-                             self.llm.endpoint.model)
-        text, error, kind, cancelled = self._generate(context.messages, on_token, cancel)
-        return ChatReply(conversation_id, text, used, error, kind, cancelled, turn_id=None, temporary=True)
+        The turn is a pipeline, each step a function of the one before: accept (the user turn
+        stored) -> prepare (read path, context) -> stream -> record (the reply stored) -> the
+        write path in the background.
+        """
+        ask = self._ask(conversation_id, message, strategy, history, retrieval, temporary)
+        if temporary:  # a summary the strategy makes is sent, never saved
+            prepared = self._prepare(ask, self.ports.snapshot())
+            streamed = self._stream(prepared, on_token, on_used, cancel)
+            return streamed.reply(prepared, None, temporary=True)
+        accepted = self._accept(ask, client_turn_id)
+        if accepted.answered is not None:  # this very message was answered already
+            prepared = self._prepare(ask, accepted.snapshot, accepted.skipped | {accepted.answered.id})
+            return ChatReply(conversation_id, accepted.answered.text, prepared.used, turn_id=accepted.user.id)
+        prepared = self._prepare(ask, accepted.snapshot, accepted.skipped, understand=True)
+        streamed = self._stream(prepared, on_token, on_used, cancel)
+        self._schedule(self._record(accepted, prepared, streamed))
+        return streamed.reply(prepared, accepted.user.id)
 
     def prepare(
         self,
@@ -242,101 +196,11 @@ class ChatService:
         stored turns `exclude` (ids: this message's own turn) are neither recalled nor replayed.
         `snapshot`: the turn's one read of the store (taken here when not given). `understand`:
         read what the message asks of memory (the memory model's one call per turn)."""
-        ports = self.ports
-        cfg = ports.config
-        now = self.today()
-        snap = snapshot if snapshot is not None else ports.snapshot()
-        summary = ports.summary(conversation_id)  # shared: a held-back one comes redacted
-        own = [m for m in snap.transcript(conversation_id) if m.id not in exclude]
-        # Forgetting is immediate, and a summary older than the facts it speaks for is not
-        # injected as it is (chat/forgetting.py, chat/summary_state.py).
-        facts = [m for c in dict.fromkeys([conversation_id, GLOBAL_CONVERSATION])
-                 for m in snap.list_memories(conversation_id=c, role="memory", include_deleted=True)]
-        live = [m for m in facts if not m.deleted]
-        summary_stale = False
-        if summary is not None:
-            shown_summary = summary_state.view(summary, facts, conversation_id)
-            summary_stale = shown_summary.stale
-            if summary_stale:
-                summary = replace(summary, text=shown_summary.text) if shown_summary.text else None
-        gone = superseded_by_turn(snap, [conversation_id, GLOBAL_CONVERSATION])
-        prompt_turns = [snap.for_prompt(m) for m in own]
-        replies_to = _replies_to(own)
-        masked = forgetting.mask_transcript(prompt_turns, gone, replies_to, live) if gone else {}
-        masked.update(forgetting.restored_asks(prompt_turns, live, replies_to))
-        k = int((retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
-        # Turns the transcript will show are not injected again: ask for that many more (within
-        # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
-        spare = min(len(own), max(cfg["retrieval.rerank_pool"] - k, 0)) if history is None else 0
-        view, session_notes = self._retrieve(snap, conversation_id, message, exclude, retrieval,
-                                             k + spare, own)
-        # A question about the past brings the facts it replaced, each saying when it was true.
-        view = temporal.with_validity(view, message, snap, lambda **kw: ports.search(
-            message, conversation_id=conversation_id, top_k=2 * temporal.MAX_PAST, **kw), now=now)
-        view = replace(view, results=_without_forgotten(view.results, gone, live))
-        cross = self._cross_session(snap, conversation_id) if cfg["context.cross_session"] else []
-        if gone:
-            cross = [(c, forgetting.mask_text(text, gone, live)) for c, text in cross]
-        if history is None:
-            past = [_as_message(replace(m, text=masked[m.id]), None) if m.id in masked
-                    else _as_message(m, session_notes.get(m.id)) for m in prompt_turns]
-        else:
-            past = [m.copy() for m in history if m.get("role") != "system"]
-        saved = ports.conversation_strategy(conversation_id)
-        name = resolve_strategy(strategy, saved, cfg["context.strategy"])
-        shown: list[SearchResult] = view.results[:k]
-        skipped: list[str] = []
-
-        def recalled(sent: frozenset[str]) -> list[str]:
-            # A turn the model reads in the transcript itself is not repeated as a memory; the
-            # best `k` others are, with the current facts brought in for a stale turn.
-            left = k
-            shown.clear()
-            skipped.clear()
-            for r in view.results:
-                if r.memory.id in sent:
-                    skipped.append(r.memory.id)
-                    continue
-                if r.memory.id not in view.brought_in:
-                    if left == 0:
-                        continue
-                    left -= 1
-                shown.append(r)
-            return injection_lines(shown, view.notes, dated=True)
-
-        # The in-session strategy is a 004 memory: the conversation so far, then this message.
-        memory = open_memory(
-            past,
-            strategy=name,
-            settings=strategy_settings(cfg),
-            state=SessionState(summary.text if summary else None,
-                               (summary.summarized_count or 0) if summary and history is None else 0),
-            counter=self.counter,
-            summarizer=self._summarize_messages,
-        )
-        memory.store({"role": "user", "content": message})
-        # What the message asks of memory is read once, here (one model call, the one that
-        # extracted facts before): the reply is told what a forget does, and the write path
-        # applies what was read (TurnRecord.understood), without reading it again.
-        understood = self._understand(message, prompt_turns, masked, live) if (
-            understand and cfg["memory.extract_facts"]) else None
-        forget, unclear = self._forget_targets(conversation_id, message, understood, live, own)
-        note = None
-        if understood is not None and understood.asks_forget:
-            note = (FORGET_NOTE if forget else unclear_forget_note([m.text for m in unclear]) if unclear
-                    else NOTHING_TO_FORGET_NOTE)
-        context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
-                               injected_memories=recalled, cross_session=cross,
-                               data_preamble=self.data_preamble, forget_note=note,
-                               today=_today(now))
-        used = MemoryUsed(
-            conversation_id=conversation_id, summary=summary, memories=tuple(shown),
-            cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
-            tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
-            in_transcript=len(skipped), summary_stale=summary_stale, masked=len(masked),
-            forget=tuple(m.id for m in forget), understood=understood, unclear=tuple(m.id for m in unclear),
-        )
-        return used, context
+        ask = TurnAsk(conversation_id, message, self._strategy(conversation_id, strategy),
+                      tuple(history) if history is not None else None, retrieval)
+        prepared = self._prepare(ask, snapshot if snapshot is not None else self.ports.snapshot(),
+                                 frozenset(exclude), understand=understand)
+        return prepared.used, prepared.context
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait for pending write paths; True when all finished in time."""
@@ -355,36 +219,177 @@ class ChatService:
         """Finish queued write paths, then stop the background thread."""
         self._background.shutdown(wait=True)
 
+    # --------------------------------------------------- the turn's steps
+
+    def _ask(
+        self, conversation_id: str, message: str, strategy: str | None,
+        history: Sequence[Mapping[str, Any]] | None, retrieval: RetrievalOverrides | None, temporary: bool,
+    ) -> TurnAsk:
+        """What is asked, checked before anything is written; the strategy is read here, once."""
+        validate_conversation_id(conversation_id)
+        # an API client's messages (OpenAI-shaped; REST passes role and text), copied
+        given = tuple(cast(ChatMessage, dict(m)) for m in history) if history is not None else None
+        if not temporary:
+            self.ports.writer.require_writer()
+        if not message.strip():
+            raise ValueError("the message is empty")
+        return TurnAsk(conversation_id, message, self._strategy(conversation_id, strategy), given, retrieval)
+
+    def _strategy(self, conversation_id: str, requested: str | None) -> StrategyName:
+        """The request's strategy, else the conversation's, else the setting (a bad one refused)."""
+        saved = self.ports.conversation_strategy(conversation_id)
+        return resolve_strategy(requested, saved, self.ports.config["context.strategy"])
+
+    def _accept(self, ask: TurnAsk, client_turn_id: str | None) -> Accepted:
+        """Step 1: the message's user turn in the store, unpublished (the write path commits it
+        with its turn), or its turn found again when it was sent before. The message is redacted
+        here, once: what is stored is what a resend is compared with. Likely secrets are redacted
+        unless `security.secrets` is "keep": nobody is there to ask."""
+        conv = ask.conversation_id
+        writer = self.ports.writer
+        text, found = writer.redact(ask.message)
+        snapshot = self.ports.snapshot()  # the one read of the store for this reply
+        failed, answered = resent_turn(snapshot.transcript(conv), text, client_turn_id)
+        if failed:
+            return Accepted(snapshot, failed[0], frozenset(m.id for m in failed), answered)
+        with writer.transaction(Operation.TURN, conversation=conv, publish=False) as tx:
+            user = tx.add(text, conversation_id=conv, role="user", source="manual",
+                          extra={CLIENT_TURN_ID: client_turn_id} if client_turn_id else None)
+        return Accepted(snapshot.including(user), user, frozenset({user.id}),
+                        notes=(redacted_note(found, "user"),) if found else ())
+
+    def _prepare(
+        self, ask: TurnAsk, snap: ConversationSnapshot, exclude: frozenset[str] = frozenset(),
+        *, understand: bool = False,
+    ) -> Prepared:
+        """Step 2: the read path and the context, from the turn's snapshot (`exclude`: the
+        message's own stored turns, neither recalled nor replayed)."""
+        cfg = self.ports.config
+        conv, message = ask.conversation_id, ask.message
+        now = self.today()
+        read = read_conversation(snap, conv, exclude)
+        recall = self._recall(ask, snap, read, exclude, now)
+        cross = self._cross_session(snap, conv) if cfg["context.cross_session"] else []
+        if read.gone:
+            cross = [(c, forgetting.mask_text(text, read.gone, read.live)) for c, text in cross]
+        # The in-session strategy is a 004 memory: the conversation so far, then this message.
+        summary = read.summary
+        memory = open_memory(
+            past_messages(ask, read, recall.session_notes),
+            strategy=ask.strategy,
+            settings=strategy_settings(cfg),
+            state=SessionState(summary.text if summary else None,
+                               (summary.summarized_count or 0) if summary and ask.history is None else 0),
+            counter=self.counter,
+            summarizer=self._summarize_messages,
+        )
+        memory.store({"role": "user", "content": message})
+        # What the message asks of memory is read once, here (one model call, the one that
+        # extracted facts before): the reply is told what a forget does, and the write path
+        # applies what was read (TurnRecord.understood), without reading it again.
+        understood = self._understand(message, read.prompt_turns, read.masked, read.live) if (
+            understand and cfg["memory.extract_facts"]) else None
+        forget, unclear = self._forget_targets(conv, message, understood, read.live, read.own)
+        note = None
+        if understood is not None and understood.asks_forget:
+            note = (FORGET_NOTE if forget else unclear_forget_note([m.text for m in unclear]) if unclear
+                    else NOTHING_TO_FORGET_NOTE)
+        context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
+                               injected_memories=recall.lines,
+                               cross_session=cross, data_preamble=self.data_preamble, forget_note=note,
+                               today=_today(now))
+        shown, in_transcript = recall.picked(context.sent_ids)
+        used = MemoryUsed(
+            conversation_id=conv, summary=summary, memories=shown,
+            cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
+            tokens_after=context.tokens_after, system_prompt=str(context.messages[0]["content"]),
+            in_transcript=in_transcript, summary_stale=read.summary_stale, masked=len(read.masked),
+            forget=tuple(m.id for m in forget), understood=understood, unclear=tuple(m.id for m in unclear),
+        )
+        return Prepared(used, context)
+
+    def _stream(
+        self, prepared: Prepared, on_token: TokenCallback | None, on_used: UsedCallback | None,
+        cancel: threading.Event | None,
+    ) -> Streamed:
+        """Step 3: what memory the reply uses is told and logged, then the reply streams."""
+        used = prepared.used
+        if on_used is not None:
+            on_used(used)
+        self.sent_log.record([r.memory.id for r in used.memories], endpoint_label(self.llm.endpoint.base_url),
+                             self.llm.endpoint.model)
+        parts: list[str] = []
+        try:
+            stream = self.llm.stream(prepared.context.messages)
+            for delta in stream:
+                if cancel is not None and cancel.is_set():
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()
+                    return Streamed(used.conversation_id, "".join(parts), cancelled=True)
+                parts.append(delta)
+                if on_token is not None:
+                    on_token(delta)
+        except LLMError as exc:
+            return Streamed(used.conversation_id, "".join(parts), exc.message, exc.kind)
+        return Streamed(used.conversation_id, "".join(parts))
+
+    def _record(self, accepted: Accepted, prepared: Prepared, streamed: Streamed) -> TurnRecord:
+        """Step 4: the reply and the summarizing strategy's new summary in one transaction,
+        unpublished like the user turn; returns what the write path is handed."""
+        conv, used, context = streamed.conversation_id, prepared.used, prepared.context
+        model = self.llm.endpoint.model
+        reply, cut = _fit(streamed.text, self.ports.config["store.max_file_bytes"])
+        has_reply = bool(streamed.text.strip())
+        new_summary = context.summary if context.summary_changed and context.summary else None
+        notes = list(accepted.notes)
+        assistant = summary = None
+        if has_reply or new_summary:
+            with self.ports.writer.transaction(Operation.TURN, conversation=conv, publish=False) as tx:
+                if has_reply:
+                    # the memory this reply used, kept with it (chat/turn_memory.py)
+                    ended = streamed.error or streamed.cancelled
+                    extra: dict[str, Any] = {"interrupted": True} if ended else {}
+                    extra[turn_memory.USED_KEY] = turn_memory.used_front_matter(used, model)
+                    if cut:
+                        extra["truncated"] = True
+                    text, found = tx.redact(reply)
+                    assistant = tx.add(text, conversation_id=conv, role="assistant", source="llm",
+                                       extra=extra)
+                    if found:
+                        notes.append(redacted_note(found, "assistant"))
+                if new_summary:
+                    summary = tx.write_summary(conv, tx.redact(new_summary)[0], context.summarized_count)
+        if assistant is not None and cut:
+            notes.append(f"The reply was {len(streamed.text.encode('utf-8')):,} bytes; only the first "
+                         f"{len(reply.encode('utf-8')):,} were stored (store.max_file_bytes).")
+        return TurnRecord(conv, accepted.user, assistant, tuple(notes), (summary,) if summary else (),
+                          used=None if assistant is not None else turn_memory.used_front_matter(used, model),
+                          forget=used.forget, understood=used.understood, unclear=used.unclear)
+
     # ------------------------------------------------------------- internals
 
-    def _resent_turn(
-        self, snap: ConversationSnapshot, conv: str, message: str, client_turn_id: str | None
-    ) -> tuple[list[Memory], Memory | None]:
-        """A message sent again: (its stored user turn and the replies to it that did not
-        complete, its complete reply or None); ([], None) for a new message.
-
-        With `client_turn_id`, the user turn that carries it, wherever it is; without, the
-        conversation's last user turn if it holds `message` and no complete reply followed it.
-        """
-        turns = snap.transcript(conv)
-        users = [i for i, m in enumerate(turns) if m.role == Role.USER]
-        if client_turn_id:
-            at = next((i for i in users if turns[i].extra.get(CLIENT_TURN_ID) == client_turn_id), None)
-        else:
-            same = bool(users) and turns[users[-1]].text == self.ports.writer.redact(message)[0]
-            at = users[-1] if same else None
-        if at is None:
-            return [], None
-        end = next((i for i in users if i > at), len(turns))
-        after = turns[at + 1:end]
-        answered = next((m for m in after if not m.interrupted), None)
-        if answered is not None and not client_turn_id:
-            return [], None  # it was answered: the same words again are a new question
-        return [turns[at], *(m for m in after if m.interrupted)], answered
+    def _recall(
+        self, ask: TurnAsk, snap: ConversationSnapshot, read: ConversationRead, exclude: frozenset[str],
+        now: datetime,
+    ) -> Recall:
+        """The read path for the message: current beats stale, a question about the past brings
+        the facts it replaced (each saying when it was true), what was forgotten is masked."""
+        cfg = self.ports.config
+        conv, message, search = ask.conversation_id, ask.message, self.ports.search
+        k = int((ask.retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
+        # Turns the transcript will show are not injected again: ask for that many more (within
+        # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
+        spare = min(len(read.own), max(cfg["retrieval.rerank_pool"] - k, 0)) if ask.history is None else 0
+        view, session_notes = self._retrieve(snap, conv, message, exclude, ask.retrieval, k + spare, read.own)
+        view = temporal.with_validity(view, message, snap, lambda **kw: search(
+            message, conversation_id=conv, top_k=2 * temporal.MAX_PAST, **kw), now=now)
+        view = replace(view, results=_without_forgotten(view.results, read.gone, read.live))
+        return Recall(view, k, session_notes)
 
     def _retrieve(
         self, snap: ConversationSnapshot, conv: str, message: str, exclude: Collection[str],
-        retrieval: RetrievalOverrides | None, top_k: int, own: list[Memory],
+        retrieval: RetrievalOverrides | None, top_k: int, own: Sequence[Memory],
     ) -> tuple[CurrentView, dict[str, str]]:
         """The read path, then current beats stale (currency.py).
 
@@ -405,7 +410,7 @@ class ChatService:
             return CurrentView(results, {}), {}
         replies_to: dict[str, str] = {}
         for c in {r.memory.conversation_id for r in results if r.memory.role == Role.ASSISTANT} | {conv}:
-            replies_to.update(_replies_to(own if c == conv else snap.transcript(c)))
+            replies_to.update(replies_to_user(own if c == conv else snap.transcript(c)))
         return prefer_current(results, stale, replies_to), stale_notes(own, stale, replies_to)
 
     def _understand(
@@ -444,50 +449,6 @@ class ChatService:
         material = [f"{m.get('role')}: {m.get('content')}" for m in messages
                     if m.get("content") and not m.get(INCOMPLETE)]
         return update_summary(self.memory_llm, previous, material).text
-
-    def _generate(
-        self, messages: list[ChatMessage], on_token: TokenCallback | None, cancel: threading.Event | None
-    ) -> tuple[str, str | None, str | None, bool]:
-        parts: list[str] = []
-        try:
-            stream = self.llm.stream(messages)
-            for delta in stream:
-                if cancel is not None and cancel.is_set():
-                    close = getattr(stream, "close", None)
-                    if close is not None:
-                        close()
-                    return "".join(parts), None, None, True
-                parts.append(delta)
-                if on_token is not None:
-                    on_token(delta)
-        except LLMError as exc:
-            return "".join(parts), exc.message, exc.kind, False
-        return "".join(parts), None, None, False
-
-    def _persist_turn(
-        self, conversation_id: str, role: str, text: str, notes: list[str],
-        extra: dict[str, Any] | None = None,
-    ) -> Memory:
-        """Write a turn file now, unpublished: the write path indexes and commits it with its turn.
-
-        Likely secrets are redacted unless `security.secrets` is "keep": nobody is there to ask.
-        """
-        writer = self.ports.writer
-        with writer.transaction(Operation.TURN, conversation=conversation_id, publish=False) as tx:
-            text, found = tx.redact(text)
-            memory = tx.add(text, conversation_id=conversation_id, role=role,
-                            source="llm" if role == Role.ASSISTANT else "manual", extra=extra)
-        if found:
-            notes.append(f"A likely secret ({describe(found)}) was redacted from the stored {role} turn "
-                         "(security.secrets).")
-        return memory
-
-    def _save_strategy_summary(self, conversation_id: str, text: str, summarized_count: int) -> Memory:
-        """The summarizing strategy's new summary, unpublished like the turn files."""
-        writer = self.ports.writer
-        with writer.transaction(Operation.SUMMARY, conversation=conversation_id, publish=False) as tx:
-            text, _found = tx.redact(text)
-            return tx.write_summary(conversation_id, text, summarized_count)
 
     def _schedule(self, turn: TurnRecord) -> None:
         llm = None if not self.ports.config["llm.base_url"] else self.memory_llm
@@ -538,20 +499,8 @@ def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:
     return raw[:room].decode("utf-8", "ignore"), True
 
 
-def _replies_to(turns: Sequence[Memory]) -> dict[str, str]:
-    """Assistant turn id -> the user turn it answers."""
-    replies: dict[str, str] = {}
-    previous_user = ""
-    for turn in turns:
-        if turn.role == Role.USER:
-            previous_user = turn.id
-        else:
-            replies[turn.id] = previous_user
-    return replies
-
-
 def _without_forgotten(
-    results: Sequence[SearchResult], gone: dict[str, list[Superseded]], live: Sequence[Memory]
+    results: Sequence[SearchResult], gone: Mapping[str, list[Superseded]], live: Sequence[Memory]
 ) -> list[SearchResult]:
     """Recalled turns with what was forgotten masked; a turn that said nothing else is left out.
     A fact deleted without a replacement (forgotten) is never sent, not even to a question about
@@ -568,15 +517,6 @@ def _without_forgotten(
                 r = replace(r, memory=replace(r.memory, text=text))
         kept.append(r)
     return kept
-
-
-def _as_message(m: Memory, note: str | None = None) -> ChatMessage:
-    """A stored turn as a chat message; ``note`` says what in it is out of date (not stored)."""
-    text = f"{m.text}\n\n[Memory note: {note}]" if note else m.text
-    message: ChatMessage = {"role": str(m.role), "content": text, MESSAGE_ID: m.id}
-    if not m.complete:
-        message[INCOMPLETE] = True  # never summarised; context_from drops the key before sending
-    return message
 
 
 def _today(now: datetime) -> str:

@@ -19,6 +19,7 @@ from typing import Protocol
 from typing_extensions import Unpack
 
 from desktop_mem.engine.models import ListFilters, Memory, select_memories
+from desktop_mem.engine.store.layout import summary_path
 from desktop_mem.engine.store.reads import for_prompt, transcript_order
 
 
@@ -94,6 +95,13 @@ class ConversationSnapshot:
         """The conversation's live turns, oldest first (the order the model saw them); a held-back
         turn keeps its place (`for_prompt` redacts it)."""
         return transcript_order(self._group(conversation_id))
+
+    def summary(self, conversation_id: str) -> Memory | None:
+        """The conversation's rolling summary, if any; a held-back one kept, redacted as
+        `for_prompt` does (as the shared reads' `summary`)."""
+        path = summary_path(conversation_id)
+        found = next((m for m in self._group(conversation_id) if m.path == path), None)
+        return self.for_prompt(found) if found is not None else None
 
     def for_prompt(self, memory: Memory) -> Memory:
         """The memory as a prompt may show it: held back, with its likely secrets redacted."""
