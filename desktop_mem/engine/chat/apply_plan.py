@@ -90,13 +90,15 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
             target = ports.lookup(d.target_id) if d.target_id else None
             waiting += review.propose(ports.config, ports.lookup, tx,
                                       target.conversation_id if target else conv, [d], origin, turn.user.id)
-        summary = ports.summary(conv)
+        summary: Memory | None
         if plan.summary_text is not None:
-            summary = tx.write_summary(conv, plan.summary_text, plan.summary_count)
-            summary = tx.rewrite(summary, {summary_state.DIGEST_KEY: summary_state.digest(
+            written = tx.write_summary(conv, plan.summary_text, plan.summary_count)
+            summary = tx.rewrite(written, {summary_state.DIGEST_KEY: summary_state.digest(
                 _live_facts(ports, conv), conv)})
+        else:
+            summary = ports.summary(conv)
         expired = _expire(ports, tx, snap, conv)
-        evicted = _evict(ports, tx, snap, conv)
+        evicted = _evict(ports, tx, snap, conv, summary)
         if evicted or expired:
             tx.trailers["Evicted"] = ", ".join(m.id for m in [*evicted, *expired])
         if evicted:
@@ -191,12 +193,14 @@ def _expire(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv:
     return [tx.soft_delete(m) for m in candidates if m.expired(now)]
 
 
-def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str) -> list[Memory]:
+def _evict(
+    ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: str, summary: Memory | None
+) -> list[Memory]:
     """001 §4.5, kept safe: beyond max_entries, soft-delete the oldest TURNS (the summarised ones
     are the oldest, so they go first). Facts are never evicted: what the user told the app stays
     until they say otherwise; a conversation with too many facts gets a tidy-up proposal instead
     (chat/tidy.py). Summaries are exempt. Counted: the snapshot's memories still live, and what
-    this transaction wrote."""
+    this transaction wrote. ``summary``: the conversation's summary as this transaction left it."""
     limit = ports.config["memory.max_entries"]
     mine = [m for m in tx.written if m.conversation_id == conv]
     live = [m for m in _still_live(ports, [*snap.list_memories(conversation_id=conv), *mine])
@@ -207,7 +211,6 @@ def _evict(ports: ChatPorts, tx: Transaction, snap: ConversationSnapshot, conv: 
     turns = sorted((m for m in live if m.role in TURN_ROLES), key=lambda m: (m.created_at, m.path))
     evicted = [tx.soft_delete(m) for m in turns[:excess]]
     turns_gone = sum(1 for m in evicted if m.role in TURN_ROLES)
-    summary = ports.summary(conv)
     if summary is not None and turns_gone and summary.summarized_count and (
             summary.id not in ports.held_back_ids()):  # a held-back summary is not committed as it is
         # the summary counts positions in the turn history; evicted turns shift them

@@ -323,7 +323,7 @@ def _summary_update(
     ``superseded`` facts are removed from the summary: it follows replacements. Sentences stating
     a ``withheld`` fact (one waiting for review) are removed too: the turn's words may say it.
     """
-    current = ports.summary(conv)
+    current = snap.summary(conv)  # the plan's one read of the store
     if not ports.config["memory.enable_summarization"] or llm is None:
         return None, 0, None
     if current is not None and current.id in snap.held:
