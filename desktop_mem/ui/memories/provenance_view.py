@@ -7,26 +7,18 @@ source turn emits `turn_opened`, and the editor opens that turn.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QListWidgetItem, QPushButton, QWidget
 
 from desktop_mem.engine.api import MemoryEngine, Provenance, sent_summary
 from desktop_mem.engine.models import Memory
 from desktop_mem.ui.memories.memory_model import first_line, when
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.list_dialog import ListDialog
 
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-class ProvenanceDialog(QDialog):
+class ProvenanceDialog(ListDialog):
     """Shows where one memory came from; non-modal, deletes itself on close."""
 
     turn_opened = Signal(object)  # Memory: the source turn the user asked to open
@@ -34,9 +26,7 @@ class ProvenanceDialog(QDialog):
 
     def __init__(self, engine: MemoryEngine, runner: TaskRunner, memory_id: str,
                  parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.setWindowTitle("Why do I know this?")
+        super().__init__("Why do I know this?", parent)
         self._engine = engine
         self._runner = runner
         self._memory_id = memory_id
@@ -47,24 +37,14 @@ class ProvenanceDialog(QDialog):
                       on_result=self._on_loaded, on_error=self._on_failed)
 
     def _setup_ui(self) -> None:
-        self.summary_label = QLabel(self)
-        self.summary_label.setWordWrap(True)
+        self.summary_label, self.turns_list = self.note_label, self.list  # what they hold here
         self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.turns_list = QListWidget(self)
-        self.turns_list.setWordWrap(True)
         self.open_button = QPushButton("Open source turn", self)
         self.open_button.setEnabled(False)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.summary_label)
-        layout.addWidget(self.turns_list, 1)
-        layout.addWidget(self.open_button)
-        layout.addWidget(self.buttons)
-        self.resize(560, 340)
+        self._finish_layout(self.open_button, 560, 340)
 
     def _connect_signals(self) -> None:
-        self.buttons.rejected.connect(self.reject)
         self.open_button.clicked.connect(self._on_open_button_clicked)
         self.turns_list.itemActivated.connect(self._on_turns_list_item_activated)
         self.turns_list.currentRowChanged.connect(self._on_turns_list_current_row_changed)

@@ -11,22 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QHBoxLayout,
-    QInputDialog,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QInputDialog, QListWidgetItem, QPushButton, QWidget
 
 from desktop_mem.engine.api import MemoryEngine, Proposal
 from desktop_mem.engine.models import Decision, StoreChange
 from desktop_mem.ui.task_runner import TaskRunner
+from desktop_mem.ui.widgets.list_dialog import ListDialog
 
 PROPOSAL_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -82,16 +72,14 @@ class ReviewBadge(QPushButton):
         self.dialog = None
 
 
-class ReviewDialog(QDialog):
+class ReviewDialog(ListDialog):
     """The waiting proposals; accept, edit & accept, or reject one at a time (one commit each)."""
 
     changed = Signal()  # a proposal was accepted or rejected
     loaded = Signal(int)
 
     def __init__(self, engine: MemoryEngine, runner: TaskRunner, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        self.setWindowTitle("Review memory changes")
+        super().__init__("Review memory changes", parent)
         self._engine = engine
         self._runner = runner
         self._setup_ui()
@@ -99,10 +87,6 @@ class ReviewDialog(QDialog):
         self.reload()
 
     def _setup_ui(self) -> None:
-        self.note_label = QLabel(self)
-        self.note_label.setWordWrap(True)
-        self.list = QListWidget(self)
-        self.list.setWordWrap(True)
         self.accept_button = QPushButton("Accept", self)
         self.edit_button = QPushButton("Edit && accept…", self)
         self.reject_button = QPushButton("Reject", self)
@@ -111,17 +95,10 @@ class ReviewDialog(QDialog):
         row.addWidget(self.edit_button)
         row.addWidget(self.reject_button)
         row.addStretch(1)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.note_label)
-        layout.addWidget(self.list, 1)
-        layout.addLayout(row)
-        layout.addWidget(self.buttons)
-        self.resize(640, 360)
+        self._finish_layout(row, 640, 360)
         self._set_busy(True)
 
     def _connect_signals(self) -> None:
-        self.buttons.rejected.connect(self.reject)
         self.accept_button.clicked.connect(self._on_accept_button_clicked)
         self.edit_button.clicked.connect(self._on_edit_button_clicked)
         self.reject_button.clicked.connect(self._on_reject_button_clicked)
