@@ -172,7 +172,7 @@ def main() -> int:
     reranked_turns = [0, 0]  # chat-turn searches whose results the cross-encoder scored, of all
 
     def chat_turn(conv: str, q: str) -> list[str]:
-        # As ChatService._retrieve asks: rerank=True, the configured budget decides.
+        # As a chat turn's read path asks (chat/recall.py): rerank=True, the configured budget decides.
         results = engine.search(q, conversation_id=conv, top_k=10, rerank=True)
         reranked_turns[0] += any(r.scores.rerank is not None for r in results)
         reranked_turns[1] += 1

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from desktop_mem.engine.chat import forgetting, prompts, temporal, turn_memory
+from desktop_mem.engine.chat import prompts, turn_memory
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed, TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.context import (
     FORGET_NOTE,
@@ -28,19 +28,13 @@ from desktop_mem.engine.chat.context import (
     resolve_strategy,
     unclear_forget_note,
 )
-from desktop_mem.engine.chat.currency import (
-    CurrentView,
-    Superseded,
-    prefer_current,
-    stale_notes,
-    superseded_by_turn,
-)
 from desktop_mem.engine.chat.ingest import run_write_path
 from desktop_mem.engine.chat.llm_client import LLMClient
 from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.named_facts import forget_named
 from desktop_mem.engine.chat.ports import ChatPorts
+from desktop_mem.engine.chat.recall import cross_session, recall
 from desktop_mem.engine.chat.sent_log import SentLog, endpoint_label
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.summary_update import update_summary
@@ -48,27 +42,18 @@ from desktop_mem.engine.chat.token_count import TokenCounter, make_counter
 from desktop_mem.engine.chat.turn_steps import (
     CLIENT_TURN_ID,
     Accepted,
-    ConversationRead,
     Prepared,
-    Recall,
     Streamed,
     TurnAsk,
     past_messages,
     read_conversation,
     redacted_note,
-    replies_to_user,
     resent_turn,
 )
 from desktop_mem.engine.chat.understanding import Understood, understand_turn
 from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub
-from desktop_mem.engine.index.retrieval import (
-    RetrievalOverrides,
-    SearchFilters,
-    SearchResult,
-    said_on,
-)
+from desktop_mem.engine.index.retrieval import RetrievalOverrides, said_on
 from desktop_mem.engine.models import (
-    GLOBAL_CONVERSATION,
     TURN_ROLES,
     ChatMessage,
     Memory,
@@ -86,7 +71,6 @@ log = logging.getLogger(__name__)
 TokenCallback = Callable[[str], None]
 UsedCallback = Callable[[MemoryUsed], None]
 OutcomeListener = Callable[[WriteOutcome], None]
-MAX_CROSS_SESSION = 3
 UNDERSTAND_TIMEOUT_S = 45.0  # most the reply waits for the memory model to read the message
 
 
@@ -268,14 +252,12 @@ class ChatService:
         conv, message = ask.conversation_id, ask.message
         now = self.today()
         read = read_conversation(snap, conv, exclude)
-        recall = self._recall(ask, snap, read, exclude, now)
-        cross = self._cross_session(snap, conv) if cfg["context.cross_session"] else []
-        if read.gone:
-            cross = [(c, forgetting.mask_text(text, read.gone, read.live)) for c, text in cross]
+        recalled = recall(self.ports, ask, snap, read, exclude, now)
+        cross = cross_session(snap, conv, read) if cfg["context.cross_session"] else []
         # The in-session strategy is a 004 memory: the conversation so far, then this message.
         summary = read.summary
         memory = open_memory(
-            past_messages(ask, read, recall.session_notes),
+            past_messages(ask, read, recalled.session_notes),
             strategy=ask.strategy,
             settings=strategy_settings(cfg),
             state=SessionState(summary.text if summary else None,
@@ -295,10 +277,10 @@ class ChatService:
             note = (FORGET_NOTE if forget else unclear_forget_note([m.text for m in unclear]) if unclear
                     else NOTHING_TO_FORGET_NOTE)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
-                               injected_memories=recall.lines,
+                               injected_memories=recalled.lines,
                                cross_session=cross, data_preamble=self.data_preamble, forget_note=note,
                                today=_today(now))
-        shown, in_transcript = recall.picked(context.sent_ids)
+        shown, in_transcript = recalled.picked(context.sent_ids)
         used = MemoryUsed(
             conversation_id=conv, summary=summary, memories=shown,
             cross_session=tuple(cross), strategy=context.strategy, tokens_before=context.tokens_before,
@@ -369,50 +351,6 @@ class ChatService:
 
     # ------------------------------------------------------------- internals
 
-    def _recall(
-        self, ask: TurnAsk, snap: ConversationSnapshot, read: ConversationRead, exclude: frozenset[str],
-        now: datetime,
-    ) -> Recall:
-        """The read path for the message: current beats stale, a question about the past brings
-        the facts it replaced (each saying when it was true), what was forgotten is masked."""
-        cfg = self.ports.config
-        conv, message, search = ask.conversation_id, ask.message, self.ports.search
-        k = int((ask.retrieval or {}).get("top_k") or cfg["retrieval.top_k"])
-        # Turns the transcript will show are not injected again: ask for that many more (within
-        # the cross-encoder's pool), so `top_k` memories are still injected after they are left out.
-        spare = min(len(read.own), max(cfg["retrieval.rerank_pool"] - k, 0)) if ask.history is None else 0
-        view, session_notes = self._retrieve(snap, conv, message, exclude, ask.retrieval, k + spare, read.own)
-        view = temporal.with_validity(view, message, snap, lambda **kw: search(
-            message, conversation_id=conv, top_k=2 * temporal.MAX_PAST, **kw), now=now)
-        view = replace(view, results=_without_forgotten(view.results, read.gone, read.live))
-        return Recall(view, k, session_notes)
-
-    def _retrieve(
-        self, snap: ConversationSnapshot, conv: str, message: str, exclude: Collection[str],
-        retrieval: RetrievalOverrides | None, top_k: int, own: Sequence[Memory],
-    ) -> tuple[CurrentView, dict[str, str]]:
-        """The read path, then current beats stale (currency.py).
-
-        Returns the results with a note per result id, and a note per turn of ``conv`` itself
-        (``own``: its stored turns, oldest first) that a replaced or deleted fact came from (the
-        transcript repeats it too).
-        """
-        try:
-            results = self.ports.search(message, conversation_id=conv, filters=SearchFilters(),
-                                        overrides=retrieval, rerank=True, top_k=top_k)
-        except Exception:  # a broken index degrades memory, never the reply
-            log.exception("read path failed; answering without memories")
-            return CurrentView([], {}), {}
-        results = [r for r in results if r.memory.id not in exclude]
-        stale = superseded_by_turn(snap, {r.memory.conversation_id for r in results}
-                                   | {conv, GLOBAL_CONVERSATION})
-        if not stale:
-            return CurrentView(results, {}), {}
-        replies_to: dict[str, str] = {}
-        for c in {r.memory.conversation_id for r in results if r.memory.role == Role.ASSISTANT} | {conv}:
-            replies_to.update(replies_to_user(own if c == conv else snap.transcript(c)))
-        return prefer_current(results, stale, replies_to), stale_notes(own, stale, replies_to)
-
     def _understand(
         self, message: str, turns: Sequence[Memory], masked: Mapping[str, str], live: Sequence[Memory]
     ) -> Understood:
@@ -434,16 +372,6 @@ class ChatService:
         llm = self.understand_llm if self.ports.config["llm.base_url"] else None
         named = forget_named(self.ports.search, conv, live, understood, message, previous_user, llm)
         return list(named.clear), list(named.maybe)
-
-    def _cross_session(self, snap: ConversationSnapshot, conv: str) -> list[tuple[str, str]]:
-        summaries = [m for m in snap.list_memories(role="summary") if m.conversation_id != conv]
-        summaries.sort(key=lambda m: m.updated_at or m.created_at, reverse=True)
-        items = [(m.conversation_id, m.text) for m in summaries[:MAX_CROSS_SESSION]]
-        if conv != GLOBAL_CONVERSATION:
-            facts = snap.list_memories(conversation_id=GLOBAL_CONVERSATION, role="memory")
-            if facts:
-                items.insert(0, (GLOBAL_CONVERSATION, "\n".join(f"- {m.text}" for m in facts[-20:])))
-        return items
 
     def _summarize_messages(self, previous: str | None, messages: list[ChatMessage]) -> str | None:
         material = [f"{m.get('role')}: {m.get('content')}" for m in messages
@@ -497,26 +425,6 @@ def _fit(text: str, max_file_bytes: int) -> tuple[str, bool]:
     if len(raw) <= room:
         return text, False
     return raw[:room].decode("utf-8", "ignore"), True
-
-
-def _without_forgotten(
-    results: Sequence[SearchResult], gone: Mapping[str, list[Superseded]], live: Sequence[Memory]
-) -> list[SearchResult]:
-    """Recalled turns with what was forgotten masked; a turn that said nothing else is left out.
-    A fact deleted without a replacement (forgotten) is never sent, not even to a question about
-    the past: only replaced facts have a "before"."""
-    kept: list[SearchResult] = []
-    for r in results:
-        if r.memory.role == Role.MEMORY and r.memory.deleted and not r.memory.replaced_by:
-            continue
-        if gone and r.memory.role in TURN_ROLES:
-            text = forgetting.mask_text(r.memory.text, gone, live)
-            if text != r.memory.text:
-                if not text.replace(forgetting.FORGOTTEN, "").strip(" .!?\n"):
-                    continue
-                r = replace(r, memory=replace(r.memory, text=text))
-        kept.append(r)
-    return kept
 
 
 def _today(now: datetime) -> str:

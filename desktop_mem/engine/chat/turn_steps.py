@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from desktop_mem.engine.chat import forgetting, summary_state
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
 from desktop_mem.engine.chat.context import INCOMPLETE, MESSAGE_ID, ContextResult
-from desktop_mem.engine.chat.currency import CurrentView, Superseded, superseded_by_turn
+from desktop_mem.engine.chat.currency import Superseded, superseded_by_turn
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
-from desktop_mem.engine.index.retrieval import RetrievalOverrides, SearchResult, injection_lines
+from desktop_mem.engine.index.retrieval import RetrievalOverrides
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, ChatMessage, Memory, Role, StrategyName
 from desktop_mem.engine.store.secrets_scan import Finding, describe
 
@@ -57,38 +57,6 @@ class ConversationRead:
     summary_stale: bool
     gone: Mapping[str, list[Superseded]]  # what replaced or deleted facts said, by the turn it came from
     masked: Mapping[str, str]  # a turn's text with that masked, by turn id
-
-
-@dataclass(frozen=True)
-class Recall:
-    """What the read path found for the message (current beats stale, the past brought in for a
-    question about it, what was forgotten masked), how many to show, and a note per turn of the
-    conversation that a replaced or deleted fact came from."""
-
-    view: CurrentView
-    k: int
-    session_notes: Mapping[str, str]
-
-    def picked(self, sent: frozenset[str]) -> tuple[tuple[SearchResult, ...], int]:
-        """(the memories to show, how many were left out): a turn the model reads in the
-        transcript (`sent`) is not repeated as a memory; the best `k` others are, with the
-        current facts brought in for a stale turn."""
-        left, skipped = self.k, 0
-        shown: list[SearchResult] = []
-        for r in self.view.results:
-            if r.memory.id in sent:
-                skipped += 1
-                continue
-            if r.memory.id not in self.view.brought_in:
-                if left == 0:
-                    continue
-                left -= 1
-            shown.append(r)
-        return tuple(shown), skipped
-
-    def lines(self, sent: frozenset[str]) -> list[str]:
-        """The memories to show, as injected (context_from calls this with the ids it sends)."""
-        return injection_lines(self.picked(sent)[0], self.view.notes, dated=True)
 
 
 @dataclass(frozen=True)
