@@ -324,6 +324,19 @@ def test_reconcile_deletes_alone_still_add_the_new_facts(scripted_llm: ScriptedL
     )
 
 
+def test_reconcile_none_beside_another_memory_does_not_lose_the_new_fact(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    # Seen with the 1.5B model: "NONE 1 Priya drives a Skoda" beside the unrelated memory 1 (and
+    # "NONE 2 ... tennis every Sunday in Breda"): the new facts were taken as accounted for and lost.
+    answer = [{"event": "NONE", "id": "1", "text": "The user drives a Skoda"},
+              {"event": "DELETE", "id": "0", "text": "The user plays tennis in Breda"}]
+    scripted_llm.script(RECONCILE_CALL, json.dumps(answer))
+    result = reconcile(llm, ["The user drives a Skoda", "The user plays tennis in Breda"], EXISTING)
+    added = [d.text for d in result.decisions if d.event == "ADD"]
+    assert added == ["The user drives a Skoda", "The user plays tennis in Breda"]
+
+
 def test_reconcile_never_replaces_the_users_fact_with_someone_elses(
     scripted_llm: ScriptedLLM, llm: LLMClient
 ) -> None:

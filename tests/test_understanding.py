@@ -613,3 +613,106 @@ def test_a_task_in_another_language_must_name_something_the_user_said() -> None:
     facts, _rejected = ground([_RawFact("The user is planning a trip to Lisbonne", scope="conversation")],
                               said, said, english=False)
     assert [f.text for f in facts] == ["The user is planning a trip to Lisbonne"]
+
+
+def test_a_word_the_model_wrote_in_english_is_grounded_by_the_messages_translation(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "ich lerne seit kurzem Japanisch" gave "The user is learning
+    Japanese", dropped as a name the user did not say. The message's own translation grounds it;
+    a translation that does not hold the word leaves the fact dropped."""
+    chat_engine.add("The user is vegan", conversation_id="global", role="memory")
+    said = "Schönes Wochenende gehabt? Bei mir war's ruhig. Ach ja, ich lerne seit kurzem Japanisch."
+    scripted_llm.script(*_understood("Japanisch", {"language": "de",
+                                                   "facts": [_fact("The user is learning Japanese")]}))
+    scripted_llm.script(*_translated(said, "Nice weekend? Quiet here. Oh, I recently started "
+                                                  "learning Japanese."))
+    said_es = "Bueno, te cuento que empecé a estudiar alemán en el Instituto Goethe."
+    scripted_llm.script(*_understood("Goethe", {"language": "es",
+                                                "facts": [_fact("The user studies Chinese at the Goethe "
+                                                                "Institute")]}))
+    scripted_llm.script(*_translated(said_es, "Well, I started studying German at the Goethe Institute."))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "de", said)
+    _tell(chat_engine, "es", said_es)
+    assert _live(chat_engine) == ["The user is learning Japanese", "The user is vegan"]
+
+
+def test_what_the_model_passed_over_in_a_message_that_says_several_things_is_asked_again(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "I'm 38, I teach chemistry at a school in Derby and I have twin
+    boys, Finn and Oscar" gave the age and the job; the boys were lost. The model is asked once
+    more about the names it passed over, and its new facts are grounded like the first ones
+    (an invented name is not stored; what repeats a taken fact is not stored twice)."""
+    said = "I'm 38, I teach chemistry at a school in Derby and I have twin boys, Finn and Oscar."
+    first = [_fact("The user is 38 years old"), _fact("The user teaches chemistry at a school in Derby")]
+    again = [_fact("The user has twin boys named Finn and Oscar"),
+             _fact("The user teaches chemistry in Derby"), _fact("The user's wife is named Julia")]
+    scripted_llm.script(*_understood("Already taken", {"facts": again}))
+    scripted_llm.script(*_understood("Finn", {"facts": first}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "family", said)
+    assert _live(chat_engine) == ["The user has twin boys named Finn and Oscar", "The user is 38 years old",
+                                  "The user teaches chemistry at a school in Derby"]
+    second = [r for r in scripted_llm.chat_requests if "Already taken" in json.dumps(r.body)]
+    assert len(second) == 1 and "Finn, Oscar" in second[0].body["messages"][-1]["content"]
+
+
+def test_a_fact_said_again_with_other_names_the_user_also_named_updates_the_old_one(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "ich habe beim Hotel Adler gekündigt und arbeite jetzt bei der
+    Lufthansa" gave "works as a cook at Lufthansa", reconciliation added it, and both jobs
+    stayed live. The same fact with other names, where the message names the old ones too, is
+    an update; a second dog whose first the user did not name, and a city visited beside
+    another that the message also states, leave the old fact alone."""
+    for text in ("The user works as a cook at Hotel Adler", "The user has a dog named Rex",
+                 "The user visited Paris"):
+        chat_engine.add(text, conversation_id="global", role="memory")
+    cook = _fact("The user works as a cook at Lufthansa")
+    scripted_llm.script(*_understood("Lufthansa", {"language": "de", "facts": [cook]}))
+    scripted_llm.script(*_understood("Max", {"facts": [_fact("The user has a dog named Max")]}))
+    scripted_llm.script(*_understood("Rome", {"facts": [_fact("The user visited Paris"),
+                                                        _fact("The user visited Rome")]}))
+    scripted_llm.script(RECONCILE, json.dumps({"decisions": [{"event": "ADD", "id": "", "text": "x"}]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "job", "Stell dir vor, ich habe beim Hotel Adler gekündigt und arbeite jetzt bei "
+                              "der Lufthansa!")
+    _tell(chat_engine, "dog", "We got another dog, Max.")
+    _tell(chat_engine, "trip", "This spring I went to Paris and then to Rome.")
+    live = _live(chat_engine)
+    assert "The user works as a cook at Lufthansa" in live
+    assert "The user works as a cook at Hotel Adler" not in live
+    assert {"The user has a dog named Rex", "The user has a dog named Max", "The user visited Paris",
+            "The user visited Rome"} <= set(live)
+
+
+def test_a_numbers_ordinal_or_unit_ending_is_the_users_number() -> None:
+    """"4th" and "20mg" in the model's English are the user's "4." and "20 mg"."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    facts, rejected = ground([_RawFact("The user takes 20mg of sertraline"),
+                              _RawFact("The user's exam is on the 4th"), _RawFact("The user runs 12km")],
+                             "Ich nehme 20 mg Sertralin, die Prüfung ist am 4. und ich laufe 10 km", "",
+                             english=False)
+    assert [f.text for f in facts] == ["The user takes 20mg of sertraline", "The user's exam is on the 4th"]
+    assert [why for _f, why in rejected] == ["names or numbers the user did not say (12)"]
+
+
+def test_a_fact_the_model_writes_as_a_question_request_or_what_if_is_none() -> None:
+    """Seen with the 1.5B model, which the prompt's rule did not stop: "Is Valencia warm enough
+    for swimming in April?" gave "The user asked if Valencia is warm enough ...", and "Wenn ich
+    Millionär wäre, würde ich ein Haus am Gardasee kaufen" gave "The user would buy a house at
+    Gardasee if they were millionaires". The model's own English says these are no facts."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "Is Valencia warm enough for swimming in April?"
+    facts, rejected = ground([_RawFact("The user asked if Valencia is warm enough for swimming in April.")],
+                             said, said)
+    assert facts == [] and [why for _f, why in rejected] == ["written as a question, request or what-if, "
+                                                             "not a fact"]
+    said = "Wenn ich Millionär wäre, würde ich ein Haus am Gardasee kaufen. Ich wohne in Ulm."
+    facts, _rejected = ground([_RawFact("The user would buy a house at Gardasee if they were millionaires."),
+                               _RawFact("The user lives in Ulm")], said, said, english=False)
+    assert [f.text for f in facts] == ["The user lives in Ulm"]

@@ -201,6 +201,23 @@ def as_user_subject(fact: str) -> str:
     return fact
 
 
+# The form of a fact the model writes (always English, "The user ..."): one that reports what the
+# user asked or would do is no fact, in whatever language the user wrote. This reads the model's
+# English output, never the user's words.
+_NOT_A_FACT = re.compile(
+    r"^the user (?:(?:has |had )?(?:asked|asks|requested|requests|wonders|wondered|would|might)\b|"
+    r"wants to know\b|is asking\b|is wondering\b)|\b(?:if|would|might)\b",
+    re.I,
+)
+
+
+def written_as_no_fact(fact: str) -> bool:
+    """Whether the model wrote ``fact`` as something the user asked, wondered or would do under
+    a condition ("The user asked if Valencia is warm in April", "The user would buy a house at
+    Gardasee if they were rich"): its own English form says it is no fact."""
+    return _NOT_A_FACT.search(fact.replace("’", "'")) is not None
+
+
 def grounding_problem(fact: str, statement_text: str) -> str | None:
     """Why ``fact`` is not grounded in ``statement_text`` (None when it is)."""
     clean = fact.strip()

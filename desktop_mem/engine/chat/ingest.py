@@ -19,7 +19,8 @@ from desktop_mem.engine.chat.apply_plan import TurnPlan, apply_turn
 from desktop_mem.engine.chat.chat_types import TurnRecord, WriteOutcome
 from desktop_mem.engine.chat.decisions import Planned
 from desktop_mem.engine.chat.fact_types import ChatModel, ExtractedFact
-from desktop_mem.engine.chat.named_facts import find_named, forget_named, number_changed
+from desktop_mem.engine.chat.fact_words import name_changed, number_changed
+from desktop_mem.engine.chat.named_facts import find_named, forget_named
 from desktop_mem.engine.chat.ports import ChatPorts
 from desktop_mem.engine.chat.reconciliation import ReconcileDecision, ReconcileResult, reconcile
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
@@ -237,18 +238,23 @@ def _corrections(
     """(fact, decision) for the facts that correct a live one: those that say what they correct
     ("replaces"), where the read path finds the fact it names clearly (chat/named_facts.py),
     never a vaguer fact; and those that say a live fact again with another number ("Ines is 8"
-    after "daughter Ines is 7"), which update it. When the search finds only facts a
-    correction might mean, the new fact is added and those wait for review as possibly out of
-    date."""
+    after "daughter Ines is 7") or with other names the message also names ("works at
+    Lufthansa" from "I quit Hotel Adler, I work at Lufthansa now"), which update it. When the
+    search finds only facts a correction might mean, the new fact is added and those wait for
+    review as possibly out of date."""
     live = [m for m in _facts(snap, conv) if not m.deleted]
     out: list[tuple[str, ReconcileDecision]] = []
     taken: set[str] = set()
     for fact in facts:
         if not fact.replaces:
-            changed = number_changed(fact.text, [m for m in live if m.id not in taken])
+            free = [m for m in live if m.id not in taken]
+            changed = number_changed(fact.text, free)
             if changed is not None:
                 taken.add(changed[0].id)
                 out.append((fact.text, ReconcileDecision(Decision.UPDATE, changed[1], changed[0].id)))
+            elif (moved := name_changed(fact.text, free, said, [f.text for f in facts if f is not fact])):
+                taken.add(moved.id)
+                out.append((fact.text, ReconcileDecision(Decision.UPDATE, fact.text, moved.id)))
             continue
         named = find_named(ports.search, conv, [m for m in live if m.id not in taken], [fact.replaces])
         if len(named.clear) == 1:

@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat.currency import from_turns
 from desktop_mem.engine.chat.fact_guards import STOP
 from desktop_mem.engine.chat.fact_types import ChatModel
+from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.ports import Search
-from desktop_mem.engine.chat.understanding import (
-    Understood,
-    in_english,
-    in_english_words,
-    names_and_numbers,
-    words_of,
-)
+from desktop_mem.engine.chat.understanding import Understood, in_english, in_english_words
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
 from desktop_mem.engine.models import Memory
 
@@ -123,44 +117,6 @@ def forget_targets(
         return again
     maybe = list({m.id: m for m in [*named.maybe, *again.maybe]}.values())
     return Named((), tuple(maybe[:MAX_NAMED]))
-
-
-def number_changed(text: str, live: Sequence[Memory]) -> tuple[Memory, str] | None:
-    """The one live fact that ``text`` says again with another number, and that fact's text with
-    the new number: "Ines is 8 years old" after "The user's daughter Ines is 7 years old" gives
-    "The user's daughter Ines is 8 years old". Same names, the same words but the number (one
-    may hold more: "daughter"), one number each; without a name the words must be the same
-    ("has 7 chickens" / "has 6 chickens"), so another person's age is never taken for the
-    user's. Words and numbers only: it works whatever language the facts are written in."""
-    new_numbers, new_names, new_words = _parts(text)
-    if len(new_numbers) != 1:
-        return None
-    hits: list[Memory] = []
-    for memory in live:
-        numbers, names, words = _parts(memory.text)
-        if len(numbers) != 1 or numbers == new_numbers or names != new_names or not words:
-            continue
-        if words == new_words or (names and (new_words <= words or words <= new_words)):
-            hits.append(memory)
-    if len(hits) != 1:
-        return None
-    old = hits[0]
-    (old_number,), (new_number,) = _written_numbers(old.text), _written_numbers(text)
-    merged = old.text.replace(old_number, new_number, 1) if old.text.count(old_number) == 1 else text
-    return old, merged
-
-
-def _parts(text: str) -> tuple[set[str], set[str], set[str]]:
-    """(numbers, names, other words) of a fact, folded; a fact's first word counts as a name."""
-    found = names_and_numbers(f"x {text}")
-    numbers = {w for w in found if any(c.isdigit() for c in w)}
-    names = found - numbers
-    words = {w for w in words_of(text) if w not in STOP and w not in found}
-    return numbers, names, words
-
-
-def _written_numbers(text: str) -> list[str]:
-    return re.findall(r"\d+(?:[.,]\d+)?", text)
 
 
 def _search(search: Search, conversation_id: str, phrase: str) -> list[SearchResult]:

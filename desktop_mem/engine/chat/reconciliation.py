@@ -91,7 +91,9 @@ def _resolve(
         target = _target(item["id"], short_ids, texts)
         found = _source_fact(text, facts) if text else None
         source = found[0] if found else None
-        if found is not None:
+        if found is not None and event in (Decision.ADD, Decision.UPDATE):
+            # (a NONE or DELETE that writes a new fact's text beside another memory's id does not
+            # account for it: "NONE 1 Priya drives a Skoda" beside "likes jazz" lost the Skoda)
             covered.add(fold(found[1]))
         if event == Decision.ADD or (event == Decision.UPDATE and target is None):
             # An UPDATE of an unknown id still carries a fact worth keeping.

@@ -23,8 +23,8 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from desktop_mem.engine.chat.currency import FROM_TURNS
+from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
-from desktop_mem.engine.chat.understanding import names_and_numbers, words_of
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, ListFilters, Memory, Message, Role, utc_now
 from desktop_mem.engine.store.ports import Writer

@@ -30,6 +30,16 @@ from desktop_mem.engine.chat.fact_types import (
     ExtractedFact,
     kind_of,
 )
+from desktop_mem.engine.chat.fact_words import (
+    GROUPED,
+    WORD,
+    fold_word,
+    found,
+    names_and_numbers,
+    near,
+    number_changed,
+    words_of,
+)
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_string_list, strip_reasoning
 from desktop_mem.engine.chat.pattern_rules import pattern_facts
@@ -39,12 +49,10 @@ MAX_RECENT_TURNS = 4
 MAX_TURN_CHARS = 400
 MAX_KNOWN = 6
 MAX_FORGET = 5
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# a digit group separator inside a number ("5,000", "5.000", "12 000", "1'500"): gone before
-# numbers are compared, so the model's "5,000" is the user's "5000" (any script's digits)
-_GROUPED = re.compile(r"(?<=\d)[,.'\u00a0\u202f\u2009 ](?=\d{3}(?!\d))")
 _USER_FACT = re.compile(r"^the user\b(?![’']s\b)", re.I)
 _USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
+_ANSWER_LINE = prompts.FACT_USER_TEMPLATE.splitlines()[-1]
+UNSAID = "names or numbers the user did not say"
 
 
 @dataclass(frozen=True)
@@ -105,17 +113,25 @@ def understand(
         {"role": "user", "content": _user_prompt(text, recent, known)},
     ]
     try:
-        answer = llm.complete(messages, temperature=0.0, max_tokens=500,
-                              json_schema=prompts.UNDERSTAND_SCHEMA)
-        parsed = parse_answer(answer)
+        parsed = _ask(llm, messages)
     except (LLMError, LLMJSONError) as err:
         problem = (f"Reading the message for memory failed: {err.message}" if isinstance(err, LLMError)
                    else f"The memory model's answer could not be read ({err}).")
         fallback = _by_patterns(text, hint)
         return replace(fallback, error=f"{problem} Simple pattern rules were used instead.")
     context = " ".join([text, *(t for _r, t in recent if _r == "user"), *known])
-    facts, rejected = ground(parsed.facts, text, context, english=_english(parsed.language, text))
+    english = _english(parsed.language, text)
+    facts, rejected = ground(parsed.facts, text, context, english=english)
+    if not english and any(why.startswith(UNSAID) for _fact, why in rejected):
+        # the model wrote in English what the user said in their language ("Japanisch" is
+        # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
+        translation = translated(llm, text)
+        if translation:
+            context = f"{context} {translation}"
+            facts, rejected = ground(parsed.facts, text, context, english=english)
     forget = parsed.forget
+    if not forget and hint is None and facts:
+        facts, rejected = _second_look(llm, messages, text, context, english, facts, rejected)
     if forget is None and hint is not None:
         forget = [hint]  # a model (or an older prompt's answer) that said nothing about forgetting
     if forget is not None and not forget and not facts and hint is not None:
@@ -129,12 +145,26 @@ def understand(
         # job and age were lost). What the forget named is what they correct.
         # (only a bare "forget that", or facts about what the forget names: a plan read as a
         # forget of something else stays a forget, which names nothing and deletes nothing)
+        # A fact that only says again what memory holds is not news: it is what the model
+        # took the forget to be about ("quitté le Café Olympe" came back as the old job beside
+        # the new one, and the old one then kept the new one from replacing it).
         said, named = words_of(text), words_of(" ".join(forget))
+        held = {k.casefold() for k in known}
         news = [f for f in facts if (names_and_numbers(f"x {f.text}") & said) - named
-                and (not named or names_and_numbers(f"x {f.text}") & named)]
+                and (not named or names_and_numbers(f"x {f.text}") & named) and f.text.casefold() not in held]
         if news:
             old = next((p for p in forget if p), "")
             facts = [f if f.replaces or not old else replace(f, replaces=old[:MAX_FACT_CHARS]) for f in news]
+            forget = None
+    if forget and hint is None:
+        # what the forget names is a fact memory holds with another number: a correction
+        # ("Foutje van mij: Pieter is 5, niet 6" came back as a forget of "Pieter is 5")
+        said = words_of(text)
+        fixes = [c for p in forget if p and all(found(w, said) for w in names_and_numbers(f"x {p}"))
+                 and (c := number_changed(p, [_RawFact(k) for k in known], names_decide=True))]
+        if len(fixes) == 1:
+            old_fact, corrected = fixes[0]
+            facts = [ExtractedFact(corrected, kind_of(corrected), "llm", replaces=old_fact.text)]
             forget = None
     restated: tuple[str, ...] = ()
     if forget is not None:
@@ -145,19 +175,68 @@ def understand(
                       parsed.language, None, tuple(rejected), by_model=True, restated=restated)
 
 
+def _ask(llm: ChatModel, messages: list[Message]) -> _Answer:
+    return parse_answer(llm.complete(messages, temperature=0.0, max_tokens=500,
+                                     json_schema=prompts.UNDERSTAND_SCHEMA))
+
+
+def _second_look(
+    llm: ChatModel, messages: list[Message], text: str, context: str, english: bool,
+    facts: list[ExtractedFact], rejected: list[tuple[str, str]],
+) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
+    """The facts with those the first answer left out of a message that says several things:
+    when names or numbers of the message appear in no fact taken from it (nor in one the guards
+    dropped), the model is asked once more, told what it took and which words it passed over
+    ("I'm 38, I teach chemistry in Derby and I have twin boys, Finn and Oscar" gave the age and
+    the job but not the boys). Its new facts go through the same grounding; what merely says
+    again what was taken is left out."""
+    taken = words_of(" ".join([*(f.text for f in facts), *(f for f, _why in rejected)]))
+    missed = [w for w in _names_in_order(text) if not found(fold_word(w), taken)]
+    if not missed:
+        return facts, rejected
+    last = str(messages[-1]["content"]).rsplit(_ANSWER_LINE, 1)[0].rstrip()
+    ask = (f"{last}\n\nAlready taken from it:\n" + "\n".join(f"- {f.text}" for f in facts)
+           + f"\nThe message also says something about: {', '.join(missed[:6])}. "
+           f"Give only the facts the list above does not hold yet.\n{_ANSWER_LINE}")
+    try:
+        more = _ask(llm, [*messages[:-1], {"role": "user", "content": ask}])
+    except (LLMError, LLMJSONError):
+        return facts, rejected  # what the first answer gave stands
+    if more.forget:
+        return facts, rejected
+    extra, dropped = ground(more.facts, text, context, english=english)
+    new = [f for f in extra
+           if not any(_contains(g.text, f.text) for g in facts) and not _covered(f.text, facts)]
+    return merge_contained([*facts, *new]), [*rejected, *dropped]
+
+
+def _names_in_order(text: str) -> list[str]:
+    """The names and numbers of ``text``, in the order written (a sentence's first word is no
+    name: "Actually", "Bei mir ...")."""
+    named = {w for m in _SENTENCE_ENDS.finditer(text) for w in names_and_numbers(m.group())}
+    return list(dict.fromkeys(w for w in WORD.findall(GROUPED.sub("", text)) if fold_word(w) in named))
+
+
+def translated(llm: ChatModel, text: str) -> str:
+    """``text`` translated by the model into English ("" when it cannot be)."""
+    words = " ".join(text.split())[:MAX_MESSAGE_CHARS]
+    messages: list[Message] = [{"role": "system", "content": prompts.TRANSLATE_PROMPT},
+                               {"role": "user", "content": words}]
+    try:
+        answer = strip_reasoning(llm.complete(messages, temperature=0.0, max_tokens=24 + len(words) // 2))
+    except LLMError:
+        return ""
+    english = " ".join(answer.split()).strip(" .!?\"'")
+    return english if english.casefold() != words.casefold() and len(english) <= 3 * len(words) + 40 else ""
+
+
 def in_english_words(llm: ChatModel, phrases: Sequence[str]) -> list[str]:
     """``phrases`` (what a request to forget names, in the user's words) translated by the model
     into English, the language facts are stored in; a phrase it cannot translate is left out."""
     out: list[str] = []
     for phrase in [p for p in phrases if p.strip()][:2]:
-        messages: list[Message] = [{"role": "system", "content": prompts.TRANSLATE_PROMPT},
-                                   {"role": "user", "content": " ".join(phrase.split())[:MAX_TURN_CHARS]}]
-        try:
-            answer = strip_reasoning(llm.complete(messages, temperature=0.0, max_tokens=24))
-        except LLMError:
-            continue
-        english = " ".join(answer.split()).strip(" .!?\"'")
-        if english and english.casefold() != phrase.casefold() and len(english) <= MAX_TURN_CHARS:
+        english = translated(llm, phrase[:MAX_TURN_CHARS])
+        if english and len(english) <= MAX_TURN_CHARS:
             out.append(english)
     return out
 
@@ -280,6 +359,8 @@ def ground(
     Language-free checks: every name and number must be in ``message`` (a relation or a name
     about another person may also come from ``context``: the recent turns and what memory holds).
     With ``english``, the English word checks of fact_guards (negation kept, about whom) apply too.
+    A fact the model wrote as a question, request or what-if ("The user asked if ...") is none,
+    whatever the message's language (that reads the model's English, not the user's words).
     """
     facts: list[ExtractedFact] = []
     rejected: list[tuple[str, str]] = []
@@ -300,12 +381,15 @@ def ground(
             text = fact_guards.as_user_subject(text)
         if not text or len(text) > MAX_FACT_CHARS:
             continue
-        if len(_WORD.findall(text)) < 2 and text.isascii():
+        if len(WORD.findall(text)) < 2 and text.isascii():
             rejected.append((text, "not a statement (one word)"))
             continue
         if not english and copied(text, message):
             # the message itself, not a fact drawn from it (the turn is kept and recalled anyway)
             rejected.append((text, "the message copied, not a fact"))
+            continue
+        if fact_guards.written_as_no_fact(text):
+            rejected.append((text, "written as a question, request or what-if, not a fact"))
             continue
         keyword = prompts.EXAMPLE_FACTS.get(text)
         if keyword is not None and keyword not in lowered:
@@ -352,19 +436,19 @@ def _ungrounded(
     user's words when they are in English (the language the model writes it in); in another
     language it cannot be ("vriendin" is "friend"), and it is not stored either: only a relation
     the fact's text writes is (``_without_unsaid_relation`` has dealt with that)."""
-    missing = [n for n in names_and_numbers(text) if not _found(n, said) and not _found(n, known)]
+    missing = [n for n in names_and_numbers(text) if not found(n, said) and not found(n, known)]
     if missing:
-        return f"names or numbers the user did not say ({', '.join(sorted(missing))})"
+        return f"{UNSAID} ({', '.join(sorted(missing))})"
     if not about_user:
-        person = [w.casefold() for w in _WORD.findall(item.about)]
-        if person and not all(_found(w, said) or _found(w, known) for w in person):
+        person = [w.casefold() for w in WORD.findall(item.about)]
+        if person and not all(found(w, said) or found(w, known) for w in person):
             return f"a person the user did not name ({item.about})"
-    relation = [w.casefold() for w in _WORD.findall(item.relation)] if english and not about_user else []
-    if relation and not all(_near(w, said) or _near(w, known) for w in relation):
+    relation = [w.casefold() for w in WORD.findall(item.relation)] if english and not about_user else []
+    if relation and not all(near(w, said) or near(w, known) for w in relation):
         return f"a relation the user did not say ({item.relation})"
     # the relation the fact itself writes ("The user's sister ..."), when it is about a person
     person_fact = not about_user or fact_guards.subject(text) != "user"
-    written = [w for w in _relation_words(text) if person_fact and not _near(w, said) and not _near(w, known)]
+    written = [w for w in _relation_words(text) if person_fact and not near(w, said) and not near(w, known)]
     if written:
         return f"a relation the user did not say ({' '.join(written)})"
     return None
@@ -372,10 +456,10 @@ def _ungrounded(
 
 def copied(fact: str, message: str) -> bool:
     """Whether ``fact`` is the message (or most of it) word for word, perhaps behind "The user"."""
-    words = [w.casefold() for w in _WORD.findall(fact)]
+    words = [w.casefold() for w in WORD.findall(fact)]
     if words[:2] == ["the", "user"]:
         words = words[2:]
-    said = [w.casefold() for w in _WORD.findall(message)]
+    said = [w.casefold() for w in WORD.findall(message)]
     if len(words) < 3:
         return False
     joined, whole = " ".join(words), " ".join(said)
@@ -405,7 +489,7 @@ def _without_unsaid_relation(text: str, said: set[str], known: set[str], english
     relation = [w.casefold() for w in words[:k]]
     if not relation or not all(w.isalpha() for w in relation) or any(w in fact_guards.STOP for w in relation):
         return text
-    if all(_near(w, said) or _near(w, known) for w in relation):
+    if all(near(w, said) or near(w, known) for w in relation):
         return text
     return " ".join(words[k:])
 
@@ -416,58 +500,11 @@ def _relation_words(text: str) -> list[str]:
     match = re.match(r"^the user[’']?s\s+(.*)$", text.strip(), re.I)
     if match is None:
         return []
-    words = _WORD.findall(match.group(1))
+    words = WORD.findall(match.group(1))
     names = [i for i, w in enumerate(words) if w[:1].isupper()]
     head = words[:names[0]] if names else words[:1]
     return [w.casefold() for w in head
             if w.casefold() not in fact_guards.STOP and not any(c.isdigit() for c in w)]
-
-
-def _near(word: str, words: set[str]) -> bool:
-    """``word`` is among ``words`` up to its ending (sister/sisters, favorite/favourite)."""
-    return _found(word, words) or (len(word) >= 5 and any(len(w) >= 5 and w[:4] == word[:4] for w in words))
-
-
-def names_and_numbers(text: str) -> set[str]:
-    """Names (capitalised words after the first, any cased script) and numbers (any digits, as
-    values: "٣" and "3" are the same) in ``text``, folded."""
-    out: set[str] = set()
-    words = _WORD.findall(_GROUPED.sub("", text))
-    for i, word in enumerate(words):
-        if any(c.isdigit() for c in word):
-            out.add(_digits(word))
-        elif (i > 0 and word[:1].isupper() and word.casefold() not in fact_guards.STOP
-              and not any(c.isdigit() for c in words[i - 1])):
-            # a capitalised word right after a number is its unit in languages that capitalise
-            # nouns ("11 Jahre", "5000 Euro"), not a name
-            out.add(word.casefold())
-    return out
-
-
-def words_of(text: str) -> set[str]:
-    """The words of ``text`` folded, numbers as their values (any script, "5,000" is 5000)."""
-    return {_digits(w) if any(c.isdigit() for c in w) else w.casefold()
-            for w in _WORD.findall(_GROUPED.sub("", text))}
-
-
-def _digits(word: str) -> str:
-    return "".join(str(int(c)) if c.isdigit() else c.casefold() for c in word)
-
-
-def _found(word: str, words: set[str]) -> bool:
-    """``word`` is among ``words``, or one of them shares its stem (inflection: Pieters, Ghent's)."""
-    if word in words:
-        return True
-    if any(c.isdigit() for c in word) or len(word) < 3:
-        return False
-    # an ending added or dropped (son/sons, сын/сыну, zus/zusje)
-    if any(len(w) >= 3 and (w.startswith(word) or word.startswith(w)) and abs(len(w) - len(word)) <= 2
-           for w in words):
-        return True
-    if len(word) < 4:
-        return False
-    stem = word[:max(4, len(word) - 2)]
-    return any(w.startswith(stem) or word.startswith(w[:max(4, len(w) - 2)]) and len(w) >= 4 for w in words)
 
 
 def merge_contained(facts: Sequence[ExtractedFact]) -> list[ExtractedFact]:
