@@ -182,3 +182,36 @@ def test_an_mcp_client_names_its_project_by_its_roots(tmp_path: Path) -> None:
         assert refused.is_error and "roots" in refused.content[0].text
     finally:
         engine.close()
+
+
+def test_a_chat_in_a_project_files_its_work_in_the_project(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Issue #38: a fact about the work of a conversation bound to a project is the project's,
+    read by every conversation in it; a fact about the user stays the user's; a forget in
+    another conversation of the project finds the project's fact."""
+    from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
+
+    shop = project_scope("shop")
+    for conv in ("orders", "billing"):
+        chat_engine.set_conversation_project(conv, shop)
+    task = "The user is migrating the shop's orders table to PostgreSQL 16"
+    answers = {"Postgres": {"facts": [{"text": "The user lives in Ghent", "about": "user", "relation": "",
+                                       "replaces": ""}], "task": [task]},
+               "Forget": {"asks_to_forget": True, "forget": ["the orders table migration"]}}
+    for words, answer in answers.items():
+        full = {"language": "en", "asks_to_forget": False, "forget": [], "facts": [], "task": [], **answer}
+        scripted_llm.script(lambda body, w=words: FACTS in json.dumps(body["messages"][0])
+                            and w in body["messages"][-1]["content"].rsplit("LAST message:", 1)[-1],
+                            json.dumps(full))
+    scripted_llm.script(RECONCILE, "[]")
+    scripted_llm.script(SUMMARY, "The user works on the shop.")
+    scripted_llm.script(is_chat, "Noted.")
+    chat_engine.chat("orders", "I live in Ghent; today I'm moving the orders table to Postgres 16.")
+    assert chat_engine.wait_idle(30)
+    placed = {m.text: m.conversation_id for m in chat_engine.list_memories(role="memory")}
+    assert placed == {task: shop, "The user lives in Ghent": "global"}
+    assert task in {r.memory.text for r in chat_engine.search("orders table", conversation_id="billing")}
+    chat_engine.chat("billing", "Forget the orders table migration, it was cancelled.")
+    assert chat_engine.wait_idle(30)
+    assert [m.text for m in chat_engine.list_memories(role="memory")] == ["The user lives in Ghent"]

@@ -192,7 +192,8 @@ class Parts:
             from desktop_mem.engine.chat.service import ChatService
 
             ports = ChatPorts(self.config, self.shared, self.raw, self.writer, self.search_index.search,
-                              lambda: self.held.ids, self.conversations.strategy, self.conversations.title)
+                              lambda: self.held.ids, self.conversations.strategy, self.conversations.title,
+                              self._project_of)
             self._chat = ChatService(ports, self.outcome_listeners, self.write_progress)
         return self._chat
 

@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 class TurnPlan:
     """Everything one turn asks of memory, decided before the writer lock is taken.
 
-    `decisions` are for the conversation, `user_facts` the new facts about the user (filed in the
-    user scope, learned in this conversation); `summary_text` None keeps the current summary;
+    `decisions` are for the conversation (its new facts filed in its project when it is bound to
+    one), `user_facts` the new facts about the user (filed in the user scope, learned in this
+    conversation); `summary_text` None keeps the current summary;
     `snapshot` is the store as the plan read it (expiry and eviction re-check it under the lock).
     """
 
@@ -55,6 +56,9 @@ class TurnPlan:
     # changes the write path would not make on its own (a delete beyond the per-turn cap, what
     # an unclear correction may make out of date): proposals for the user (chat/review.py)
     held: tuple[Planned, ...] = ()
+    # where the conversation's new facts (its task) are filed: the project it is bound to, else
+    # the conversation itself (None)
+    project: str | None = None
 
 
 class DecisionTarget(Protocol):
@@ -83,7 +87,8 @@ def apply_turn(ports: ChatPorts, plan: TurnPlan) -> WriteOutcome:
         # the conversation's decisions, then the user's facts (read in every conversation,
         # learned in this one)
         waiting: list[review.Proposal] = []
-        applied = _held_or_applied(ports, tx, [(conv, plan.decisions, origin),
+        applied = _held_or_applied(ports, tx, [(plan.project or conv, plan.decisions,
+                                                learned if plan.project else origin),
                                                (GLOBAL_CONVERSATION, plan.user_facts, learned)],
                                    turn.user.id, notes, waiting)
         for d in plan.held:

@@ -99,7 +99,7 @@ def plan_turn(
         notes.append(note)
     mine = tuple(d for d in decisions if d.event == Decision.ADD and d.text in user_scoped)
     return TurnPlan(turn, snap, tuple(d for d in decisions if d not in mine), mine, summary_text,
-                    summary_count, tuple(notes), held=tuple(held))
+                    summary_count, tuple(notes), held=tuple(held), project=ports.conversation_project(conv))
 
 
 def _decide(
@@ -118,7 +118,7 @@ def _decide(
         transcript = snap.transcript(conv)
         at = next((i for i, m in enumerate(transcript) if m.id == turn.user.id), len(transcript))
         before = transcript[:at]
-        live = [m for m in _facts(snap, conv) if not m.deleted]
+        live = [m for m in _facts(snap, conv, project=ports.conversation_project(conv)) if not m.deleted]
         understood = understand_turn(llm, turn.user.text,
                                      [(str(m.role), snap.for_prompt(m).text) for m in before], live)
         if understood.asks_forget and not turn.forget:
@@ -242,7 +242,7 @@ def _corrections(
     Lufthansa" from "I quit Hotel Adler, I work at Lufthansa now"), which update it. When the
     search finds only facts a correction might mean, the new fact is added and those wait for
     review as possibly out of date."""
-    live = [m for m in _facts(snap, conv) if not m.deleted]
+    live = [m for m in _facts(snap, conv, project=ports.conversation_project(conv)) if not m.deleted]
     out: list[tuple[str, ReconcileDecision]] = []
     taken: set[str] = set()
     for fact in facts:
@@ -276,9 +276,11 @@ def _corrections(
     return out
 
 
-def _facts(snap: ConversationSnapshot, conv: str, include_deleted: bool = False) -> list[Memory]:
-    """The facts a conversation reads: its own and the user's (oldest first)."""
-    found = [m for c in dict.fromkeys([conv, GLOBAL_CONVERSATION])
+def _facts(
+    snap: ConversationSnapshot, conv: str, include_deleted: bool = False, project: str | None = None,
+) -> list[Memory]:
+    """The facts a conversation reads: its own, its project's and the user's (oldest first)."""
+    found = [m for c in dict.fromkeys([conv, *([project] if project else []), GLOBAL_CONVERSATION])
              for m in snap.list_memories(conversation_id=c, role="memory", include_deleted=include_deleted)]
     found.sort(key=lambda m: (m.created_at, m.path))
     return found

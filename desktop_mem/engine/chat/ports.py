@@ -44,6 +44,8 @@ class ChatPorts:
     held_back_ids: Callable[[], frozenset[str]]
     conversation_strategy: Callable[[str], str | None]
     conversation_title: Callable[[str], str] = str  # the title the user chose (its id when none)
+    # the project scope a conversation is bound to (store/projects.py), None when it is in none
+    conversation_project: Callable[[str], str | None] = lambda _conversation: None
 
     def snapshot(self) -> ConversationSnapshot:
         """One scan of the catalog: what a chat path reads the store from (chat/snapshot.py)."""

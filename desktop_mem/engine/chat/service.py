@@ -251,7 +251,7 @@ class ChatService:
         cfg = self.ports.config
         conv, message = ask.conversation_id, ask.message
         now = self.today()
-        read = read_conversation(snap, conv, exclude)
+        read = read_conversation(snap, conv, exclude, self.ports.conversation_project(conv))
         recalled = recall(self.ports, ask, snap, read, exclude, now)
         cross = cross_session(snap, conv, read) if cfg["context.cross_session"] else []
         # The in-session strategy is a 004 memory: the conversation so far, then this message.

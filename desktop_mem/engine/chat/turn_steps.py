@@ -82,12 +82,15 @@ class Streamed:
                          self.cancelled, turn_id=turn_id, temporary=temporary)
 
 
-def read_conversation(snap: ConversationSnapshot, conv: str, exclude: frozenset[str]) -> ConversationRead:
-    """The conversation as this turn reads it. Forgetting is immediate, and a summary older than
-    the facts it speaks for is not injected as it is (chat/forgetting.py, chat/summary_state.py)."""
+def read_conversation(
+    snap: ConversationSnapshot, conv: str, exclude: frozenset[str], project: str | None = None,
+) -> ConversationRead:
+    """The conversation as this turn reads it (with the facts of the ``project`` it is bound to:
+    they are its own too). Forgetting is immediate, and a summary older than the facts it speaks
+    for is not injected as it is (chat/forgetting.py, chat/summary_state.py)."""
     summary = snap.summary(conv)  # shared: a held-back one comes redacted
     own = [m for m in snap.transcript(conv) if m.id not in exclude]
-    facts = [m for c in dict.fromkeys([conv, GLOBAL_CONVERSATION])
+    facts = [m for c in dict.fromkeys([conv, *([project] if project else []), GLOBAL_CONVERSATION])
              for m in snap.list_memories(conversation_id=c, role="memory", include_deleted=True)]
     live = [m for m in facts if not m.deleted]
     summary_stale = False
