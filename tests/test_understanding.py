@@ -716,3 +716,17 @@ def test_a_fact_the_model_writes_as_a_question_request_or_what_if_is_none() -> N
     facts, _rejected = ground([_RawFact("The user would buy a house at Gardasee if they were millionaires."),
                                _RawFact("The user lives in Ulm")], said, said, english=False)
     assert [f.text for f in facts] == ["The user lives in Ulm"]
+
+
+def test_another_persons_fact_is_kept_when_the_model_names_them_other_person() -> None:
+    """Seen with the 1.5B model: "me acaban de regalar una tortuga que se llama Manolo" gave
+    "Manolo is a tortoise" about "other person", and the fact was dropped as a person the user
+    did not name. The name is the fact's own, and the user said it; a name they did not say is
+    still refused."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "¡Qué calor hace hoy! Por cierto, me acaban de regalar una tortuga que se llama Manolo."
+    facts, rejected = ground([_RawFact("Manolo is a tortoise", "other person"),
+                              _RawFact("Paco is a tortoise", "other person")], said, said, english=False)
+    assert [f.text for f in facts] == ["Manolo is a tortoise"]
+    assert [why for _f, why in rejected] == ["a person the user did not name (other person)"]

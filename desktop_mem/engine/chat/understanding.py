@@ -440,7 +440,11 @@ def _ungrounded(
     if missing:
         return f"{UNSAID} ({', '.join(sorted(missing))})"
     if not about_user:
-        person = [w.casefold() for w in WORD.findall(item.about)]
+        # the person's name: the capitalised words of "about" (the 1.5B model also writes "other
+        # person" there), and the fact's own first word when it is capitalised ("Manolo is ...")
+        first = WORD.findall(text)[:1]
+        person = [w.casefold() for w in [*WORD.findall(item.about), *first]
+                  if w[:1].isupper() and w.casefold() not in fact_guards.STOP]
         if person and not all(found(w, said) or found(w, known) for w in person):
             return f"a person the user did not name ({item.about})"
     relation = [w.casefold() for w in WORD.findall(item.relation)] if english and not about_user else []
