@@ -337,6 +337,25 @@ def test_reconcile_none_beside_another_memory_does_not_lose_the_new_fact(
     assert added == ["The user drives a Skoda", "The user plays tennis in Breda"]
 
 
+def test_reconcile_update_of_an_unrelated_fact_stands_only_when_the_user_named_it(
+    scripted_llm: ScriptedLLM, llm: LLMClient
+) -> None:
+    # Seen with the 1.5B model: "J'ai rendez-vous chez le psychologue tous les mardis à 18h." and
+    # UPDATE "lives in Lille" -> "has an appointment with the psychologist on Tuesdays at 6 PM":
+    # where the user lived was lost. An UPDATE that shares nothing with the old fact stands only
+    # when the message names the old one ("I quit Hartley's and started at the Royal Mint").
+    existing = [("lille", "The user lives in Lille"),
+                ("job", "The user works as a bookkeeper at Hartley & Sons")]
+    psych = "The user has an appointment with the psychologist every Tuesday at 6 PM"
+    scripted_llm.script(RECONCILE_CALL, json.dumps([{"event": "UPDATE", "id": "0", "text": psych}]), times=1)
+    result = reconcile(llm, [psych], existing, "J'ai rendez-vous chez le psychologue tous les mardis à 18h.")
+    assert [(d.event, d.text) for d in result.decisions] == [("ADD", psych)]
+    mint = "The user started at the Royal Mint on Monday"
+    scripted_llm.script(RECONCILE_CALL, json.dumps([{"event": "UPDATE", "id": "1", "text": mint}]))
+    result = reconcile(llm, [mint], existing, "Big news: I quit Hartley's and started at the Royal Mint!")
+    assert [(d.event, d.text, d.target_id) for d in result.decisions] == [("UPDATE", mint, "job")]
+
+
 def test_reconcile_never_replaces_the_users_fact_with_someone_elses(
     scripted_llm: ScriptedLLM, llm: LLMClient
 ) -> None:

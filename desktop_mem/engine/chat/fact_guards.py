@@ -308,16 +308,22 @@ def subject(fact: str) -> str:
     return "user"
 
 
-def same_topic(old: str, new: str) -> bool:
+def same_topic(old: str, new: str, said: str = "") -> bool:
     """Whether an UPDATE of ``old`` by ``new`` may stand: the same person ("The user's sister
     lives in Paris" never replaces "The user lives in Berlin"), and a shared content word or
     topic group. These English word groups are a hint, not the gate: when they know nothing of
-    the new fact's topic ("started at the Royal Mint on Monday" after "works as a bookkeeper at
-    Hartley & Sons"), the model's UPDATE stands."""
+    the new fact's topic, the model's UPDATE stands if the user's message (``said``) names the
+    old fact ("started at the Royal Mint on Monday" after "works as a bookkeeper at Hartley &
+    Sons", from "I handed in my notice at Hartley's ..."), and never otherwise: "has an
+    appointment with the psychologist on Tuesdays" replaced "lives in Lille"."""
     if subject(old) != subject(new):
         return False
     a, b = stems(old), stems(new)
-    return bool(a & b) or bool(_topics(a) & _topics(b)) or not _topics(b)
+    if a & b or _topics(a) & _topics(b):
+        return True
+    said_words = {w.casefold() for w in _WORD.findall(said.replace("’", "'"))}
+    named = [n for n in specifics(old) if len(n) >= 3 and not n.isdigit()]
+    return not _topics(b) and any(any(w.startswith(n[:5]) for w in said_words) for n in named)
 
 
 _TOPIC_WORDS = frozenset(w for group in _TOPIC_STEMS for w in group)

@@ -107,7 +107,7 @@ def _resolve(
         if event == Decision.UPDATE:
             if source is None or fold(source) in written:
                 continue  # text the user never stated: the old fact stays
-            if not fact_guards.same_topic(old, source):
+            if not fact_guards.same_topic(old, source, user_message):
                 covered.discard(fold(found[1]) if found else "")
                 continue  # an unrelated memory; the new fact is ADDed below
             if fold(source) == fold(old) or fact_guards.vaguer(old, source, user_message):
