@@ -730,3 +730,19 @@ def test_another_persons_fact_is_kept_when_the_model_names_them_other_person() -
                               _RawFact("Paco is a tortoise", "other person")], said, said, english=False)
     assert [f.text for f in facts] == ["Manolo is a tortoise"]
     assert [why for _f, why in rejected] == ["a person the user did not name (other person)"]
+
+
+def test_a_name_corrected_but_read_as_a_forget_of_the_old_name_corrects_it(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "Je me suis trompé tout à l'heure, ma femme s'appelle Claude,
+    pas Claire." came back as a forget of "Claire" beside "The user's wife is called Claude":
+    Claire was forgotten and Claude never stored."""
+    for text in ("The user's wife is called Claire", "The user likes rugby"):
+        chat_engine.add(text, conversation_id="global", role="memory")
+    claude = _fact("The user's wife is called Claude")
+    scripted_llm.script(*_understood("Claude", {"language": "fr", "asks_to_forget": True,
+                                                "forget": ["Claire"], "facts": [claude]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "wife", "Je me suis trompé tout à l'heure, ma femme s'appelle Claude, pas Claire.")
+    assert _live(chat_engine) == ["The user likes rugby", "The user's wife is called Claude"]

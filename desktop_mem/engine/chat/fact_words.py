@@ -111,15 +111,19 @@ def number_changed(text: str, live: Sequence[F], *, names_decide: bool = False) 
     return old, merged
 
 
-def name_changed(text: str, live: Sequence[F], said: str, said_facts: Sequence[str]) -> F | None:
+def name_changed(
+    text: str, live: Sequence[F], said: str, said_facts: Sequence[str], *, min_words: int = 2,
+) -> F | None:
     """The one live fact that ``text`` says again with other names, when the user's message
     (``said``) names the old one too and none of its facts (``said_facts``) keeps it: "works as a
     cook at Lufthansa" updates "works as a cook at Hotel Adler" after "ich habe beim Hotel Adler
     gekündigt und arbeite jetzt bei der Lufthansa". The same words but the names, numbers equal.
     A second dog (the first one's name unsaid) or a second city the user visited (a fact of the
-    message keeps it) leaves the old fact alone. Words and names only: any language."""
+    message keeps it) leaves the old fact alone; so does a fact of fewer than ``min_words``
+    words beside its names ("wife ... Claude"), unless the caller knows more. Words and names
+    only: any language."""
     new_numbers, new_names, new_words = _parts(text)
-    if not new_names or len(new_words) < 2:
+    if not new_names or len(new_words) < min_words:
         return None
     words_said = words_of(said)
     kept = words_of(" ".join(said_facts))

@@ -35,6 +35,7 @@ from desktop_mem.engine.chat.fact_words import (
     WORD,
     fold_word,
     found,
+    name_changed,
     names_and_numbers,
     near,
     number_changed,
@@ -139,33 +140,7 @@ def understand(
     if forget is not None and not forget:
         forget = None
     if forget and hint is None:
-        # facts holding a name or number of this very message that the forget does not name:
-        # news or a correction, not a forget ("j'ai quitté le Café Olympe, je travaille chez
-        # Airbus" and "Pieter is 5, niet 6" were read as forgets by the 1.5B model, and the new
-        # job and age were lost). What the forget named is what they correct.
-        # (only a bare "forget that", or facts about what the forget names: a plan read as a
-        # forget of something else stays a forget, which names nothing and deletes nothing)
-        # A fact that only says again what memory holds is not news: it is what the model
-        # took the forget to be about ("quitté le Café Olympe" came back as the old job beside
-        # the new one, and the old one then kept the new one from replacing it).
-        said, named = words_of(text), words_of(" ".join(forget))
-        held = {k.casefold() for k in known}
-        news = [f for f in facts if (names_and_numbers(f"x {f.text}") & said) - named
-                and (not named or names_and_numbers(f"x {f.text}") & named) and f.text.casefold() not in held]
-        if news:
-            old = next((p for p in forget if p), "")
-            facts = [f if f.replaces or not old else replace(f, replaces=old[:MAX_FACT_CHARS]) for f in news]
-            forget = None
-    if forget and hint is None:
-        # what the forget names is a fact memory holds with another number: a correction
-        # ("Foutje van mij: Pieter is 5, niet 6" came back as a forget of "Pieter is 5")
-        said = words_of(text)
-        fixes = [c for p in forget if p and all(found(w, said) for w in names_and_numbers(f"x {p}"))
-                 and (c := number_changed(p, [_RawFact(k) for k in known], names_decide=True))]
-        if len(fixes) == 1:
-            old_fact, corrected = fixes[0]
-            facts = [ExtractedFact(corrected, kind_of(corrected), "llm", replaces=old_fact.text)]
-            forget = None
+        facts, forget = _read_as_forget(facts, forget, text, known)
     restated: tuple[str, ...] = ()
     if forget is not None:
         # a request to forget states nothing new (what it names is not a fact to keep)
@@ -173,6 +148,43 @@ def understand(
         facts = []
     return Understood(tuple(facts[:MAX_FACTS]), tuple(forget[:MAX_FORGET]) if forget is not None else None,
                       parsed.language, None, tuple(rejected), by_model=True, restated=restated)
+
+
+def _read_as_forget(
+    facts: list[ExtractedFact], forget: list[str], text: str, known: Sequence[str],
+) -> tuple[list[ExtractedFact], list[str] | None]:
+    """(facts, forget) of a message the model read as a forget that is news or a correction
+    (the forget then None): the 1.5B model read "j'ai quitté le Café Olympe, je travaille chez
+    Airbus", "Pieter is 5, niet 6" and "ma femme s'appelle Claude, pas Claire" as forgets, and the
+    new job, age and name were lost.
+
+    - Facts holding a name or number of this very message that the forget does not name are
+      news; what the forget named is what they correct. Only a bare "forget that", or facts
+      about what the forget names: a plan read as a forget of something else stays a forget,
+      which names nothing and deletes nothing. A fact that only says again what memory holds
+      is not news: it is what the model took the forget to be about.
+    - A fact memory holds with other names the message also names, or a forget naming a fact
+      memory holds with another number, corrects that fact."""
+    said, named = words_of(text), words_of(" ".join(forget))
+    held = {k.casefold() for k in known}
+    news = [f for f in facts if (names_and_numbers(f"x {f.text}") & said) - named
+            and (not named or names_and_numbers(f"x {f.text}") & named) and f.text.casefold() not in held]
+    if news:
+        old = next((p for p in forget if p), "")
+        return [f if f.replaces or not old else replace(f, replaces=old[:MAX_FACT_CHARS]) for f in news], None
+    stored = [_RawFact(k) for k in known]
+    # (the forget names the old name itself: a short fact is enough to go by)
+    renamed = [(f, old) for f in facts if (old := name_changed(f.text, stored, text, [], min_words=1))
+               and names_and_numbers(f"x {old.text}") & named]
+    if len(renamed) == 1:
+        fact, old_fact = renamed[0]
+        return [replace(fact, replaces=old_fact.text)], None
+    fixes = [c for p in forget if p and all(found(w, said) for w in names_and_numbers(f"x {p}"))
+             and (c := number_changed(p, stored, names_decide=True))]
+    if len(fixes) == 1:
+        old_fact, corrected = fixes[0]
+        return [ExtractedFact(corrected, kind_of(corrected), "llm", replaces=old_fact.text)], None
+    return facts, forget
 
 
 def _ask(llm: ChatModel, messages: list[Message]) -> _Answer:
