@@ -746,3 +746,16 @@ def test_a_name_corrected_but_read_as_a_forget_of_the_old_name_corrects_it(
     _script_rest(scripted_llm)
     _tell(chat_engine, "wife", "Je me suis trompé tout à l'heure, ma femme s'appelle Claude, pas Claire.")
     assert _live(chat_engine) == ["The user likes rugby", "The user's wife is called Claude"]
+
+
+def test_a_clause_of_the_message_copied_is_no_fact() -> None:
+    """Seen with the 1.5B model: "Das mit meinen Schulden ist mir peinlich, also merk dir das
+    bitte nicht." gave the fact "Das mit meinen Schulden ist mir peinlich", which then counted as
+    news beside the forget (German capitalises nouns) and was stored; the debts stayed live."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground
+
+    said = "Das mit meinen Schulden ist mir peinlich, also merk dir das bitte nicht."
+    facts, rejected = ground([_RawFact("Das mit meinen Schulden ist mir peinlich"),
+                              _RawFact("The user has debts")], said, said, english=False)
+    assert [f.text for f in facts] == ["The user has debts"]
+    assert [why for _f, why in rejected] == ["the message copied, not a fact"]

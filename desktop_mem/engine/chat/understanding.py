@@ -471,7 +471,9 @@ def _ungrounded(
 
 
 def copied(fact: str, message: str) -> bool:
-    """Whether ``fact`` is the message (or most of it) word for word, perhaps behind "The user"."""
+    """Whether ``fact`` is the message (or most of it, or a clause of five words or more) word
+    for word, perhaps behind "The user": "Das mit meinen Schulden ist mir peinlich" from "Das
+    mit meinen Schulden ist mir peinlich, also merk dir das bitte nicht" is no English fact."""
     words = [w.casefold() for w in WORD.findall(fact)]
     if words[:2] == ["the", "user"]:
         words = words[2:]
@@ -479,7 +481,7 @@ def copied(fact: str, message: str) -> bool:
     if len(words) < 3:
         return False
     joined, whole = " ".join(words), " ".join(said)
-    return joined in whole and len(words) >= 0.6 * len(said)
+    return f" {joined} " in f" {whole} " and (len(words) >= 0.6 * len(said) or len(words) >= 5)
 
 
 _SENTENCE_ENDS = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
