@@ -174,8 +174,8 @@ def _read_as_forget(
         return [f if f.replaces or not old else replace(f, replaces=old[:MAX_FACT_CHARS]) for f in news], None
     stored = [_RawFact(k) for k in known]
     # (the forget names the old name itself: a short fact is enough to go by)
-    renamed = [(f, old) for f in facts if (old := name_changed(f.text, stored, text, [], min_words=1))
-               and names_and_numbers(f"x {old.text}") & named]
+    renamed = [(f, was) for f in facts if (was := name_changed(f.text, stored, text, [], min_words=1))
+               and names_and_numbers(f"x {was.text}") & named]
     if len(renamed) == 1:
         fact, old_fact = renamed[0]
         return [replace(fact, replaces=old_fact.text)], None
