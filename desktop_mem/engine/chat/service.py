@@ -288,7 +288,7 @@ class ChatService:
             in_transcript=in_transcript, summary_stale=read.summary_stale, masked=len(read.masked),
             forget=tuple(m.id for m in forget), understood=understood, unclear=tuple(m.id for m in unclear),
         )
-        return Prepared(used, context)
+        return Prepared(used, context, memory)
 
     def _stream(
         self, prepared: Prepared, on_token: TokenCallback | None, on_used: UsedCallback | None,
@@ -321,8 +321,12 @@ class ChatService:
         unpublished like the user turn; returns what the write path is handed."""
         conv, used, context = streamed.conversation_id, prepared.used, prepared.context
         model = self.llm.endpoint.model
-        reply, cut = _fit(streamed.text, self.ports.config["store.max_file_bytes"])
-        has_reply = bool(streamed.text.strip())
+        # the turn's in-session memory holds this message (stored on disk before the reply
+        # streamed); the reply joins it, and what this run appended is what the turn records
+        prepared.memory.store({"role": "assistant", "content": streamed.text})
+        said = str(prepared.memory.appended()[-1]["content"] or "")
+        reply, cut = _fit(said, self.ports.config["store.max_file_bytes"])
+        has_reply = bool(said.strip())
         new_summary = context.summary if context.summary_changed and context.summary else None
         notes = list(accepted.notes)
         assistant = summary = None

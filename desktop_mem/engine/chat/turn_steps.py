@@ -16,6 +16,7 @@ from desktop_mem.engine.chat import forgetting, summary_state
 from desktop_mem.engine.chat.chat_types import ChatReply, MemoryUsed
 from desktop_mem.engine.chat.context import INCOMPLETE, MESSAGE_ID, ContextResult
 from desktop_mem.engine.chat.currency import Superseded, superseded_by_turn
+from desktop_mem.engine.chat.memory_interface import MessageMemory
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.index.retrieval import RetrievalOverrides
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, ChatMessage, Memory, Role, StrategyName
@@ -61,10 +62,13 @@ class ConversationRead:
 
 @dataclass(frozen=True)
 class Prepared:
-    """Step 2: what memory the reply uses, and what is sent."""
+    """Step 2: what memory the reply uses, what is sent, and the turn's in-session memory (the
+    004 interface: this message stored in it; step 4 stores the reply and records what it
+    ``appended()``)."""
 
     used: MemoryUsed
     context: ContextResult
+    memory: MessageMemory
 
 
 @dataclass(frozen=True)
