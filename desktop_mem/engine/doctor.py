@@ -66,11 +66,11 @@ class DoctorReport:
                 and not self.index.startswith("cannot"))
 
 
-def _problems(engine: DoctorSource) -> tuple[Problem, ...]:
+def _problems(source: DoctorSource) -> tuple[Problem, ...]:
     """Unreadable files (catalog), links anywhere under entries/ (looked for now: one may have
     arrived since the catalog was read), and what sits in entries/ that is no conversation."""
-    found = {p.path: p for p in [*engine.store.odd_folders(), *engine.store.links()]}
-    found.update({p.path: p for p in engine.problems()})
+    found = {p.path: p for p in [*source.store.odd_folders(), *source.store.links()]}
+    found.update({p.path: p for p in source.problems()})
     return tuple(sorted(found.values(), key=lambda p: p.path))
 
 
@@ -79,27 +79,27 @@ _UNVERSIONED_HINT = ("An ignore rule hides it from git (.git/info/exclude, a glo
                      "restores its own .gitignore when it opens the store for writing.")
 
 
-def _unversioned(engine: DoctorSource, memories: list[Memory]) -> tuple[Problem, ...]:
+def _unversioned(source: DoctorSource, memories: list[Memory]) -> tuple[Problem, ...]:
     """Memory files git ignores: they would never reach the history or another machine (#22)."""
     paths = [m.path for m in memories]
     if not paths:
         return ()
     try:
-        ignored = engine.git.ignored(paths)
+        ignored = source.git.ignored(paths)
     except GitHistoryError:
         return ()
     return tuple(Problem(p, "git ignores this memory file, so it is not versioned or synced",
                          _UNVERSIONED_HINT) for p in sorted(ignored))
 
 
-def _secret_notes(engine: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[str, ...]:
+def _secret_notes(source: DoctorSource, uncommitted: tuple[str, ...]) -> tuple[str, ...]:
     """Uncommitted hand edits held back because they hold a likely secret (never the secret)."""
     notes = []
     for rel in uncommitted:
         if not rel.endswith(".md"):
             continue
         try:
-            memory = engine.store.read(rel)
+            memory = source.store.read(rel)
         except (EngineError, ValueError, OSError):
             continue
         named = in_names(memory)
@@ -146,37 +146,37 @@ def _read_only_fs(path: Path) -> bool:
         return False
 
 
-def examine(engine: DoctorSource) -> DoctorReport:
-    """Check the store behind `engine` (read-only: changes nothing)."""
-    memories = engine.raw.list_memories(include_deleted=True)  # counted, never shown
-    if engine.lock.held:
+def examine(source: DoctorSource) -> DoctorReport:
+    """Check the store behind `source` (read-only: changes nothing)."""
+    memories = source.raw.list_memories(include_deleted=True)  # counted, never shown
+    if source.lock.held:
         lock = "held by this process"
-    elif engine.lock.is_locked_elsewhere():
-        lock = f"held by {describe_holder(read_holder(engine.root))}"
+    elif source.lock.is_locked_elsewhere():
+        lock = f"held by {describe_holder(read_holder(source.root))}"
     else:
         lock = "free"
     uncommitted: tuple[str, ...] = ()
     unversioned: tuple[Problem, ...] = ()
-    if not engine.git.exists():
+    if not source.git.exists():
         git_state = "not a git repository (versioning off or never opened for writing)"
     else:
         try:
-            engine.git.fsck()
+            source.git.fsck()
             read_only = " on a read-only file system: it can be read, not changed" \
-                if _read_only_fs(engine.root) else ""
-            git_state = _cannot_commit(engine.root) or f"ok ({engine.git.count()} commits{read_only})"
-            uncommitted = tuple(engine.git.dirty_paths())
-            unversioned = _unversioned(engine, memories)
+                if _read_only_fs(source.root) else ""
+            git_state = _cannot_commit(source.root) or f"ok ({source.git.count()} commits{read_only})"
+            uncommitted = tuple(source.git.dirty_paths())
+            unversioned = _unversioned(source, memories)
         except GitHistoryError as exc:
             git_state = str(exc)
     return DoctorReport(
-        notes=_secret_notes(engine, uncommitted),
-        store=str(engine.root),
+        notes=_secret_notes(source, uncommitted),
+        store=str(source.root),
         memories=sum(1 for m in memories if not m.deleted),
         deleted=sum(1 for m in memories if m.deleted),
-        problems=(*_problems(engine), *unversioned),
+        problems=(*_problems(source), *unversioned),
         lock=lock,
         git=git_state,
         uncommitted=uncommitted,
-        index=engine.index_status(),
+        index=source.index_status(),
     )

@@ -66,12 +66,12 @@ class Lineage:
         return (*self.earlier, self.current, *self.later)
 
 
-def lineage(engine: HistorySource, memory_id: str, cache: CommitCache | None = None) -> Lineage:
+def lineage(source: HistorySource, memory_id: str, cache: CommitCache | None = None) -> Lineage:
     """The chain of `replaced_by` through `memory_id` (NotFoundError for an unknown id)."""
-    start = engine.get(memory_id)
-    cache = cache if cache is not None else cache_for(engine)
+    start = source.get(memory_id)
+    cache = cache if cache is not None else cache_for(source)
     pointing: defaultdict[str, list[Memory]] = defaultdict(list)
-    for memory in engine.list_memories(include_deleted=True, include_summaries=True):
+    for memory in source.list_memories(include_deleted=True, include_summaries=True):
         if memory.replaced_by:
             pointing[memory.replaced_by].append(memory)
 
@@ -86,7 +86,7 @@ def lineage(engine: HistorySource, memory_id: str, cache: CommitCache | None = N
             cycle = True
             break
         seen.add(target)
-        found = engine.lookup(target)
+        found = source.lookup(target)
         forward.append((target, found, len(forward) + 1))
         if found is None:
             dangling.append(target)
@@ -110,7 +110,7 @@ def lineage(engine: HistorySource, memory_id: str, cache: CommitCache | None = N
         frontier = next_frontier
     backward.sort(key=lambda item: (item[1], item[0].created_at, item[0].path))
 
-    builder = _StepBuilder(engine, cache)
+    builder = _StepBuilder(source, cache)
     earlier = tuple(builder.step(m.id, m, d) for m, d in backward)
     here = builder.step(start.id, start, 0)
     later: list[LineageStep] = []
@@ -125,10 +125,10 @@ def lineage(engine: HistorySource, memory_id: str, cache: CommitCache | None = N
 class _StepBuilder:
     """Finds the commits of each step from the memory's own file history (renames followed)."""
 
-    def __init__(self, engine: HistorySource, cache: CommitCache) -> None:
-        self.engine = engine
+    def __init__(self, source: HistorySource, cache: CommitCache) -> None:
+        self.source = source
         self.cache = cache
-        self.git_ok = bool(engine.config["store.git_versioning"]) and engine.git.exists()
+        self.git_ok = bool(source.config["store.git_versioning"]) and source.git.exists()
 
     def step(
         self, memory_id: str, memory: Memory | None, depth: int, previous: LineageStep | None = None
@@ -155,7 +155,7 @@ class _StepBuilder:
         # git's follow pairs an added fact with any similar removed file, e.g. the fact it replaced.
         try:
             places = layout.both_places(memory.path, memory.conversation_id)
-            log = self.engine.git.log(limit=_FILE_LOG_LIMIT, paths=places)
+            log = self.source.git.log(limit=_FILE_LOG_LIMIT, paths=places)
         except GitHistoryError:
             return None, None
         if not log:
@@ -172,7 +172,7 @@ class _StepBuilder:
         # The file log shows only this file's change: classify the whole commit instead, so an
         # UPDATE is paired with its new fact.
         try:
-            return self.cache.commit(self.engine, raw.sha)
+            return self.cache.commit(self.source, raw.sha)
         except GitHistoryError:
             return None
 

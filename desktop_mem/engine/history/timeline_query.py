@@ -234,23 +234,23 @@ class CommitCache:
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
 
-    def classified(self, engine: HistorySource, raw: RawCommit) -> CommitInfo:
+    def classified(self, source: HistorySource, raw: RawCommit) -> CommitInfo:
         """The classified commit, from the cache or classified now."""
         info = self.get(raw.sha)
         if info is None:
-            info = classify(raw, engine.git.blob)
+            info = classify(raw, source.git.blob)
             self.put(info)
         return info
 
-    def commit(self, engine: HistorySource, sha: str) -> CommitInfo:
+    def commit(self, source: HistorySource, sha: str) -> CommitInfo:
         """One commit by sha (any revision git understands), classified; its files are listed
         by git only if no earlier session kept them (a lineage names an import's commit: 100,000
         files)."""
         info = self.get(sha)
         if info is None:
-            meta = engine.git.commit_info(sha, files=False)
-            known, listed = _resolved(engine, self, [meta])
-            info = known.get(meta.sha) or self.classified(engine, listed[meta.sha])
+            meta = source.git.commit_info(sha, files=False)
+            known, listed = _resolved(source, self, [meta])
+            info = known.get(meta.sha) or self.classified(source, listed[meta.sha])
         return info
 
 
@@ -258,17 +258,17 @@ _CACHES: weakref.WeakKeyDictionary[HistorySource, CommitCache] = weakref.WeakKey
 _CACHES_LOCK = threading.Lock()
 
 
-def cache_for(engine: HistorySource) -> CommitCache:
-    """The commit cache shared by everything that reads this engine's timeline."""
+def cache_for(source: HistorySource) -> CommitCache:
+    """The commit cache shared by everything that reads this source's timeline."""
     with _CACHES_LOCK:
-        cache = _CACHES.get(engine)
+        cache = _CACHES.get(source)
         if cache is None:
-            cache = _CACHES[engine] = CommitCache()
+            cache = _CACHES[source] = CommitCache()
         return cache
 
 
 def timeline_page(
-    engine: HistorySource,
+    source: HistorySource,
     query: TimelineQuery | None = None,
     cursor: TimelineCursor | None = None,
     page_size: int = 50,
@@ -278,14 +278,14 @@ def timeline_page(
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, not {page_size}")
     query = query or TimelineQuery()
-    cache = cache if cache is not None else cache_for(engine)
-    head = engine.git.head() if engine.git.exists() else None
+    cache = cache if cache is not None else cache_for(source)
+    head = source.git.head() if source.git.exists() else None
     if head is None:
         return TimelinePage((), None, 0)
     folders = query.folders()
     if folders is None:
         return TimelinePage((), None, 0)
-    offset = _shifted_offset(engine, cursor, head, folders)
+    offset = _shifted_offset(source, cursor, head, folders)
     found: list[CommitInfo] = []
     scanned = 0
     batch = page_size if not query.filtered else max(page_size, 100)
@@ -297,14 +297,14 @@ def timeline_page(
         # files was 1.2 s of a 1.23 s page).
         # A conversation asked for: git walks only the commits that touch its folders (it prunes
         # the other folders' trees; a scan of every commit listed each one's files: 1.6 s first).
-        raws = engine.git.log(limit=batch, offset=offset, files=False, folders=folders)
-        known, listed = _resolved(engine, cache, [r for r in raws if query.meta_could_match(r)])
+        raws = source.git.log(limit=batch, offset=offset, files=False, folders=folders)
+        known, listed = _resolved(source, cache, [r for r in raws if query.meta_could_match(r)])
         for i, meta in enumerate(raws):
             scanned += 1
             info = known.get(meta.sha)
             raw = listed.get(meta.sha)
             if info is None and raw is not None and query.could_match(raw):
-                info = cache.classified(engine, raw)
+                info = cache.classified(source, raw)
             if info is not None and query.matches(info):
                 found.append(info)
             if len(found) == page_size:
@@ -324,7 +324,7 @@ def timeline_page(
 _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline-background")
 
 
-def _resolved(engine: HistorySource, cache: CommitCache, raws: Sequence[RawCommit]
+def _resolved(source: HistorySource, cache: CommitCache, raws: Sequence[RawCommit]
               ) -> tuple[dict[str, CommitInfo], dict[str, RawCommit]]:
     """For commits read without their files: those already classified (in memory, or bulk commits
     kept on disk), and the others with their files (kept on disk, else listed by git now and
@@ -334,22 +334,22 @@ def _resolved(engine: HistorySource, cache: CommitCache, raws: Sequence[RawCommi
         info = cache.get(raw.sha)
         if info is not None:
             known[raw.sha] = info
-    kept, listed = commit_summaries.load(engine.git, [r for r in raws if r.sha not in known])
+    kept, listed = commit_summaries.load(source.git, [r for r in raws if r.sha not in known])
     for info in kept.values():
         cache.put(info)
     known |= kept
-    new = engine.git.with_files([r.sha for r in raws if r.sha not in known and r.sha not in listed])
+    new = source.git.with_files([r.sha for r in raws if r.sha not in known and r.sha not in listed])
     small: list[RawCommit] = []
     bulk: list[CommitInfo] = []
     for raw in new:
         if timeline.is_bulk(raw):
-            info = known[raw.sha] = cache.classified(engine, raw)
+            info = known[raw.sha] = cache.classified(source, raw)
             bulk.append(info)
         else:
             listed[raw.sha] = raw
             small.append(raw)
     if small or bulk:  # written after the page is handed over
-        _BACKGROUND.submit(_keep, engine.git, small, bulk)
+        _BACKGROUND.submit(_keep, source.git, small, bulk)
     return known, listed
 
 
@@ -364,7 +364,7 @@ def wait_for_background() -> None:
     _BACKGROUND.submit(lambda: None).result()
 
 
-def _shifted_offset(engine: HistorySource, cursor: TimelineCursor | None, head: str,
+def _shifted_offset(source: HistorySource, cursor: TimelineCursor | None, head: str,
                     folders: Sequence[str]) -> int:
     if cursor is None:
         return 0
@@ -373,7 +373,7 @@ def _shifted_offset(engine: HistorySource, cursor: TimelineCursor | None, head: 
     try:
         # Commits made since the cursor was handed out sit on top; skip past them too (counted
         # as the page's log counts them: only those touching `folders`, if any).
-        new = engine.git.count_between(cursor.head, head, folders)
+        new = source.git.count_between(cursor.head, head, folders)
     except Exception:  # noqa: BLE001 - history rewritten under us: keep the plain offset
         return cursor.offset
     return cursor.offset + new
@@ -478,14 +478,14 @@ def _show(value: Any) -> str:
     return dumped.removesuffix("\n...\n").strip()
 
 
-def file_bytes_at(engine: HistorySource, path: str, revision: str) -> bytes | None:
+def file_bytes_at(source: HistorySource, path: str, revision: str) -> bytes | None:
     """A file's exact bytes at a revision, None if it did not exist there.
 
     Read from the commit's tree through GitPython's object database (not `git show`, whose output
     GitPython strips of the final newline), so content hashes match the file on disk.
     """
     try:
-        with engine.git.locked() as repo:
+        with source.git.locked() as repo:
             blob = repo.commit(revision).tree / path
             data: bytes = blob.data_stream.read()
     except (KeyError, ValueError, GitError, ODBError):
@@ -493,10 +493,10 @@ def file_bytes_at(engine: HistorySource, path: str, revision: str) -> bytes | No
     return data
 
 
-def event_bytes(engine: HistorySource, event: TimelineEvent) -> tuple[bytes | None, bytes | None]:
+def event_bytes(source: HistorySource, event: TimelineEvent) -> tuple[bytes | None, bytes | None]:
     """The file before and after an event (None for a side that did not exist), for the diff view."""
-    old = file_bytes_at(engine, event.old_path, f"{event.commit}^") if event.old_path else None
-    new = None if event.hard_delete else file_bytes_at(engine, event.path, event.commit)
+    old = file_bytes_at(source, event.old_path, f"{event.commit}^") if event.old_path else None
+    new = None if event.hard_delete else file_bytes_at(source, event.path, event.commit)
     return old, new
 
 

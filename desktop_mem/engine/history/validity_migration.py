@@ -27,11 +27,11 @@ SUBJECT = "Record when each fact was true (valid_from / valid_to)"
 MARKER = Path("desktop_mem") / "validity-migrated"
 
 
-def needs_migration(engine: HistorySource) -> bool:
+def needs_migration(source: HistorySource) -> bool:
     """True for a versioned store made before validity whose migration has not run here."""
-    if not engine.config["store.git_versioning"] or not engine.git.exists():
+    if not source.config["store.git_versioning"] or not source.git.exists():
         return False
-    return not (engine.root / ".git" / MARKER).exists()
+    return not (source.root / ".git" / MARKER).exists()
 
 
 def mark_done(root: Path) -> None:
@@ -44,8 +44,8 @@ def mark_done(root: Path) -> None:
 class _MovesIntoDeleted:
     """When each file in a deleted/ folder got there, read from git once, on first need."""
 
-    def __init__(self, engine: HistorySource) -> None:
-        self._engine = engine
+    def __init__(self, source: HistorySource) -> None:
+        self._source = source
         self._added: dict[str, datetime] | None = None
 
     def at(self, path: str) -> datetime | None:
@@ -53,13 +53,13 @@ class _MovesIntoDeleted:
             return None
         if self._added is None:
             try:
-                self._added = self._engine.git.last_added(layout.ENTRIES)
+                self._added = self._source.git.last_added(layout.ENTRIES)
             except GitHistoryError:
                 self._added = {}
         return self._added.get(path)
 
 
-def missing_validity(engine: HistorySource, memory: Memory,
+def missing_validity(source: HistorySource, memory: Memory,
                      moves: _MovesIntoDeleted | None = None) -> dict[str, Any]:
     """The front-matter values a fact lacks, derived from its file, its chain and git."""
     if memory.role != Role.MEMORY:
@@ -69,7 +69,7 @@ def missing_validity(engine: HistorySource, memory: Memory,
         since = validity.stated_start(memory.text, memory.created_at) or validity.stamp(memory.created_at)
         updates[validity.VALID_FROM] = validity.for_file(since)
     if memory.deleted and not memory.valid_to:
-        ended = _ended(engine, memory, moves or _MovesIntoDeleted(engine))
+        ended = _ended(source, memory, moves or _MovesIntoDeleted(source))
         begun = validity.start(memory.valid_from) if memory.valid_from else memory.created_at
         if ended < begun:  # a stated start after the deletion: the stated start was wrong for it
             updates.pop(validity.VALID_FROM, None)
@@ -79,34 +79,34 @@ def missing_validity(engine: HistorySource, memory: Memory,
     return updates
 
 
-def _ended(engine: HistorySource, memory: Memory, moves: _MovesIntoDeleted) -> datetime:
+def _ended(source: HistorySource, memory: Memory, moves: _MovesIntoDeleted) -> datetime:
     if memory.deleted_at is not None:
         return memory.deleted_at
     moved = moves.at(memory.path)  # the commit that moved it into deleted/
     if moved is not None:
         return moved
     if memory.replaced_by:
-        successor = engine.lookup(memory.replaced_by)
+        successor = source.lookup(memory.replaced_by)
         if successor is not None:
             return validity.valid_from(successor)
     return memory.updated_at or memory.created_at
 
 
-def migrate_validity(engine: HistorySource) -> str | None:
+def migrate_validity(source: HistorySource) -> str | None:
     """Write the missing validity of every fact in one commit; the commit's sha, or None when
     nothing was missing. Marks the clone as migrated either way."""
-    held = {h.memory_id for h in engine.held_back_files()}
+    held = {h.memory_id for h in source.held_back_files()}
     pending: list[tuple[Memory, dict[str, Any]]] = []
-    moves = _MovesIntoDeleted(engine)
-    for memory in engine.raw.list_memories(role="memory", include_deleted=True):
+    moves = _MovesIntoDeleted(source)
+    for memory in source.raw.list_memories(role="memory", include_deleted=True):
         if memory.id in held:
             continue
-        updates = missing_validity(engine, memory, moves)
+        updates = missing_validity(source, memory, moves)
         if updates:
             pending.append((memory, updates))
     commit = None
     if pending:
-        with engine.writer.transaction(Operation.MIGRATE, SUBJECT,
+        with source.writer.transaction(Operation.MIGRATE, SUBJECT,
                                        trailers={"Migration": "validity"}) as tx:
             for memory, updates in pending:
                 try:
@@ -115,5 +115,5 @@ def migrate_validity(engine: HistorySource) -> str | None:
                     log.warning("validity not recorded for %s: %s", memory.path, exc)
             tx.subject = f"{SUBJECT} for {len(pending)} facts"
         commit = tx.commit
-    mark_done(engine.root)
+    mark_done(source.root)
     return commit

@@ -50,16 +50,16 @@ class ExportResult:
     held_back: tuple[str, ...] = ()  # hand edits left out: a likely secret not answered for yet
 
 
-def export_data(engine: ExportSource, conversation_id: str | None = None) -> dict[str, Any]:
+def export_data(source: ExportSource, conversation_id: str | None = None) -> dict[str, Any]:
     """The JSON export as a dict: format marker, conversations with titles, every memory."""
-    memories = _memories(engine, conversation_id)
+    memories = _memories(source, conversation_id)
     convs = sorted({m.conversation_id for m in memories} | ({conversation_id} if conversation_id else set()))
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": utc_now().isoformat(),
         "conversation": conversation_id,
-        "conversations": [{"id": c, "title": engine.conversation_title(c)} for c in convs],
+        "conversations": [{"id": c, "title": source.conversation_title(c)} for c in convs],
         "memories": [memory_record(m) for m in memories],
     }
 
@@ -87,42 +87,42 @@ def memory_record(m: Memory) -> dict[str, Any]:
 
 
 def export_json(
-    engine: ExportSource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
+    source: ExportSource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
 ) -> ExportResult:
     """Write the JSON export to `output`."""
-    data = export_data(engine, conversation_id)
+    data = export_data(source, conversation_id)
     raw = json.dumps(data, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
     _write_new(Path(output), overwrite, lambda handle: handle.write(raw))
     memories = data["memories"]
     return ExportResult(Path(output), len(memories), sum(1 for m in memories if m["deleted"]),
-                        len(data["conversations"]), _held_paths(engine, conversation_id))
+                        len(data["conversations"]), _held_paths(source, conversation_id))
 
 
 def export_zip(
-    engine: ExportSource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
+    source: ExportSource, output: Path, conversation_id: str | None = None, *, overwrite: bool = False
 ) -> ExportResult:
     """Write a zip of the Markdown tree (entries/ only, or one conversation's folder) + README.txt."""
-    memories = _memories(engine, conversation_id)
-    held = _held_paths(engine, conversation_id)
-    files = [f for f in _plain_files(engine, conversation_id)
-             if f.relative_to(engine.root).as_posix() not in held]
+    memories = _memories(source, conversation_id)
+    held = _held_paths(source, conversation_id)
+    files = [f for f in _plain_files(source, conversation_id)
+             if f.relative_to(source.root).as_posix() not in held]
     scope = f"conversation {conversation_id}" if conversation_id else "the whole store"
 
     def write(handle: Any) -> None:
         with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("README.txt", _README.format(scope=scope, when=utc_now().isoformat()))
             for path in files:
-                archive.write(path, path.relative_to(engine.root).as_posix())
+                archive.write(path, path.relative_to(source.root).as_posix())
 
     _write_new(Path(output), overwrite, write)
     convs = {m.conversation_id for m in memories} | ({conversation_id} if conversation_id else set())
     return ExportResult(Path(output), len(memories), sum(1 for m in memories if m.deleted), len(convs), held)
 
 
-def _plain_files(engine: ExportSource, conversation_id: str | None) -> list[Path]:
+def _plain_files(source: ExportSource, conversation_id: str | None) -> list[Path]:
     """Regular files under entries/ (or one conversation); symbolic links are never followed
     nor archived: one could point at any file of the user's."""
-    folder = engine.store.abspath(f"{ENTRIES}/{conversation_id}") if conversation_id else engine.store.entries
+    folder = source.store.abspath(f"{ENTRIES}/{conversation_id}") if conversation_id else source.store.entries
     if folder.is_symlink() or not folder.is_dir():
         return []
     found: list[Path] = []
@@ -135,19 +135,19 @@ def _plain_files(engine: ExportSource, conversation_id: str | None) -> list[Path
     return sorted(found)
 
 
-def _memories(engine: ExportSource, conversation_id: str | None) -> list[Memory]:
+def _memories(source: ExportSource, conversation_id: str | None) -> list[Memory]:
     if conversation_id is not None:
         validate_conversation_id(conversation_id)
-        if conversation_id not in engine.store.conversations():
+        if conversation_id not in source.store.conversations():
             raise ValidationError(
                 f"there is no conversation {conversation_id!r}; `desktop-mem list` shows the conversations"
             )
-    return engine.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True)
+    return source.list_memories(conversation_id=conversation_id, include_deleted=True, include_summaries=True)
 
 
-def _held_paths(engine: ExportSource, conversation_id: str | None) -> tuple[str, ...]:
+def _held_paths(source: ExportSource, conversation_id: str | None) -> tuple[str, ...]:
     """Files left out of an export: hand edits held back for a likely secret (not answered for)."""
-    return tuple(h.path for h in engine.held_back_files()
+    return tuple(h.path for h in source.held_back_files()
                  if conversation_id is None or h.conversation_id == conversation_id)
 
 

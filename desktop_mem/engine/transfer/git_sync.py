@@ -1,9 +1,9 @@
 """Keep one store on several machines through a git remote (`sync.remote_url`, `sync.branch`).
 
-`sync(engine)`: commit local changes, fetch, merge the remote branch, push. A memory changed on
+`sync(source)`: commit local changes, fetch, merge the remote branch, push. A memory changed on
 both sides is never lost: our version stays in place and theirs becomes a new memory beside it
 (fresh id, `conflict_of: <id>`, `source: import`), so both show in the app and the user picks.
-Everything runs under the engine's writer lock; afterwards the catalog and index follow the files.
+Everything runs under the store's writer lock; afterwards the catalog and index follow the files.
 
 Sync brings memory, nothing else: before anything is merged, the remote tip is replaced by a
 commit on top of it (`_memory_only`) whose tree holds the remote's memory files (plain files
@@ -74,36 +74,36 @@ class SyncResult:
     pushed: bool
 
 
-def sync(engine: TransferSource) -> SyncResult:
+def sync(source: TransferSource) -> SyncResult:
     """Commit, fetch, merge (conflicts kept side by side), push; raises SyncError on failure."""
-    engine.writer.require_writer()
-    url = str(engine.config["sync.remote_url"]).strip()
-    branch = str(engine.config["sync.branch"]).strip() or "main"
+    source.writer.require_writer()
+    url = str(source.config["sync.remote_url"]).strip()
+    branch = str(source.config["sync.branch"]).strip() or "main"
     if not url:
         raise SyncError("no sync remote is set: set sync.remote_url (a git URL or a folder) in the "
                         "settings or with --set sync.remote_url=...")
-    if not engine.config["store.git_versioning"]:
+    if not source.config["store.git_versioning"]:
         raise SyncError("sync needs git versioning: set store.git_versioning to true")
     check_remote(url, branch)
-    repo = engine.git.repo
-    with engine.writer.lock, _quiet_git(repo):
+    repo = source.git.repo
+    with source.writer.lock, _quiet_git(repo):
         _abort_stale_merge(repo)
-        engine.commit_all("Record changes before sync", Operation.SYNC)
+        source.commit_all("Record changes before sync", Operation.SYNC)
         _set_remote(repo, url)
         incoming, outgoing, pushed = 0, 0, True
         paths: list[str] = []
         conflicts: list[SyncConflict] = []
         for attempt in range(1, ATTEMPTS + 1):
-            n, changed, found = _pull(engine, repo, url, branch)
+            n, changed, found = _pull(source, repo, url, branch)
             incoming, conflicts = incoming + n, conflicts + found
             paths += [p for p in changed if p not in paths]
-            if engine.git.head() is None:
+            if source.git.head() is None:
                 pushed = False  # an empty store and an empty remote: nothing to send yet
                 break
             outgoing = _count(repo, f"refs/remotes/{REMOTE}/{branch}..HEAD")
             if _push(repo, url, branch, last=attempt == ATTEMPTS):
                 break
-        _follow_files(engine, paths)
+        _follow_files(source, paths)
     return SyncResult(url, branch, incoming, tuple(paths), outgoing, tuple(conflicts), pushed)
 
 
@@ -183,7 +183,7 @@ def _reason(exc: GitCommandError) -> str:
 
 
 def _pull(
-    engine: TransferSource, repo: git.Repo, url: str, branch: str
+    source: TransferSource, repo: git.Repo, url: str, branch: str
 ) -> tuple[int, list[str], list[SyncConflict]]:
     """Fetch and merge the remote branch; returns (commits in, paths changed, conflicts)."""
     tracking = f"refs/remotes/{REMOTE}/{branch}"
@@ -195,7 +195,7 @@ def _pull(
     except GitCommandError as exc:
         raise SyncError(f"cannot reach the sync remote {url}: {_reason(exc)}. Check sync.remote_url "
                         "and your network; nothing was changed.") from None
-    before = engine.git.head()
+    before = source.git.head()
     incoming = _count(repo, f"{before or ''}..{tracking}", work_only=True)
     if incoming == 0:
         return 0, [], []
@@ -203,7 +203,7 @@ def _pull(
     if before is None:  # a new store: take the remote history; files written here stay untracked
         _git(repo, "reset", "--quiet", "--mixed", theirs)
         _git(repo, "checkout-index", "--all", "--force")
-        engine.commit_all("Record changes made before the first sync", Operation.SYNC)
+        source.commit_all("Record changes made before the first sync", Operation.SYNC)
         return incoming, [p for p in _git(repo, "ls-files", "-z").split("\0") if p], []
     conflicts: list[SyncConflict] = []
     try:
@@ -215,12 +215,12 @@ def _pull(
                             "Run `desktop-mem doctor` and retry.") from None
     copies: list[tuple[str, bytes]] = []
     for path, stages in _unmerged(repo).items():
-        conflicts.append(_keep_both(repo, engine, path, stages, copies))
+        conflicts.append(_keep_both(repo, source, path, stages, copies))
     message = format_message(f"Sync: merge {incoming} commits from {branch}",
                              {"Operation": str(Operation.SYNC), "Conflicts": str(len(conflicts))})
     _git(repo, "commit", "--no-verify", "--quiet", "--allow-empty", "-m", message)
     if copies:
-        conflicts = _write_copies(engine, conflicts, copies)
+        conflicts = _write_copies(source, conflicts, copies)
     changed = _git(repo, "diff", "--name-only", "-z", f"{before}..HEAD").split("\0")
     return incoming, [p for p in changed if p], conflicts
 
@@ -309,18 +309,18 @@ def _unmerged(repo: git.Repo) -> dict[str, dict[int, str]]:
 
 
 def _keep_both(
-    repo: git.Repo, engine: TransferSource, path: str, stages: dict[int, str], copies: list[tuple[str, bytes]]
+    repo: git.Repo, source: TransferSource, path: str, stages: dict[int, str], copies: list[tuple[str, bytes]]
 ) -> SyncConflict:
     """Resolve one path so nothing is lost: ours in place, theirs queued as a separate copy."""
     ours, theirs = stages.get(2), stages.get(3)
     keep = ours or theirs
     assert keep is not None  # an unmerged path has stage 2 or 3
-    data = engine.git.blob(keep) or b""
-    atomic_write(engine.root / path, data)
+    data = source.git.blob(keep) or b""
+    atomic_write(source.root / path, data)
     _git(repo, "add", "--", path)
-    memory_id = _id_of(engine, path, data)
+    memory_id = _id_of(source, path, data)
     if ours and theirs and path.startswith("entries/") and path.endswith(".md"):
-        their_data = engine.git.blob(theirs) or b""
+        their_data = source.git.blob(theirs) or b""
         copies.append((path, their_data))
         return SyncConflict(memory_id, path, None, None, "changed on both machines: both versions kept")
     side = "ours" if ours else "theirs"
@@ -333,31 +333,31 @@ def _keep_both(
     return SyncConflict(memory_id, path, None, None, note)
 
 
-def _id_of(engine: TransferSource, path: str, data: bytes) -> str | None:
+def _id_of(source: TransferSource, path: str, data: bytes) -> str | None:
     try:
-        return engine.store.memory_from_bytes(path, data).id
+        return source.store.memory_from_bytes(path, data).id
     except (FrontMatterError, ValidationError):
         return None
 
 
 def _write_copies(
-    engine: TransferSource, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]]
+    source: TransferSource, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]]
 ) -> list[SyncConflict]:
     """Save the other machine's versions as new memories (conflict_of) in one more commit."""
     saved: dict[str, Memory | str] = {}
     subject = f"Sync conflict: kept both versions of {len(copies)} memories"
-    with engine.writer.transaction(Operation.ADD, subject, publish=False) as tx:
-        result = _save_copies(engine, tx, conflicts, copies, saved)
+    with source.writer.transaction(Operation.ADD, subject, publish=False) as tx:
+        result = _save_copies(source, tx, conflicts, copies, saved)
         tx.trailers["Sync-Conflicts"] = ", ".join(c.memory_id or c.path for c in result if c.their_copy_path)
         tx.publish()
     return result
 
 
 def _save_copies(
-    engine: TransferSource, tx: Transaction, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]],
+    source: TransferSource, tx: Transaction, conflicts: list[SyncConflict], copies: list[tuple[str, bytes]],
     saved: dict[str, Memory | str],
 ) -> list[SyncConflict]:
-    store = engine.store
+    store = source.store
     for path, data in copies:
         try:
             theirs = store.memory_from_bytes(path, data)
@@ -411,8 +411,8 @@ def _push(repo: git.Repo, url: str, branch: str, *, last: bool) -> bool:
                         "committed locally; check the remote and run sync again.") from None
 
 
-def _follow_files(engine: TransferSource, paths: list[str]) -> None:
+def _follow_files(source: TransferSource, paths: list[str]) -> None:
     """Bring catalog and index in step with what the merge changed on disk."""
     if paths:
-        engine.apply_external_changes(paths)
-    engine.refresh()
+        source.apply_external_changes(paths)
+    source.refresh()

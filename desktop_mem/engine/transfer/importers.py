@@ -138,7 +138,7 @@ class ImportResult:
 
 
 def plan_import(
-    engine: TransferSource, path: Path, fmt: str | None = None, *, extract: bool = False,
+    source: TransferSource, path: Path, fmt: str | None = None, *, extract: bool = False,
     secrets: str | None = None,
 ) -> ImportPlan:
     """Read `path` (format sniffed unless given) and say what importing it would add.
@@ -170,13 +170,13 @@ def plan_import(
     if len(entries) > MAX_IMPORT_ENTRIES:
         raise ImportFileError(f"{path} holds {len(entries):,} entries, over the limit of "
                               f"{MAX_IMPORT_ENTRIES:,} per import; split it")
-    policy = secrets or str(engine.config["security.secrets"])
+    policy = secrets or str(source.config["security.secrets"])
     titles, entries = apply_secret_policy(titles, entries, policy, notes)
-    return _finish_plan(engine, path, fmt, titles, entries, skipped, notes, extract)
+    return _finish_plan(source, path, fmt, titles, entries, skipped, notes, extract)
 
 
 def _finish_plan(
-    engine: TransferSource, path: Path, fmt: str, titles: dict[str, str], entries: list[Entry],
+    source: TransferSource, path: Path, fmt: str, titles: dict[str, str], entries: list[Entry],
     skipped: list[Skipped], notes: list[str], extract: bool,
 ) -> ImportPlan:
     fresh: list[Entry] = []
@@ -184,9 +184,9 @@ def _finish_plan(
     summaries: set[str] = set()
     present = 0
     for e in entries:
-        problem = entry_problem(engine.store, e)
+        problem = entry_problem(source.store, e)
         # raw: a held-back id is taken too
-        stored = None if problem or e.id in seen else engine.raw.lookup(e.id)
+        stored = None if problem or e.id in seen else source.raw.lookup(e.id)
         if problem:
             skipped.append(Skipped(_where(e), problem))
         elif e.id in seen:  # never dropped in silence, never called "already in the store"
@@ -198,8 +198,8 @@ def _finish_plan(
         elif stored is not None:
             present += 1
         elif e.role == Role.SUMMARY and (e.conversation_id in summaries
-                                      or _has_summary(engine, e.conversation_id)):
-            current = engine.raw.summary(e.conversation_id)
+                                      or _has_summary(source, e.conversation_id)):
+            current = source.raw.summary(e.conversation_id)
             if current is not None and current.text == e.text:
                 present += 1
             else:  # never replaced silently: the user keeps the current one and is told
@@ -210,16 +210,16 @@ def _finish_plan(
             summaries.update([e.conversation_id] if e.role == Role.SUMMARY else [])
             fresh.append(e)
     # A title is written only for a conversation that has none yet (never overwrite the user's).
-    new_titles = {c: t for c, t in titles.items() if not engine.store.conversation_meta(c).get("title")}
+    new_titles = {c: t for c, t in titles.items() if not source.store.conversation_meta(c).get("title")}
     return ImportPlan(path, fmt, new_titles, tuple(fresh), tuple(skipped), present, tuple(notes), extract)
 
 
-def _has_summary(engine: TransferSource, conversation_id: str) -> bool:
+def _has_summary(source: TransferSource, conversation_id: str) -> bool:
     """On disk, not only in the catalog: a summary written a moment ago must never be replaced."""
-    if engine.raw.summary(conversation_id) is not None:
+    if source.raw.summary(conversation_id) is not None:
         return True
     try:
-        return os.path.lexists(engine.store.abspath(f"entries/{conversation_id}/summaries/summary.md"))
+        return os.path.lexists(source.store.abspath(f"entries/{conversation_id}/summaries/summary.md"))
     except ValidationError:
         return True  # a linked folder: the write would be refused anyway
 
@@ -415,7 +415,7 @@ def _load_json(raw: bytes, path: Path) -> Any:
 
 
 def apply_import(
-    engine: TransferSource, plan: ImportPlan, progress: Progress | None = None, llm: ChatModel | None = None,
+    source: TransferSource, plan: ImportPlan, progress: Progress | None = None, llm: ChatModel | None = None,
     *, batch_size: int = IMPORT_BATCH,
 ) -> ImportResult:
     """Write the plan's entries (+ extracted facts if the plan asks), one commit per batch of
@@ -426,14 +426,14 @@ def apply_import(
     once, before its commit (durable_batch), not file by file. An import that was killed is
     finished by running it again: what is on disk is left out (ids are stable), the rest written.
     """
-    engine.writer.require_writer()
+    source.writer.require_writer()
     entries = list(plan.entries)
     notes = list(plan.notes)
     if plan.extract:
-        facts, note = _extract(engine, entries, llm)
+        facts, note = _extract(source, entries, llm)
         entries += facts
         notes += [note] if note else []
-    todo = [e for e in entries if engine.raw.lookup(e.id) is None]
+    todo = [e for e in entries if source.raw.lookup(e.id) is None]
     size = max(1, batch_size)
     parts = [todo[i:i + size] for i in range(0, len(todo), size)] or [[]]
     written: list[Memory] = []
@@ -442,14 +442,14 @@ def apply_import(
     for n, part in enumerate(parts, 1):
         # One transaction per batch: if a write fails, every file of the batch is put back as it was.
         with _says_what_was_saved(n, len(parts), len(written), len(todo), list(commits)), \
-                engine.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
+                source.writer.transaction(Operation.IMPORT, trailers={"Import-Format": plan.format},
                                           publish=False) as tx:
-            with durable_batch(engine.root):
+            with durable_batch(source.root):
                 if n == 1:
                     for conv, title in plan.titles.items():
-                        if not engine.store.conversation_meta(conv).get("title"):
+                        if not source.store.conversation_meta(conv).get("title"):
                             tx.write_conversation_meta(
-                                conv, {**engine.store.conversation_meta(conv), "title": title})
+                                conv, {**source.store.conversation_meta(conv), "title": title})
                 for entry in part:
                     _write(tx, entry)
                     done += 1
@@ -518,10 +518,10 @@ def _write(tx: Transaction, e: Entry) -> Memory:
     return tx.rewrite(tomb, {"deleted_at": e.deleted_at})
 
 
-def _extract(engine: TransferSource, entries: list[Entry], llm: ChatModel | None) -> tuple[list[Entry], str]:
+def _extract(source: TransferSource, entries: list[Entry], llm: ChatModel | None) -> tuple[list[Entry], str]:
     """Facts from every imported user turn (the write path's extraction), ids stable per turn."""
-    if llm is None and engine.config["llm.base_url"]:
-        llm = engine.memory_llm
+    if llm is None and source.config["llm.base_url"]:
+        llm = source.memory_llm
     facts: list[Entry] = []
     failures = 0
     for turn in (e for e in entries if e.role == Role.USER):
