@@ -209,6 +209,9 @@ def test_a_chat_in_a_project_files_its_work_in_the_project(
     scripted_llm.script(is_chat, "Noted.")
     chat_engine.chat("orders", "I live in Ghent; today I'm moving the orders table to Postgres 16.")
     assert chat_engine.wait_idle(30)
+    # the memory model is told the chat is in the project, so the work it hears of is the project's
+    reads = [r for r in scripted_llm.chat_requests if FACTS in json.dumps(r.body["messages"][0])]
+    assert 'the project "shop"' in reads[0].body["messages"][-1]["content"]
     placed = {m.text: m.conversation_id for m in chat_engine.list_memories(role="memory")}
     assert placed == {task: shop, "The user lives in Ghent": "global"}
     assert task in {r.memory.text for r in chat_engine.search("orders table", conversation_id="billing")}

@@ -38,6 +38,7 @@ from desktop_mem.engine.chat.write_progress import (
 )
 from desktop_mem.engine.index.retrieval import SearchFilters
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Decision, Memory, Role
+from desktop_mem.engine.store.projects import project_name
 from desktop_mem.engine.store.secrets_scan import REDACTED_PREFIX, describe
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,8 @@ def _decide(
         before = transcript[:at]
         live = [m for m in _facts(snap, conv, project=ports.conversation_project(conv)) if not m.deleted]
         understood = understand_turn(llm, turn.user.text,
-                                     [(str(m.role), snap.for_prompt(m).text) for m in before], live)
+                                     [(str(m.role), snap.for_prompt(m).text) for m in before], live,
+                                     project_name(ports.conversation_project(conv)))
         if understood.asks_forget and not turn.forget:
             previous = [m for m in before if m.role == Role.USER]
             named = forget_named(ports.search, conv, live, understood, turn.user.text,

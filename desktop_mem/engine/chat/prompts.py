@@ -117,6 +117,10 @@ EXAMPLE_FACTS: Final[dict[str, str]] = {
     "The user is planning a ski trip to Zermatt in March": "zermatt",
 }
 
+# Before the message when the chat is in a project (store/projects.py): its work is the project's.
+PROJECT_LINE: Final = ('This chat is about the project "{project}": what the user says about that '
+                       'work goes in "task".')
+
 FACT_USER_TEMPLATE: Final = """\
 LAST message: {message}
 Answer with JSON only."""

@@ -63,6 +63,7 @@ from desktop_mem.engine.models import (
     utc_now,
 )
 from desktop_mem.engine.store.conversation_ids import validate_conversation_id
+from desktop_mem.engine.store.projects import project_name
 
 if TYPE_CHECKING:
     from desktop_mem.engine.config import Config
@@ -269,7 +270,7 @@ class ChatService:
         # What the message asks of memory is read once, here (one model call, the one that
         # extracted facts before): the reply is told what a forget does, and the write path
         # applies what was read (TurnRecord.understood), without reading it again.
-        understood = self._understand(message, read.prompt_turns, read.masked, read.live) if (
+        understood = self._understand(conv, message, read.prompt_turns, read.masked, read.live) if (
             understand and cfg["memory.extract_facts"]) else None
         forget, unclear = self._forget_targets(conv, message, understood, read.live, read.own)
         note = None
@@ -356,13 +357,16 @@ class ChatService:
     # ------------------------------------------------------------- internals
 
     def _understand(
-        self, message: str, turns: Sequence[Memory], masked: Mapping[str, str], live: Sequence[Memory]
+        self, conv: str, message: str, turns: Sequence[Memory], masked: Mapping[str, str],
+        live: Sequence[Memory],
     ) -> Understood:
         """What `message` asks of memory, read with the turns before it (as the model is sent
-        them: what was forgotten masked) and what memory holds about the names it mentions."""
+        them: what was forgotten masked), what memory holds about the names it mentions and the
+        project the conversation is in."""
         llm = self.understand_llm if self.ports.config["llm.base_url"] else None
         recent = [(str(m.role), masked.get(m.id, m.text)) for m in turns if m.role in TURN_ROLES]
-        return understand_turn(llm, message, recent, live)
+        project = project_name(self.ports.conversation_project(conv))
+        return understand_turn(llm, message, recent, live, project)
 
     def _forget_targets(
         self, conv: str, message: str, understood: Understood | None, live: Sequence[Memory],

@@ -99,8 +99,11 @@ class _Answer:
 
 def understand(
     llm: ChatModel | None, message: str, recent: Sequence[tuple[str, str]] = (), known: Sequence[str] = (),
+    project: str | None = None,
 ) -> Understood:
-    """What ``message`` asks of memory. ``recent``: the turns before it, (role, text), oldest
+    """What ``message`` asks of memory. ``project``: the name of the project the chat is in (the
+    model is told, so the work it hears of goes in "task", which is filed in the project).
+    ``recent``: the turns before it, (role, text), oldest
     first; ``known``: live facts about the people and things it names. Without a model (or when
     its answer cannot be read) the pattern rules decide, and ``error`` says so."""
     text = message.strip()[:MAX_MESSAGE_CHARS]
@@ -111,7 +114,7 @@ def understand(
         return _by_patterns(text, hint)
     messages: list[Message] = [
         {"role": "system", "content": prompts.FACT_SYSTEM_PROMPT},
-        {"role": "user", "content": _user_prompt(text, recent, known)},
+        {"role": "user", "content": _user_prompt(text, recent, known, project)},
     ]
     try:
         parsed = _ask(llm, messages)
@@ -255,12 +258,14 @@ def in_english_words(llm: ChatModel, phrases: Sequence[str]) -> list[str]:
 
 def understand_turn(
     llm: ChatModel | None, message: str, recent: Sequence[tuple[str, str]], live: Iterable[Memory],
+    project: str | None = None,
 ) -> Understood:
-    """``understand`` with the context a turn has: the last turns before it (role, text) and the
-    live facts that mention a name or number of the message (what memory holds about them)."""
+    """``understand`` with the context a turn has: the last turns before it (role, text), the
+    live facts that mention a name or number of the message (what memory holds about them), and
+    the project the chat is in (its name), if any."""
     names = names_and_numbers(f"x {message}")
     known = [m.text for m in live if names & words_of(m.text)] if names else []
-    return understand(llm, message, recent[-MAX_RECENT_TURNS:], known)
+    return understand(llm, message, recent[-MAX_RECENT_TURNS:], known, project)
 
 
 def _by_patterns(text: str, hint: str | None) -> Understood:
@@ -284,8 +289,12 @@ def _english(language: str, text: str) -> bool:
     return all(ord(c) < 0x250 for c in text)
 
 
-def _user_prompt(message: str, recent: Sequence[tuple[str, str]], known: Sequence[str]) -> str:
+def _user_prompt(
+    message: str, recent: Sequence[tuple[str, str]], known: Sequence[str], project: str | None = None,
+) -> str:
     parts: list[str] = []
+    if project:
+        parts.append(prompts.PROJECT_LINE.format(project=" ".join(project.split())[:80]))
     turns = [(r, " ".join(t.split())[:MAX_TURN_CHARS]) for r, t in recent[-MAX_RECENT_TURNS:] if t.strip()]
     if turns:
         parts.append("Earlier turns (context only, do not take facts from them):\n"
