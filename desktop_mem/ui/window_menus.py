@@ -1,28 +1,70 @@
 """The main window's menu bar: File, Memories, Edit, Chat, View and Help, and what each item does
 (mostly handing on to the workspace, the store actions or the Help menu's windows). The actions
-others enable or press are kept on the window under their names (`window.sync_action`, ...)."""
+others enable or press are kept on the window under their names (`window.sync_action`, ...).
+The menus know the window only as a `MenuHost`, what they use of it, so this module does not
+import main_window.py, which builds them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QMenuBar, QStackedWidget, QWidget
 
 from desktop_mem.ui.help_menu import show_about, show_connect, show_shortcuts
 
 if TYPE_CHECKING:
-    from desktop_mem.ui.main_window import MainWindow
+    from desktop_mem.engine.config import Config
+    from desktop_mem.ui.store_actions import StoreActions
+    from desktop_mem.ui.task_runner import TaskRunner
+    from desktop_mem.ui.workspace import Workspace
 
 CHAT_TAB, MEMORIES_TAB, SUMMARY_TAB, TIMELINE_TAB = range(4)  # as in workspace.py
+
+
+class MenuHost(Protocol):
+    """What the menus use of the window they are built on (main_window.py's MainWindow)."""
+
+    # the actions others enable or press, set by WindowMenus
+    new_conversation_action: QAction
+    settings_action: QAction
+    sync_action: QAction
+    import_action: QAction
+    reindex_action: QAction
+    tidy_action: QAction
+    find_action: QAction
+    shortcuts_action: QAction
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def runner(self) -> TaskRunner: ...
+    @property
+    def store_actions(self) -> StoreActions: ...
+    @property
+    def stack(self) -> QStackedWidget: ...
+    @property
+    def workspace(self) -> Workspace | None: ...
+
+    def window(self) -> QWidget:
+        """The window as a widget (a top-level widget's window() is itself): the menus' parent."""
+        ...
+
+    def menuBar(self) -> QMenuBar: ...
+    def close(self) -> bool: ...
+    def show_tab(self, tab: int) -> None: ...
+    def open_settings(self, group: str | None = None, prefill: Mapping[str, str] | None = None) -> None: ...
 
 
 class WindowMenus(QObject):
     """Builds the window's menus and answers their items."""
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, window: MenuHost) -> None:
+        widget = window.window()
+        super().__init__(widget)
+        self._widget = widget
         self._window = window
         self._build()
 
@@ -65,7 +107,7 @@ class WindowMenus(QObject):
 
     def _action(self, menu: QMenu, text: str, shortcut: QKeySequence.StandardKey | str | None,
                 slot: object) -> QAction:
-        action = QAction(text, self._window)
+        action = QAction(text, self._widget)
         if shortcut is not None:
             action.setShortcut(QKeySequence(shortcut))
         action.triggered.connect(slot)
@@ -105,15 +147,15 @@ class WindowMenus(QObject):
 
     @Slot()
     def _on_shortcuts_triggered(self) -> None:
-        show_shortcuts(self._window, self._window.menuBar())
+        show_shortcuts(self._widget, self._window.menuBar())
 
     @Slot()
     def _on_connect_triggered(self) -> None:
-        show_connect(self._window, self._window.config.store_path, self._window.runner)
+        show_connect(self._widget, self._window.config.store_path, self._window.runner)
 
     @Slot()
     def _on_about_triggered(self) -> None:
-        show_about(self._window, str(self._window.config.store_path))
+        show_about(self._widget, str(self._window.config.store_path))
 
     @Slot()
     def _on_open_folder_triggered(self) -> None:
