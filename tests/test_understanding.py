@@ -644,7 +644,8 @@ def test_what_the_model_passed_over_in_a_message_that_says_several_things_is_ask
     """Seen with the 1.5B model: "I'm 38, I teach chemistry at a school in Derby and I have twin
     boys, Finn and Oscar" gave the age and the job; the boys were lost. The model is asked once
     more about the names it passed over, and its new facts are grounded like the first ones
-    (an invented name is not stored; what repeats a taken fact is not stored twice)."""
+    (an invented name is not stored; what repeats a taken fact is not stored twice). The reply
+    does not wait for that second call."""
     said = "I'm 38, I teach chemistry at a school in Derby and I have twin boys, Finn and Oscar."
     first = [_fact("The user is 38 years old"), _fact("The user teaches chemistry at a school in Derby")]
     again = [_fact("The user has twin boys named Finn and Oscar"),
@@ -657,6 +658,10 @@ def test_what_the_model_passed_over_in_a_message_that_says_several_things_is_ask
                                   "The user teaches chemistry at a school in Derby"]
     second = [r for r in scripted_llm.chat_requests if "Already taken" in json.dumps(r.body)]
     assert len(second) == 1 and "Finn, Oscar" in second[0].body["messages"][-1]["content"]
+    # the reply waits for the first reading only; the second look is the write path's
+    order = [r for r in scripted_llm.chat_requests
+             if is_chat(r.body) or "Already taken" in json.dumps(r.body)]
+    assert is_chat(order[0].body) and order[1] is second[0]
 
 
 def test_a_fact_said_again_with_other_names_the_user_also_named_updates_the_old_one(

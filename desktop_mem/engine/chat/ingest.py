@@ -26,7 +26,7 @@ from desktop_mem.engine.chat.reconciliation import ReconcileDecision, ReconcileR
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.summary_cleanup import drop_gone, drop_superseded
 from desktop_mem.engine.chat.summary_update import update_summary
-from desktop_mem.engine.chat.understanding import understand_turn
+from desktop_mem.engine.chat.understanding import read_again, understand_turn
 from desktop_mem.engine.chat.write_progress import (
     EXTRACTING,
     RECONCILING,
@@ -129,6 +129,8 @@ def _decide(
                                  previous[-1].id if previous else None, llm)
             turn = replace(turn, forget=tuple(m.id for m in named.clear),
                            unclear=tuple(m.id for m in named.maybe))
+    elif llm is not None:
+        understood = read_again(llm, understood)  # the follow-up calls the reply did not wait for
     if understood.error:
         notes.append(understood.error)
     elif llm is None:

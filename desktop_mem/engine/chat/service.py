@@ -366,7 +366,7 @@ class ChatService:
         llm = self.understand_llm if self.ports.config["llm.base_url"] else None
         recent = [(str(m.role), masked.get(m.id, m.text)) for m in turns if m.role in TURN_ROLES]
         project = project_name(self.ports.conversation_project(conv))
-        return understand_turn(llm, message, recent, live, project)
+        return understand_turn(llm, message, recent, live, project, first_reading=True)
 
     def _forget_targets(
         self, conv: str, message: str, understood: Understood | None, live: Sequence[Memory],

@@ -75,10 +75,24 @@ class Understood:
     # with a forget: what the model restated of the message in the stored facts' language (its
     # "facts", never stored): searched when the user's own words find nothing across languages
     restated: tuple[str, ...] = ()
+    # a first reading (before the reply, which waits for it): what ``read_again`` needs to take
+    # a second look and to ground the model's English in the message's translation
+    follow_up: FollowUp | None = field(default=None, compare=False, repr=False)
 
     @property
     def asks_forget(self) -> bool:
         return self.forget is not None
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A first reading's question and what grounds its answer, for the follow-up calls."""
+
+    messages: tuple[Message, ...]
+    text: str
+    context: str
+    english: bool
+    raw: tuple[_RawFact, ...]
 
 
 @dataclass(frozen=True)
@@ -99,13 +113,17 @@ class _Answer:
 
 def understand(
     llm: ChatModel | None, message: str, recent: Sequence[tuple[str, str]] = (), known: Sequence[str] = (),
-    project: str | None = None,
+    project: str | None = None, *, first_reading: bool = False,
 ) -> Understood:
     """What ``message`` asks of memory. ``project``: the name of the project the chat is in (the
     model is told, so the work it hears of goes in "task", which is filed in the project).
     ``recent``: the turns before it, (role, text), oldest
     first; ``known``: live facts about the people and things it names. Without a model (or when
-    its answer cannot be read) the pattern rules decide, and ``error`` says so."""
+    its answer cannot be read) the pattern rules decide, and ``error`` says so.
+
+    ``first_reading``: one model call only (the reply waits for it); the follow-up calls a
+    message may need (its translation, a second look at what was passed over) are left to
+    ``read_again``, which the write path runs in the background."""
     text = message.strip()[:MAX_MESSAGE_CHARS]
     if not text:
         return Understood()
@@ -126,16 +144,10 @@ def understand(
     context = " ".join([text, *(t for _r, t in recent if _r == "user"), *known])
     english = _english(parsed.language, text)
     facts, rejected = ground(parsed.facts, text, context, english=english)
-    if not english and any(why.startswith(UNSAID) for _fact, why in rejected):
-        # the model wrote in English what the user said in their language ("Japanisch" is
-        # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
-        translation = translated(llm, text)
-        if translation:
-            context = f"{context} {translation}"
-            facts, rejected = ground(parsed.facts, text, context, english=english)
     forget = parsed.forget
-    if not forget and hint is None and facts:
-        facts, rejected = _second_look(llm, messages, text, context, english, facts, rejected)
+    follow = FollowUp(tuple(messages), text, context, english, tuple(parsed.facts))
+    if not forget and hint is None and not first_reading:
+        facts, rejected = _follow_up(llm, follow, facts, rejected)
     if forget is None and hint is not None:
         forget = [hint]  # a model (or an older prompt's answer) that said nothing about forgetting
     if forget is not None and not forget and not facts and hint is not None:
@@ -150,7 +162,35 @@ def understand(
         restated = tuple(dict.fromkeys(f.text for f in parsed.facts))[:MAX_FORGET]
         facts = []
     return Understood(tuple(facts[:MAX_FACTS]), tuple(forget[:MAX_FORGET]) if forget is not None else None,
-                      parsed.language, None, tuple(rejected), by_model=True, restated=restated)
+                      parsed.language, None, tuple(rejected), by_model=True, restated=restated,
+                      follow_up=follow if first_reading and forget is None and hint is None else None)
+
+
+def read_again(llm: ChatModel, understood: Understood) -> Understood:
+    """A first reading finished with its follow-up calls (``understand``'s ``first_reading``);
+    any other reading as it is."""
+    follow = understood.follow_up
+    if follow is None:
+        return understood
+    facts, rejected = _follow_up(llm, follow, list(understood.facts), list(understood.rejected))
+    return replace(understood, facts=tuple(facts[:MAX_FACTS]), rejected=tuple(rejected), follow_up=None)
+
+
+def _follow_up(
+    llm: ChatModel, follow: FollowUp, facts: list[ExtractedFact], rejected: list[tuple[str, str]],
+) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
+    """The facts of a message that asks no forget, after the follow-up calls it needs."""
+    context = follow.context
+    if not follow.english and any(why.startswith(UNSAID) for _fact, why in rejected):
+        # the model wrote in English what the user said in their language ("Japanisch" is
+        # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
+        translation = translated(llm, follow.text)
+        if translation:
+            context = f"{context} {translation}"
+            facts, rejected = ground(follow.raw, follow.text, context, english=follow.english)
+    if not facts:
+        return facts, rejected
+    return _second_look(llm, list(follow.messages), follow.text, context, follow.english, facts, rejected)
 
 
 def _read_as_forget(
@@ -258,14 +298,14 @@ def in_english_words(llm: ChatModel, phrases: Sequence[str]) -> list[str]:
 
 def understand_turn(
     llm: ChatModel | None, message: str, recent: Sequence[tuple[str, str]], live: Iterable[Memory],
-    project: str | None = None,
+    project: str | None = None, *, first_reading: bool = False,
 ) -> Understood:
     """``understand`` with the context a turn has: the last turns before it (role, text), the
     live facts that mention a name or number of the message (what memory holds about them), and
     the project the chat is in (its name), if any."""
     names = names_and_numbers(f"x {message}")
     known = [m.text for m in live if names & words_of(m.text)] if names else []
-    return understand(llm, message, recent[-MAX_RECENT_TURNS:], known, project)
+    return understand(llm, message, recent[-MAX_RECENT_TURNS:], known, project, first_reading=first_reading)
 
 
 def _by_patterns(text: str, hint: str | None) -> Understood:
