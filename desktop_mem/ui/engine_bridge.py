@@ -45,10 +45,12 @@ class EngineBridge(QObject):
         self._unsubscribe.append(engine.subscribe_write_progress(self._progress_posted.emit))
 
     def close(self) -> None:
-        """Stop listening (the engine is about to close)."""
+        """Stop listening (the engine is about to close). Events the engine posted before are
+        still queued for this thread: they are dropped, not handed to the closing store's widgets."""
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+        self.blockSignals(True)
 
     @Slot(object)
     def _on_change_posted(self, change: StoreChange) -> None:

@@ -24,13 +24,10 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QVBoxLayout, 
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import StoreLockedError
 from desktop_mem.ui.app_overrides import apply_app_overrides
-from desktop_mem.ui.chat.tool_notice import ToolNotice
 from desktop_mem.ui.engine_bridge import EngineBridge
-from desktop_mem.ui.held_back_notice import HeldBackNotice
 from desktop_mem.ui.help_menu import shortcuts_text
 from desktop_mem.ui.index_opening import IndexOpening
 from desktop_mem.ui.long_operations import LongOperations
-from desktop_mem.ui.memories.review_pane import ReviewBadge
 from desktop_mem.ui.status_bar import StatusBar
 from desktop_mem.ui.store_actions import StoreActions
 from desktop_mem.ui.store_session import (
@@ -43,6 +40,7 @@ from desktop_mem.ui.store_session import (
     finish_open,
     import_panes,
 )
+from desktop_mem.ui.store_widgets import StoreWidgets
 from desktop_mem.ui.task_runner import TaskRunner
 from desktop_mem.ui.welcome_page import WelcomePage, welcome_page
 from desktop_mem.ui.widgets.dialogs import Confirm, ask
@@ -54,6 +52,10 @@ if TYPE_CHECKING:
     # Imported where first used: the engine pulls in chromadb (about a second), which must load on
     # the writer thread after the window is on screen, not before it.
     from desktop_mem.engine.api import MemoryEngine, MemoryPage
+    from desktop_mem.ui.chat.tool_notice import ToolNotice
+    from desktop_mem.ui.held_back_notice import HeldBackNotice
+    from desktop_mem.ui.memories.idle_tidy import IdleTidy
+    from desktop_mem.ui.memories.review_pane import ReviewBadge
     from desktop_mem.ui.workspace import Workspace
 
 DEFAULT_SIZE = QSize(1200, 780)
@@ -98,8 +100,7 @@ class MainWindow(QMainWindow):
         self.engine: MemoryEngine | None = None
         self.bridge: EngineBridge | None = None
         self.workspace: Workspace | None = None
-        self.tool_notice: ToolNotice | None = None
-        self.held_back_notice: HeldBackNotice | None = None
+        self.store_widgets: StoreWidgets | None = None  # the badge, notices and clock of the open store
         self.welcome: WelcomePage | None = None
         self._opening: StoreOpening | None = None  # the open under way, until it is delivered
         self._kept_view: KeptView | None = None  # what to show again after settings reopen the store
@@ -146,9 +147,26 @@ class MainWindow(QMainWindow):
 
     @Slot(int)
     def _on_store_actions_tidy_proposed(self, count: int) -> None:
-        if count and getattr(self, "review_badge", None) is not None:
+        if count and self.review_badge is not None:
             self.review_badge.refresh()
             self.review_badge.open_review()
+
+    # The open store's widgets (None while no store is open): store_widgets.py.
+    @property
+    def review_badge(self) -> ReviewBadge | None:
+        return self.store_widgets.review_badge if self.store_widgets is not None else None
+
+    @property
+    def idle_tidy(self) -> IdleTidy | None:
+        return self.store_widgets.idle_tidy if self.store_widgets is not None else None
+
+    @property
+    def tool_notice(self) -> ToolNotice | None:
+        return self.store_widgets.tool_notice if self.store_widgets is not None else None
+
+    @property
+    def held_back_notice(self) -> HeldBackNotice | None:
+        return self.store_widgets.held_back_notice if self.store_widgets is not None else None
 
     def _restore_state(self) -> None:
         geometry = self._settings.value("window/geometry")
@@ -264,25 +282,12 @@ class MainWindow(QMainWindow):
         self.workspace.memory_activity.connect(self.status.set_memory_activity)
         self.status.cancel_memory_update_requested.connect(self.workspace.chat.cancel_memory_updates)
         self.bridge.store_changed.connect(self.status.on_store_changed)
-        self.tool_notice = ToolNotice(engine, self.runner, self)  # AI tools' (MCP) changes + Undo
-        self.status.addWidget(self.tool_notice)
-        self.bridge.store_changed.connect(self.tool_notice.on_store_changed)
-        self.review_badge = ReviewBadge(engine, self.runner, self)  # review mode: "Review (N)"
-        self.status.addPermanentWidget(self.review_badge)
-        self.bridge.store_changed.connect(self.review_badge.on_store_changed)
         self.workspace.browser.health_bar.tidy_requested.connect(self.store_actions.tidy_up)
-        from desktop_mem.ui.memories.idle_tidy import IdleTidy
-
-        idle = 0 if engine.read_only else int(engine.config["memory.tidy_when_idle_minutes"])
-        self.idle_tidy = IdleTidy(idle, self.store_actions.tidy_up, self)  # off by default
-        self.bridge.store_changed.connect(self.idle_tidy.on_store_changed)
-        # "Redact or keep?" for hand edits holding a likely secret, those found at start first.
-        self.held_back_notice = HeldBackNotice(engine, self.runner, self)
-        self._column.insertWidget(1, self.held_back_notice)
-        self.bridge.secret_held_back.connect(self.held_back_notice.on_held_back)
-        self.bridge.store_changed.connect(self.held_back_notice.on_store_changed)
+        self.store_widgets = widgets = StoreWidgets(engine, self.runner, self.bridge, window=self,
+                                                    status=self.status, column=self._column,
+                                                    tidy_up=self.store_actions.tidy_up)
         for held in opened.held_back:
-            self.held_back_notice.on_held_back(held)
+            widgets.held_back_notice.on_held_back(held)
         self.stack.addWidget(self.workspace)
         splitter = self._settings.value("window/splitter")
         if isinstance(splitter, QByteArray):
@@ -361,20 +366,17 @@ class MainWindow(QMainWindow):
             return
         if self.bridge is not None:
             self.bridge.close()
-        if self.tool_notice is not None:
-            self.status.removeWidget(self.tool_notice)
-            self.tool_notice.deleteLater()
-            self.tool_notice = None
-        if self.held_back_notice is not None:
-            self._column.removeWidget(self.held_back_notice)
-            self.held_back_notice.deleteLater()
-            self.held_back_notice = None
+        if self.store_widgets is not None:
+            self.store_widgets.close()
+            self.store_widgets = None
         self.status.set_engine(None)
         self.runner.submit_write(close_engine, engine, quiet=True)
         self.engine = None
 
     def _drop_pages(self) -> None:
         self.runner.drop_callbacks()  # results still under way must not reach the deleted panes
+        if self.workspace is not None:  # the status bar stays: its Cancel must not reach the old chat
+            self.status.cancel_memory_update_requested.disconnect(self.workspace.chat.cancel_memory_updates)
         for page in (self.workspace, self.welcome):
             if page is not None:
                 self.stack.removeWidget(page)

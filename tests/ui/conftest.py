@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 UI_DIR = Path(__file__).parent
+TIDY_PAIR = "Compare fact A and fact B"  # the tidy-up's question about two facts
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -90,6 +91,40 @@ def open_demo(qtbot: Any, window: Any) -> Any:
     qtbot.waitUntil(lambda: window.stack.currentWidget() is window.workspace, timeout=60000)
     assert window.workspace is not None
     return window.workspace
+
+
+def duplicate_store(make_config: Any, scripted_llm: Any) -> Any:
+    """The config of a store holding one fact twice; the scripted model says the two are the same."""
+    from desktop_mem.engine.facade import MemoryEngine
+
+    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
+    with MemoryEngine(config) as engine:
+        engine.add("The user lives in Utrecht", source="llm")
+        engine.add("The user lives in Utrecht.", source="llm")
+    scripted_llm.script(TIDY_PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
+    return config
+
+
+def open_indexed_window(qtbot: Any, config: Any, tmp_path: Path) -> Any:
+    """A main window (real pools) over `config`'s store, shown, its store and index open (the
+    caller shuts it down)."""
+    from PySide6.QtCore import QSettings
+
+    from desktop_mem.ui.main_window import MainWindow
+    from desktop_mem.ui.task_runner import TaskRunner
+
+    settings = QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(config, TaskRunner(), settings=settings, confirm=lambda *_: True)
+    qtbot.addWidget(win)
+    win.show()
+    try:
+        with qtbot.waitSignal(win.index_ready, timeout=60000), \
+                qtbot.waitSignal(win.store_opened, timeout=30000):
+            win.open_store()
+    except BaseException:
+        win.shutdown()
+        raise
+    return win
 
 
 @pytest.fixture

@@ -6,30 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings
-
-from desktop_mem.engine.facade import MemoryEngine
-from desktop_mem.ui.main_window import MainWindow
-from desktop_mem.ui.task_runner import TaskRunner
-
-PAIR = "Compare fact A and fact B"
+from tests.ui.conftest import duplicate_store, open_indexed_window
 
 
 def test_tidy_up_from_the_menu_opens_its_proposals_in_review_and_the_health_line_counts(
         qtbot: Any, make_config: Any, scripted_llm: Any, tmp_path: Path) -> None:
-    config = make_config(llm__base_url=scripted_llm.base_url, llm__model="test-model", llm__api_key="test")
-    with MemoryEngine(config) as engine:
-        engine.add("The user lives in Utrecht", source="llm")
-        engine.add("The user lives in Utrecht.", source="llm")
-    scripted_llm.script(PAIR, '{"relation": "same", "merged": "The user lives in Utrecht"}')
-    settings = QSettings(str(tmp_path / "ui.ini"), QSettings.Format.IniFormat)
-    win = MainWindow(config, TaskRunner(), settings=settings, confirm=lambda *_: True)
-    qtbot.addWidget(win)
-    win.show()
+    win = open_indexed_window(qtbot, duplicate_store(make_config, scripted_llm), tmp_path)
     try:
-        with qtbot.waitSignal(win.index_ready, timeout=60000), \
-                qtbot.waitSignal(win.store_opened, timeout=30000):
-            win.open_store()
         assert win.workspace is not None
         win.show_tab(1)  # Memories
         health = win.workspace.browser.health_bar

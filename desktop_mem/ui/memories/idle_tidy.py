@@ -33,6 +33,11 @@ class IdleTidy(QObject):
         if self.enabled and change.operation != Operation.REVIEW:
             self._timer.start()
 
+    def stop(self) -> None:
+        """Never run again (the store this clock watched is closing)."""
+        self.enabled = False
+        self._timer.stop()
+
     @property
     def waiting(self) -> bool:
         return self._timer.isActive()

@@ -68,6 +68,12 @@ class ReviewBadge(QPushButton):
             self.dialog.finished.connect(self._on_dialog_finished)
         self.dialog.show()
 
+    def close_review(self) -> None:
+        """Close the review list, if open (its store is closing: an answer would go nowhere)."""
+        if self.dialog is not None:
+            dialog, self.dialog = self.dialog, None
+            dialog.close()  # deletes it (WA_DeleteOnClose)
+
     def _on_dialog_finished(self, _result: int) -> None:
         self.dialog = None
 
