@@ -717,6 +717,9 @@ def test_a_fact_the_model_writes_as_a_question_request_or_what_if_is_none() -> N
                              said, said)
     assert facts == [] and [why for _f, why in rejected] == ["written as a question, request or what-if, "
                                                              "not a fact"]
+    said = "What's the capital of Australia?"  # the question itself, as the model gave it
+    facts, _rejected = ground([_RawFact(said)], said, said)
+    assert facts == []
     said = "Wenn ich Millionär wäre, würde ich ein Haus am Gardasee kaufen. Ich wohne in Ulm."
     facts, _rejected = ground([_RawFact("The user would buy a house at Gardasee if they were millionaires."),
                                _RawFact("The user lives in Ulm")], said, said, english=False)

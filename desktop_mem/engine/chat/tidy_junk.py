@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
+from desktop_mem.engine.chat.fact_words import QUESTION_MARKS, names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import ChatModel, Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.understanding import asks_only, copied
 from desktop_mem.engine.models import Memory, Role
@@ -30,9 +30,6 @@ log = logging.getLogger(__name__)
 
 BATCH = 10
 MODEL_MADE = ("llm", "pattern", "mcp", "import")
-# Question marks of the world's scripts (punctuation, not words: the rule is the same in any
-# language): Latin/Cyrillic/Greek-in-practice, fullwidth, Arabic, Armenian, Ethiopic, inverted.
-QUESTION_MARKS = frozenset("?？؟՞፧⸮‽⁇⁈⁉¿")
 
 
 def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
