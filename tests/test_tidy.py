@@ -397,3 +397,26 @@ def test_the_cli_proposes_and_accepts_every_proposal_one_commit_each(make_config
 def _commits_at(root: Any) -> int:
     return int(subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"],
                               capture_output=True, text=True, check=True).stdout)
+
+
+def test_a_summary_gap_written_as_a_what_if_or_a_question_is_not_proposed(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Seen in the long-use run with the 1.5B model: the summary sentence about a lottery joke came
+    back as the fact "If you win the lottery, you might buy a boat." and was proposed to be added.
+    A gap follows the same form rules as a fact the write path stores."""
+    tidy_engine.add("The user lives in Ghent", source="llm")
+    tidy_engine._parts.store.write_summary(
+        "home", "The user joked about winning the lottery and buying a boat. The user keeps bees in "
+        "the garden.", 2)
+
+    def fact_of(body: dict[str, Any]) -> str:
+        sentence = body["messages"][-1]["content"]
+        fact = ("If you win the lottery, you might buy a boat." if "lottery" in sentence
+                else "The user keeps bees in the garden")
+        return json.dumps({"fact": fact})
+
+    scripted_llm.script(GAP, fact_of)
+    scripted_llm.script(JUNK, "[]")
+    tidy_engine._parts.refresh()  # the catalog reads the summary file written beside it
+    tidy_engine.tidy_up()
+    assert [p.text for p in _tidy(tidy_engine) if p.event == "ADD"] == ["The user keeps bees in the garden"]

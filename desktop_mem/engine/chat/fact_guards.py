@@ -201,6 +201,9 @@ def as_user_subject(fact: str) -> str:
     return fact
 
 
+# Question marks of the world's scripts (punctuation, not words: the rule is the same in any
+# language): Latin/Cyrillic/Greek-in-practice, fullwidth, Arabic, Armenian, Ethiopic, inverted.
+QUESTION_MARKS = frozenset("?？؟՞፧⸮‽⁇⁈⁉¿")
 # The form of a fact the model writes (always English, "The user ..."): one that reports what the
 # user asked or would do is no fact, in whatever language the user wrote. This reads the model's
 # English output, never the user's words.
@@ -212,10 +215,12 @@ _NOT_A_FACT = re.compile(
 
 
 def written_as_no_fact(fact: str) -> bool:
-    """Whether the model wrote ``fact`` as something the user asked, wondered or would do under
-    a condition ("The user asked if Valencia is warm in April", "The user would buy a house at
-    Gardasee if they were rich"): its own English form says it is no fact."""
-    return _NOT_A_FACT.search(fact.replace("’", "'")) is not None
+    """Whether the model wrote ``fact`` as a question (any script's question mark), or as
+    something the user asked, wondered or would do under a condition ("The user asked if
+    Valencia is warm in April", "The user would buy a house at Gardasee if they were rich"):
+    its own form says it is no fact."""
+    clean = fact.replace("’", "'").rstrip()
+    return _NOT_A_FACT.search(clean) is not None or clean[-1:] in QUESTION_MARKS
 
 
 def grounding_problem(fact: str, statement_text: str) -> str | None:

@@ -17,9 +17,6 @@ WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # numbers are compared, so the model's "5,000" is the user's "5000" (any script's digits)
 GROUPED = re.compile(r"(?<=\d)[,.'\u00a0\u202f\u2009 ](?=\d{3}(?!\d))")
 NUMBER_ENDING = re.compile(r"^(\d+)[^\W\d_]{1,3}$")
-# Question marks of the world's scripts (punctuation, not words: the rule is the same in any
-# language): Latin/Cyrillic/Greek-in-practice, fullwidth, Arabic, Armenian, Ethiopic, inverted.
-QUESTION_MARKS = frozenset("?？؟՞፧⸮‽⁇⁈⁉¿")
 
 
 class _Fact(Protocol):

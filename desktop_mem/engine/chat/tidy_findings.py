@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
+from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.currency import FROM_TURNS
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
@@ -350,7 +351,10 @@ def gaps(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: St
                 continue  # a live fact holds it, or it speaks of something forgotten (not a gap)
             step("checking summaries", i, len(sentences))
             fact = str(ask(model, _GAP_PROMPT, sentence, GAP_SCHEMA, 80).get("fact") or "").strip()
-            if fact and names_and_numbers(fact) <= names_and_numbers(sentence) | words_of(sentence):
+            # the same form rules as a fact the write path stores: no question, request or what-if
+            # ("If you win the lottery, you might buy a boat." was proposed from a joke)
+            if (fact and names_and_numbers(fact) <= names_and_numbers(sentence) | words_of(sentence)
+                    and not fact_guards.written_as_no_fact(fact)):
                 found.append(Finding("gap", "the summary says it; no live fact holds it", conv,
                                      (), text=fact, sources=(summary.id,)))
     return found

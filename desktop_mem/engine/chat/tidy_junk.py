@@ -21,7 +21,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from desktop_mem.engine.chat.fact_words import QUESTION_MARKS, names_and_numbers, words_of
+from desktop_mem.engine.chat.fact_guards import QUESTION_MARKS
+from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import ChatModel, Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.understanding import asks_only, copied
 from desktop_mem.engine.models import Memory, Role

@@ -32,7 +32,6 @@ from desktop_mem.engine.chat.fact_types import (
 )
 from desktop_mem.engine.chat.fact_words import (
     GROUPED,
-    QUESTION_MARKS,
     WORD,
     fold_word,
     found,
@@ -450,7 +449,7 @@ def ground(
             # the message itself, not a fact drawn from it (the turn is kept and recalled anyway)
             rejected.append((text, "the message copied, not a fact"))
             continue
-        if fact_guards.written_as_no_fact(text) or text.rstrip()[-1:] in QUESTION_MARKS:
+        if fact_guards.written_as_no_fact(text):
             rejected.append((text, "written as a question, request or what-if, not a fact"))
             continue
         keyword = prompts.EXAMPLE_FACTS.get(text)
