@@ -217,6 +217,18 @@ def test_the_message_copied_word_for_word_is_junk_when_the_model_says_so(
     assert "the message copied" in _dropped(tidy_engine, scripted_llm, lottery, lottery, "not a fact")
 
 
+def test_a_message_copied_that_names_someone_is_their_fact_not_junk(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Seen in the 50-turn long-use run: "Anke's wedding is in September." (the message word for
+    word, as the write path stores another person's news) was dropped on the 1.5B model's "not a
+    fact", the copy agreeing."""
+    said = "Anke's wedding is in September."
+    _turn, fact = _said(tidy_engine, said, said)
+    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "not a fact"}]}')
+    report = tidy_engine.tidy_up()
+    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+
+
 def test_a_question_stored_as_a_fact_is_junk_in_any_script(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     # a statement, then a question: the message does not only ask, and the fact is not most of it

@@ -89,7 +89,10 @@ def _confirmed(fact: Memory, why: str, said: Sequence[str]) -> str | None:
         return why
     if all(asks_only(t) for t in said):
         return f"{why}; its message only asks"
-    if any(copied(fact.text, t) for t in said):
+    # the message copied word for word, naming nothing after its first word (which a capital
+    # cannot tell from a name: "If I ever won the lottery ..."): "No meat in recipes please";
+    # a copy that names someone or something is a statement ("Anke's wedding is in September.")
+    if any(copied(fact.text, t) for t in said) and not names_and_numbers(fact.text):
         return f"{why}; the message copied, not a fact drawn from it"
     if fact.text.rstrip()[-1:] in QUESTION_MARKS:
         return "a question, stored as a fact"
