@@ -74,11 +74,12 @@ def plan_turn(
     notes: list[str] = list(turn.notes)
     track = progress or quiet(conv, turn.user.id)
     snap = ports.snapshot()
+    project = ports.conversation_project(conv)  # read once: where its work is filed, what it reads
     user_scoped: set[str] = set()
     held: list[Planned] = []
     try:
         track.stage(EXTRACTING)
-        decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track, held)
+        decisions = _decide(ports, snap, turn, llm, notes, user_scoped, track, held, project)
         # what review mode holds reaches no summary until it is accepted: neither as a new fact
         # nor as a replacement or a forget (the summary follows it once the fact changes)
         waits = review.held_events(ports.config)
@@ -100,12 +101,12 @@ def plan_turn(
         notes.append(note)
     mine = tuple(d for d in decisions if d.event == Decision.ADD and d.text in user_scoped)
     return TurnPlan(turn, snap, tuple(d for d in decisions if d not in mine), mine, summary_text,
-                    summary_count, tuple(notes), held=tuple(held), project=ports.conversation_project(conv))
+                    summary_count, tuple(notes), held=tuple(held), project=project)
 
 
 def _decide(
     ports: ChatPorts, snap: ConversationSnapshot, turn: TurnRecord, llm: ChatModel | None, notes: list[str],
-    user_scoped: set[str], track: Tracker, held: list[Planned],
+    user_scoped: set[str], track: Tracker, held: list[Planned], project: str | None = None,
 ) -> tuple[Planned, ...]:
     """What the turn asks of memory: DELETEs for "forget ...", else the reconciled new facts
     (LLM steps; no lock held). Texts are redacted of likely secrets: nobody is there to ask.
@@ -119,10 +120,10 @@ def _decide(
         transcript = snap.transcript(conv)
         at = next((i for i, m in enumerate(transcript) if m.id == turn.user.id), len(transcript))
         before = transcript[:at]
-        live = [m for m in _facts(snap, conv, project=ports.conversation_project(conv)) if not m.deleted]
+        live = [m for m in _facts(snap, conv, project=project) if not m.deleted]
         understood = understand_turn(llm, turn.user.text,
                                      [(str(m.role), snap.for_prompt(m).text) for m in before], live,
-                                     project_name(ports.conversation_project(conv)))
+                                     project_name(project))
         if understood.asks_forget and not turn.forget:
             previous = [m for m in before if m.role == Role.USER]
             named = forget_named(ports.search, conv, live, understood, turn.user.text,
@@ -154,7 +155,7 @@ def _decide(
         return ()
     kinds = {f.text: f for f in facts}
     # what the user says they correct, found by search; the rest is reconciled with its neighbours
-    handled = _corrections(ports, snap, conv, facts, turn.user.text, notes, held)
+    handled = _corrections(ports, snap, conv, facts, turn.user.text, notes, held, project)
     corrected = [d for _fact, d in handled]
     rest = [f for f in facts if f.text not in {fact for fact, _d in handled}]
     reconciled = ReconcileResult(())
@@ -237,7 +238,7 @@ def _capped(decisions: list[Planned], held: list[Planned], notes: list[str]) -> 
 
 def _corrections(
     ports: ChatPorts, snap: ConversationSnapshot, conv: str, facts: Sequence[ExtractedFact], said: str,
-    notes: list[str], held: list[Planned],
+    notes: list[str], held: list[Planned], project: str | None = None,
 ) -> list[tuple[str, ReconcileDecision]]:
     """(fact, decision) for the facts that correct a live one: those that say what they correct
     ("replaces"), where the read path finds the fact it names clearly (chat/named_facts.py),
@@ -246,7 +247,7 @@ def _corrections(
     Lufthansa" from "I quit Hotel Adler, I work at Lufthansa now"), which update it. When the
     search finds only facts a correction might mean, the new fact is added and those wait for
     review as possibly out of date."""
-    live = [m for m in _facts(snap, conv, project=ports.conversation_project(conv)) if not m.deleted]
+    live = [m for m in _facts(snap, conv, project=project) if not m.deleted]
     out: list[tuple[str, ReconcileDecision]] = []
     taken: set[str] = set()
     for fact in facts:
