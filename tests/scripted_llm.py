@@ -78,7 +78,19 @@ class Fault:
         return cls("huge", n_bytes=n_bytes)
 
 
-Reply = str | Fault | Callable[[Body], str]
+@dataclass(frozen=True)
+class Odds:
+    """A one-token reply whose top logprobs (sent when the request asks for ``logprobs``) give
+    these probabilities of its tokens; the likeliest is the reply's text."""
+
+    probabilities: dict[str, float]
+
+    @property
+    def text(self) -> str:
+        return max(self.probabilities, key=lambda token: self.probabilities[token])
+
+
+Reply = str | Fault | Odds | Callable[[Body], str]
 
 
 @dataclass
@@ -298,6 +310,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, str):
             self._answer(body, reply, stream)
             return
+        if isinstance(reply, Odds):
+            self._odds(body, reply)
+            return
         if reply.kind == "delay":
             if self.scripted._stopping.wait(reply.seconds):
                 return
@@ -330,6 +345,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._event({**_chunk(model, {}), "choices": [], "usage": usage})
         self._send_chunk(b"data: [DONE]\n\n")
         self._send_chunk(b"")
+
+    def _odds(self, body: Body, odds: Odds) -> None:
+        completion = _completion(str(body.get("model")), odds.text, _prompt_tokens(body))
+        if body.get("logprobs"):
+            top = [{"token": token, "logprob": math.log(p), "bytes": None}
+                   for token, p in sorted(odds.probabilities.items(), key=lambda kv: -kv[1]) if p > 0]
+            completion["choices"][0]["logprobs"] = {"content": [{**top[0], "top_logprobs": top}]}
+        self._json(200, completion)
 
     def _malformed(self, stream: bool) -> None:
         if not stream:

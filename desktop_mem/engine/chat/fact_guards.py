@@ -204,6 +204,19 @@ def as_user_subject(fact: str) -> str:
 # Question marks of the world's scripts (punctuation, not words: the rule is the same in any
 # language): Latin/Cyrillic/Greek-in-practice, fullwidth, Arabic, Armenian, Ethiopic, inverted.
 QUESTION_MARKS = frozenset("?？؟՞፧⸮‽⁇⁈⁉¿")
+_SENTENCE_ENDS = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
+
+
+def sentences(message: str) -> list[str]:
+    """The sentences of ``message`` as written, split at the sentence marks of any script."""
+    return [m.group().strip() for m in _SENTENCE_ENDS.finditer(message) if m.group().strip(" .!?¿¡")]
+
+
+def told_sentences(message: str) -> str:
+    """``message`` without the sentences it asks (ending in a question mark of any script), or
+    the whole message when every sentence asks."""
+    told = [s for s in sentences(message) if s[-1:] not in QUESTION_MARKS]
+    return " ".join(told) if told else message.strip()
 # The form of a fact the model writes (always English, "The user ..."): one that reports what the
 # user asked or would do is no fact, in whatever language the user wrote. This reads the model's
 # English output, never the user's words.

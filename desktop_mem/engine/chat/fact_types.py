@@ -37,6 +37,8 @@ class ChatModel(Protocol):
         json_schema: Mapping[str, Any] | None = None,
     ) -> str: ...
 
+    def odds(self, messages: Sequence[Message], answers: Sequence[str]) -> dict[str, float] | None: ...
+
 
 @dataclass(frozen=True)
 class ExtractedFact:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, NoReturn
@@ -98,6 +99,20 @@ class LLMClient:
         except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
             self._raise_mapped(err)
         return self._content_of(response)
+
+    def odds(self, messages: Sequence[Message], answers: Sequence[str]) -> dict[str, float] | None:
+        """The model's odds of each one-token answer ("A", "B", ...) as its reply, read from the
+        endpoint's logprobs (normalised over ``answers``), or None where the endpoint gives no
+        logprobs or none of the answers is among its likeliest tokens. A failed call raises
+        ``LLMError`` as ``complete`` does."""
+        kwargs = {**self._chat_kwargs(messages, 0.0, 1), "logprobs": True, "top_logprobs": 10}
+        try:
+            response = self._create(kwargs)
+        except _REFUSALS:
+            return None  # a server that takes no logprobs: there are no odds to read
+        except Exception as err:  # noqa: BLE001 - every failure is mapped to an LLMError
+            self._raise_mapped(err)
+        return _answer_odds(response, answers)
 
     def schema_support(self) -> SchemaMode | None:
         """How this endpoint takes a JSON schema (None: not asked yet)."""
@@ -365,6 +380,25 @@ class LLMClient:
         if not text:
             text = err.message
         return _scrub(_one_line(text), self.endpoint.api_key)
+
+
+def _answer_odds(response: object, answers: Sequence[str]) -> dict[str, float] | None:
+    """{answer: probability} of a one-token completion's top logprobs (tokens compared without
+    case and spaces), normalised over ``answers``; None when there are none to read."""
+    choices = getattr(response, "choices", None) or []
+    logprobs = getattr(choices[0], "logprobs", None) if choices else None
+    content = getattr(logprobs, "content", None) or []
+    if not content:
+        return None
+    mass = dict.fromkeys(answers, 0.0)
+    keys = {a.strip().casefold(): a for a in answers}
+    for top in getattr(content[0], "top_logprobs", None) or []:
+        token, logprob = getattr(top, "token", ""), getattr(top, "logprob", None)
+        answer = keys.get(str(token).strip().casefold())
+        if answer is not None and isinstance(logprob, int | float) and math.isfinite(logprob):
+            mass[answer] += math.exp(logprob)
+    total = sum(mass.values())
+    return {a: m / total for a, m in mass.items()} if total > 0 else None
 
 
 def _relax(kwargs: dict[str, Any], error: str) -> dict[str, Any] | None:

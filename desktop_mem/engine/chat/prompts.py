@@ -64,6 +64,27 @@ UNDERSTAND_SCHEMA: Final = {
     },
 }
 
+# Whether a message tells what it says as true now (chat/told_as_true.py): one letter, read as the
+# model's odds (logprobs). Asked as a choice with examples, the 1.5B model tells plans, wishes,
+# "if"s and requests apart from news; asked "is this true now?", or per fact, it said yes to all.
+# The examples are in several languages so that none is the language the check works in.
+TOLD_AS_TRUE_PROMPT: Final = """\
+Classify the user's message. Answer with one letter:
+A - it tells a fact that is true now (who they are, what they have, do or did)
+B - it is a plan, a maybe, a wish or an 'if'
+C - it is a question or a request for work"""
+TOLD_AS_TRUE_ANSWERS: Final = ("A", "B", "C")
+TOLD_AS_TRUE_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
+    ("My brother lives in Oslo.", "A"),
+    ("Maybe I'll learn to sail next year.", "B"),
+    ("Kannst du mir ein Rezept für Apfelkuchen geben?", "C"),
+    ("J'ai deux enfants, Paul et Zoé.", "A"),
+    ("Si fuera más joven, estudiaría medicina.", "B"),
+    ("Schrijf een korte mail aan mijn baas.", "C"),
+    ("Pfff, quelle semaine. Bon, j'ai enfin vendu mon appartement.", "A"),
+    ("Who painted the Mona Lisa?", "C"),
+)
+
 # What a request to forget names, in the language facts are stored in (chat/named_facts.py): for
 # when the user's own words, in another language, find no stored fact by search.
 TRANSLATE_PROMPT: Final = """\

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from desktop_mem.engine.chat import fact_guards, prompts, scopes
+from desktop_mem.engine.chat import fact_guards, prompts, scopes, told_as_true
 from desktop_mem.engine.chat.fact_types import (
     MAX_FACT_CHARS,
     MAX_FACTS,
@@ -190,6 +190,8 @@ def _follow_up(
             facts, rejected = ground(follow.raw, follow.text, context, english=follow.english)
     if not facts:
         return facts, rejected
+    if told_as_true.not_told_as_true(llm, follow.text):
+        return [], [*rejected, *((f.text, told_as_true.WHY) for f in facts)]
     return _second_look(llm, list(follow.messages), follow.text, context, follow.english, facts, rejected)
 
 
@@ -268,7 +270,7 @@ def _second_look(
 def _names_in_order(text: str) -> list[str]:
     """The names and numbers of ``text``, in the order written (a sentence's first word is no
     name: "Actually", "Bei mir ...")."""
-    named = {w for m in _SENTENCE_ENDS.finditer(text) for w in names_and_numbers(m.group())}
+    named = {w for s in fact_guards.sentences(text) for w in names_and_numbers(s)}
     return list(dict.fromkeys(w for w in WORD.findall(GROUPED.sub("", text)) if fold_word(w) in named))
 
 
@@ -533,13 +535,10 @@ def copied(fact: str, message: str) -> bool:
     return f" {joined} " in f" {whole} " and (len(words) >= 0.6 * len(said) or len(words) >= 5)
 
 
-_SENTENCE_ENDS = re.compile(r"[^.!?。！？؟\n]+[.!?。！？؟]*")
-
-
 def asks_only(message: str) -> bool:
     """Whether each sentence of ``message`` ends in a question mark (?, ？, ؟)."""
-    sentences = [m.group().strip() for m in _SENTENCE_ENDS.finditer(message) if m.group().strip(" .!?¿¡")]
-    return bool(sentences) and all(s.rstrip()[-1:] in "?？؟" for s in sentences)
+    said = fact_guards.sentences(message)
+    return bool(said) and all(s.rstrip()[-1:] in "?？؟" for s in said)
 
 
 def _without_unsaid_relation(text: str, said: set[str], known: set[str], english: bool) -> str:

@@ -1,0 +1,44 @@
+"""Whether a message tells its facts as true now, or only plans, wishes, supposes or asks (#33).
+
+The understanding step's model stores "maybe we'll move to Lisbon", "if I were a lawyer ..." and
+"write me a poem about the Eiffel tower" as facts, whatever its prompt says, and answers "yes"
+when asked whether such a fact is true now. Asked to classify the message with a few examples
+(``prompts.TOLD_AS_TRUE_PROMPT``), its odds for "a fact true now" tell them apart in every
+language we tried: plans and wishes get 0.02-0.10, requests 0.02-0.25, news and facts 0.19-0.98,
+facts after small talk included (dev set of 56 messages in five languages, none from the phrasing
+benchmark; docs/benchmarks.md). Only a message below ``NOT_TOLD_AS_TRUE`` loses its facts: a
+fact stored in error can be forgotten, a fact dropped in error is gone, so the threshold sits
+below every fact the dev set holds. Without logprobs at the endpoint there are no odds and the
+facts stand.
+"""
+
+from __future__ import annotations
+
+from desktop_mem.engine.chat import fact_guards, prompts
+from desktop_mem.engine.chat.fact_types import ChatModel
+from desktop_mem.engine.chat.llm_errors import LLMError
+from desktop_mem.engine.models import Message
+
+NOT_TOLD_AS_TRUE = 0.15
+WHY = "told as a plan, a wish, an 'if' or a request, not as true now"
+
+
+def odds_told_as_true(llm: ChatModel, message: str) -> float | None:
+    """The model's odds that ``message`` tells a fact true now (None: no odds to read)."""
+    messages: list[Message] = [{"role": "system", "content": prompts.TOLD_AS_TRUE_PROMPT}]
+    for example, answer in prompts.TOLD_AS_TRUE_EXAMPLES:
+        messages += [{"role": "user", "content": example}, {"role": "assistant", "content": answer}]
+    # a question in passing ("Did you see the match? ... I'm taking a pottery class now") is
+    # no plan: the check reads what the message tells
+    messages.append({"role": "user", "content": fact_guards.told_sentences(message)})
+    try:
+        odds = llm.odds(messages, prompts.TOLD_AS_TRUE_ANSWERS)
+    except LLMError:
+        return None  # the facts stand: a failed check never drops what the user said
+    return None if odds is None else odds[prompts.TOLD_AS_TRUE_ANSWERS[0]]
+
+
+def not_told_as_true(llm: ChatModel, message: str) -> bool:
+    """Whether the model is sure enough that ``message`` states nothing true now."""
+    odds = odds_told_as_true(llm, message)
+    return odds is not None and odds < NOT_TOLD_AS_TRUE
