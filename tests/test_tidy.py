@@ -18,6 +18,8 @@ import pytest
 from desktop_mem.engine.chat import tidy
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import ValidationError, utc_now
+from tests.llm_roles import TOLD_AS_TRUE
+from tests.scripted_llm import Odds
 
 PAIR = "Compare fact A and fact B"
 JUNK = "List ONLY the entries that are clearly not such a fact"
@@ -235,6 +237,26 @@ def test_a_question_stored_as_a_fact_is_junk_in_any_script(
     message = "أعيش في غنت مع شريكي توماس وابنتنا الصغيرة. ما هي عاصمة أستراليا؟"
     said = _dropped(tidy_engine, scripted_llm, message, "ما هي عاصمة أستراليا؟", "question")
     assert "a question, stored as a fact" in said
+
+
+def test_a_request_stored_as_a_fact_is_junk_when_the_model_is_sure_its_message_asks(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Most junk of the long-use story: requests restated as facts ("wants a list of ..."). The
+    model's "request" stands when its odds say the message tells nothing true now."""
+    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.03, "B": 0.07, "C": 0.9}))
+    said = _dropped(tidy_engine, scripted_llm, "Hazme una lista de cinco libros de García Márquez.",
+                    "The user wants a list of five books by García Márquez", "request")
+    assert "tells a plan, a wish, an 'if' or a request" in said
+
+
+def test_a_fact_the_model_calls_a_request_stays_when_its_message_tells_it(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.6, "B": 0.3, "C": 0.1}))
+    _turn, fact = _said(tidy_engine, "Ich spiele seit Jahren Cello im Orchester.",
+                        "The user plays the cello in an orchestra")
+    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "request"}]}')
+    report = tidy_engine.tidy_up()
+    assert fact.id not in {m.id for f in report.findings for m in f.targets}
 
 
 def _no_merge_of(engine: MemoryEngine, llm: Any, a: str, b: str, merged: str) -> None:

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from desktop_mem.engine.chat import review
+from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.tidy_findings import (
     LIKELY_DUPLICATE,
     MAX_FILE_BYTES,
-    ChatModel,
     Finding,
     LLMError,
     Progress,

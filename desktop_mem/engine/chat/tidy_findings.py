@@ -24,6 +24,7 @@ from typing_extensions import Unpack
 
 from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.currency import FROM_TURNS
+from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
 from desktop_mem.engine.config import Config
@@ -52,12 +53,6 @@ _BLOCK = 512
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-
-class ChatModel(Protocol):
-    def complete(self, messages: Sequence[Message], *, temperature: float | None = None,
-                 max_tokens: int | None = None, json_mode: bool = False,
-                 json_schema: Mapping[str, Any] | None = None) -> str: ...
-
 
 class TidySource(Protocol):
     """What tidy-up reads and writes through (compose.py builds it from the parts)."""

@@ -9,7 +9,9 @@ model's reading AND a language-free check agree:
 
 - the message only asks (each of its sentences ends in a question mark: ?, ？, ؟ ...), or
 - the fact is the message copied word for word (most of it), not a fact drawn from it, or
-- the fact is itself written as a question.
+- the fact is itself written as a question, or
+- the model is sure its message tells no fact true now (a plan, a wish, an "if", a request:
+  chat/told_as_true.py, the odds the write path reads).
 
 A fact whose turn is not stored (an import, an MCP add, a turn deleted since) has nothing to
 speak for it, and the model's reading decides. Facts the user wrote by hand are never offered.
@@ -22,8 +24,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from desktop_mem.engine.chat.fact_guards import QUESTION_MARKS
+from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
-from desktop_mem.engine.chat.tidy_findings import ChatModel, Finding, Stepper, TidySource, ask, sources
+from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
+from desktop_mem.engine.chat.told_as_true import not_told_as_true
 from desktop_mem.engine.chat.understanding import asks_only, copied
 from desktop_mem.engine.models import Memory, Role
 
@@ -74,7 +78,7 @@ def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
     (module docstring)."""
     found: list[Finding] = []
     for m, why in _read_facts(model, [m for m in facts if m.source in MODEL_MADE], step):
-        reason = _confirmed(m, why, [t.text for t in _turns(source, m)])
+        reason = _confirmed(model, m, why, [t.text for t in _turns(source, m)])
         if reason is None:
             log.info("tidy-up: kept %r: the model read it as %s, but the user said it", m.text, why)
             continue
@@ -82,7 +86,7 @@ def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
     return found
 
 
-def _confirmed(fact: Memory, why: str, said: Sequence[str]) -> str | None:
+def _confirmed(model: ChatModel, fact: Memory, why: str, said: Sequence[str]) -> str | None:
     """The reason to propose dropping `fact`, which the model read as `why`, given the user's
     messages it came from; None when nothing but the model's reading says it is junk."""
     if not said:
@@ -96,6 +100,10 @@ def _confirmed(fact: Memory, why: str, said: Sequence[str]) -> str | None:
         return f"{why}; the message copied, not a fact drawn from it"
     if fact.text.rstrip()[-1:] in QUESTION_MARKS:
         return "a question, stored as a fact"
+    # the model's odds that its message tells something true now (chat/told_as_true.py): "Hazme
+    # una lista de cinco libros" stored as "The user wants a list of five books"
+    if why in ("request", "question", "not a fact") and all(not_told_as_true(model, t) for t in said):
+        return f"{why}; its message tells a plan, a wish, an 'if' or a request"
     return None
 
 
