@@ -231,6 +231,18 @@ def test_a_message_copied_that_names_someone_is_their_fact_not_junk(
     assert fact.id not in {m.id for f in report.findings for m in f.targets}
 
 
+def test_news_copied_that_the_model_calls_a_request_is_not_junk(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Seen in the 50-turn long-use tidy-up: "Anke just got engaged!" (a name the first word, so
+    no name to the copy rule) was called a request by the 1.5B model; its odds say it is told."""
+    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.8, "B": 0.1, "C": 0.1}))
+    said = "Anke just got engaged!"
+    _turn, fact = _said(tidy_engine, said, said)
+    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "request"}]}')
+    report = tidy_engine.tidy_up()
+    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+
+
 def test_a_question_stored_as_a_fact_is_junk_in_any_script(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     # a statement, then a question: the message does not only ask, and the fact is not most of it

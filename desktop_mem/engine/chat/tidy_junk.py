@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 BATCH = 10
 MODEL_MADE = ("llm", "pattern", "mcp", "import")
+ASKING = ("request", "question")
 
 
 def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
@@ -96,15 +97,22 @@ def _confirmed(model: ChatModel, fact: Memory, why: str, said: Sequence[str]) ->
     # the message copied word for word, naming nothing after its first word (which a capital
     # cannot tell from a name: "If I ever won the lottery ..."): "No meat in recipes please";
     # a copy that names someone or something is a statement ("Anke's wedding is in September.")
-    if any(copied(fact.text, t) for t in said) and not names_and_numbers(fact.text):
+    # (a copy the model calls a request or a question is one when the model's odds say its
+    # message tells nothing true now: "Anke just got engaged!" was called a request)
+    if any(copied(fact.text, t) for t in said) and not names_and_numbers(fact.text) and (
+            why not in ASKING or _not_told(model, said)):
         return f"{why}; the message copied, not a fact drawn from it"
     if fact.text.rstrip()[-1:] in QUESTION_MARKS:
         return "a question, stored as a fact"
     # the model's odds that its message tells something true now (chat/told_as_true.py): "Hazme
     # una lista de cinco libros" stored as "The user wants a list of five books"
-    if why in ("request", "question", "not a fact") and all(not_told_as_true(model, t) for t in said):
+    if why in (*ASKING, "not a fact") and _not_told(model, said):
         return f"{why}; its message tells a plan, a wish, an 'if' or a request"
     return None
+
+
+def _not_told(model: ChatModel, said: Sequence[str]) -> bool:
+    return all(not_told_as_true(model, t) for t in said)
 
 
 def _read_facts(model: ChatModel, made: Sequence[Memory], step: Stepper) -> list[tuple[Memory, str]]:
