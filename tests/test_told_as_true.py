@@ -36,23 +36,29 @@ def _live(eng: MemoryEngine) -> list[str]:
     return sorted(m.text for m in eng.list_memories(role="memory"))
 
 
+def _tell(eng: MemoryEngine, llm: Any, fact: str, odds: Any, message: str) -> list[Any]:
+    """``message`` told, the model taking ``fact`` from it with these odds; the checks it was asked."""
+    _script_turn(llm, fact, odds)
+    eng.chat("talk", message)
+    assert eng.wait_idle(30)
+    return [r for r in llm.chat_requests if TOLD_AS_TRUE in r.system_text]
+
+
 def test_a_plan_the_model_takes_for_a_fact_is_not_stored(
     chat_engine: MemoryEngine, scripted_llm: Any
 ) -> None:
-    _script_turn(scripted_llm, "The user lives in Chile", Odds({"A": 0.04, "B": 0.9, "C": 0.06}))
-    chat_engine.chat("plans", "Quizás el año que viene nos vamos a vivir a Chile.")
-    assert chat_engine.wait_idle(30)
+    plan = Odds({"A": 0.04, "B": 0.9, "C": 0.06})
+    asked = _tell(chat_engine, scripted_llm, "The user lives in Chile", plan,
+                  "Quizás el año que viene nos vamos a vivir a Chile.")
     assert _live(chat_engine) == []
-    asked = [r for r in scripted_llm.chat_requests if TOLD_AS_TRUE in r.system_text]
     assert len(asked) == 1 and asked[0].body["logprobs"] is True
     assert asked[0].last_user_text == "Quizás el año que viene nos vamos a vivir a Chile."
 
 
 def test_news_the_check_is_not_sure_of_is_stored(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
     """Only a message the model is sure of loses its facts: a fact dropped in error is gone."""
-    _script_turn(scripted_llm, "The user lives in Chile", Odds({"A": 0.3, "B": 0.6, "C": 0.1}))
-    chat_engine.chat("news", "¡Qué día! Por cierto, ahora vivimos en Chile.")
-    assert chat_engine.wait_idle(30)
+    _tell(chat_engine, scripted_llm, "The user lives in Chile", Odds({"A": 0.3, "B": 0.6, "C": 0.1}),
+          "¡Qué día! Por cierto, ahora vivimos en Chile.")
     assert _live(chat_engine) == ["The user lives in Chile"]
 
 
@@ -62,9 +68,7 @@ def test_news_the_check_is_not_sure_of_is_stored(chat_engine: MemoryEngine, scri
 def test_without_odds_to_read_the_facts_stand(
     chat_engine: MemoryEngine, scripted_llm: Any, told: Any
 ) -> None:
-    _script_turn(scripted_llm, "The user lives in Chile", told)
-    chat_engine.chat("plain", "Vivimos en Chile.")
-    assert chat_engine.wait_idle(30)
+    _tell(chat_engine, scripted_llm, "The user lives in Chile", told, "Vivimos en Chile.")
     assert _live(chat_engine) == ["The user lives in Chile"]
 
 
@@ -81,10 +85,9 @@ def test_odds_are_read_from_the_top_logprobs_whatever_the_token_spelling(scripte
 def test_a_question_in_passing_before_news_is_not_what_the_check_reads(
     chat_engine: MemoryEngine, scripted_llm: Any
 ) -> None:
-    _script_turn(scripted_llm, "The user takes a pottery class", Odds({"A": 0.7, "B": 0.2, "C": 0.1}))
-    chat_engine.chat("talk", "¿Viste el partido? Qué final. Por cierto, ahora voy a clases de cerámica.")
-    assert chat_engine.wait_idle(30)
-    asked = [r for r in scripted_llm.chat_requests if TOLD_AS_TRUE in r.system_text]
+    news = Odds({"A": 0.7, "B": 0.2, "C": 0.1})
+    asked = _tell(chat_engine, scripted_llm, "The user takes a pottery class", news,
+                  "¿Viste el partido? Qué final. Por cierto, ahora voy a clases de cerámica.")
     assert asked[0].last_user_text == "Qué final. Por cierto, ahora voy a clases de cerámica."
 
 
