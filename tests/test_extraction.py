@@ -510,7 +510,8 @@ def test_write_path_steps_get_their_own_scripted_replies(scripted_llm: ScriptedL
     summary = update_summary(llm, "The user loves pizza.", [d.text for d in decisions.decisions])
     assert decisions.decisions == (ReconcileDecision("UPDATE", "The user hates pizza", "7f3a-uuid-pizza"),)
     assert summary.text == "The user hates pizza."
-    assert len(scripted_llm.chat_requests) == 3
+    # reading the message, the check that it tells a fact true now, reconciliation, summary
+    assert len(scripted_llm.chat_requests) == 4
 
 
 def test_reconcile_delete_and_re_add_of_the_same_text_keeps_the_fact(

@@ -767,3 +767,29 @@ def test_a_clause_of_the_message_copied_is_no_fact() -> None:
                               _RawFact("The user has debts")], said, said, english=False)
     assert [f.text for f in facts] == ["The user has debts"]
     assert [why for _f, why in rejected] == ["the message copied, not a fact"]
+
+
+def test_an_english_message_the_model_tags_as_another_language_keeps_its_copied_fact(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the 100-turn long-use story: the 1.5B model tagged "Noor turned 6 last week!" as
+    "nl" (once "ar") and gave the message itself as the fact, which the copy rule for other
+    languages refused; the daughter's new age was lost. The model's English of the message is
+    the message again, word for word: it is English."""
+    said = "Noor turned 6 last week!"
+    scripted_llm.script(*_translated(said, "Noor turned 6 last week."))
+    scripted_llm.script(*_understood("Noor", {"language": "nl", "facts": [_fact(said, about="Noor")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", said)
+    assert _live(chat_engine) == [said]
+
+
+def test_a_copy_in_another_language_stays_refused_when_its_english_differs(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    said = "Noor is vorige week 6 geworden!"
+    scripted_llm.script(*_translated(said, "Noor turned 6 last week!"))
+    scripted_llm.script(*_understood("Noor", {"language": "nl", "facts": [_fact(said, about="Noor")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", said)
+    assert _live(chat_engine) == []

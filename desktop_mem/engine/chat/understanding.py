@@ -54,6 +54,7 @@ _USER_FACT = re.compile(r"^the user\b(?![’']s\b)", re.I)
 _USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
 _ANSWER_LINE = prompts.FACT_USER_TEMPLATE.splitlines()[-1]
 UNSAID = "names or numbers the user did not say"
+COPIED = "the message copied, not a fact"
 
 
 @dataclass(frozen=True)
@@ -181,13 +182,19 @@ def _follow_up(
 ) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
     """The facts of a message that asks no forget, after the follow-up calls it needs."""
     context = follow.context
-    if not follow.english and any(why.startswith(UNSAID) for _fact, why in rejected):
-        # the model wrote in English what the user said in their language ("Japanisch" is
-        # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
-        translation = translated(llm, follow.text)
-        if translation:
-            context = f"{context} {translation}"
-            facts, rejected = ground(follow.raw, follow.text, context, english=follow.english)
+    if not follow.english and follow.raw:
+        english = _english_of(llm, follow.text)
+        if _same_words(english, follow.text):
+            # the model tagged an English message with another language ("Noor turned 6 last
+            # week!" as "nl", even "ar"): a copy of it is an English fact, and the English-only
+            # checks apply
+            follow = replace(follow, english=True)
+            facts, rejected = ground(follow.raw, follow.text, context, english=True)
+        elif _translation(english, follow.text) and any(why.startswith(UNSAID) for _fact, why in rejected):
+            # the model wrote in English what the user said in their language ("Japanisch" is
+            # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
+            context = f"{context} {english}"
+            facts, rejected = ground(follow.raw, follow.text, context, english=False)
     if not facts:
         return facts, rejected
     if told_as_true.not_told_as_true(llm, follow.text):
@@ -275,7 +282,12 @@ def _names_in_order(text: str) -> list[str]:
 
 
 def translated(llm: ChatModel, text: str) -> str:
-    """``text`` translated by the model into English ("" when it cannot be)."""
+    """``text`` translated by the model into English ("" when it cannot be, or is English)."""
+    return _translation(_english_of(llm, text), text)
+
+
+def _english_of(llm: ChatModel, text: str) -> str:
+    """The model's English of ``text`` as it answered ("" when the call failed)."""
     words = " ".join(text.split())[:MAX_MESSAGE_CHARS]
     messages: list[Message] = [{"role": "system", "content": prompts.TRANSLATE_PROMPT},
                                {"role": "user", "content": words}]
@@ -283,8 +295,19 @@ def translated(llm: ChatModel, text: str) -> str:
         answer = strip_reasoning(llm.complete(messages, temperature=0.0, max_tokens=24 + len(words) // 2))
     except LLMError:
         return ""
-    english = " ".join(answer.split()).strip(" .!?\"'")
+    return " ".join(answer.split()).strip(" .!?\"'")
+
+
+def _translation(english: str, text: str) -> str:
+    """``english`` when it is a translation of ``text``: not ``text`` again, not far longer."""
+    words = " ".join(text.split())[:MAX_MESSAGE_CHARS]
     return english if english.casefold() != words.casefold() and len(english) <= 3 * len(words) + 40 else ""
+
+
+def _same_words(english: str, text: str) -> bool:
+    """Whether the model's English of ``text`` is ``text`` again, word for word."""
+    said = [w.casefold() for w in WORD.findall(text)]
+    return bool(said) and [w.casefold() for w in WORD.findall(english)] == said
 
 
 def in_english_words(llm: ChatModel, phrases: Sequence[str]) -> list[str]:
@@ -449,7 +472,7 @@ def ground(
             continue
         if not english and copied(text, message):
             # the message itself, not a fact drawn from it (the turn is kept and recalled anyway)
-            rejected.append((text, "the message copied, not a fact"))
+            rejected.append((text, COPIED))
             continue
         if fact_guards.written_as_no_fact(text):
             rejected.append((text, "written as a question, request or what-if, not a fact"))
