@@ -216,7 +216,9 @@ def _dropped(engine: MemoryEngine, llm: Any, message: str, fact: str, why: str) 
 def test_the_message_copied_word_for_word_is_junk_when_the_model_says_so(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     lottery = "If I ever won the lottery I'd buy a boat, haha."
-    assert "the message copied" in _dropped(tidy_engine, scripted_llm, lottery, lottery, "not a fact")
+    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.03, "B": 0.95, "C": 0.02}))
+    said = _dropped(tidy_engine, scripted_llm, lottery, lottery, "not a fact")
+    assert "tells a plan, a wish, an 'if'" in said
 
 
 def test_a_message_copied_that_names_someone_is_their_fact_not_junk(
@@ -239,6 +241,17 @@ def test_news_copied_that_the_model_calls_a_request_is_not_junk(
     said = "Anke just got engaged!"
     _turn, fact = _said(tidy_engine, said, said)
     scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "request"}]}')
+    report = tidy_engine.tidy_up()
+    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+
+
+def test_news_copied_that_the_model_calls_no_fact_is_not_junk(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Seen in the 100-turn long-use tidy-up: "I took up the piano instead." was called "not a
+    fact"; the copy agreed, and the user's new hobby was proposed for dropping."""
+    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.7, "B": 0.2, "C": 0.1}))
+    _turn, fact = _said(tidy_engine, "I took up the piano instead.", "The user took up the piano instead.")
+    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "not a fact"}]}')
     report = tidy_engine.tidy_up()
     assert fact.id not in {m.id for f in report.findings for m in f.targets}
 

@@ -8,7 +8,6 @@ name and number of it is in the stored turn, any script) is proposed as junk onl
 model's reading AND a language-free check agree:
 
 - the message only asks (each of its sentences ends in a question mark: ?, ？, ؟ ...), or
-- the fact is the message copied word for word (most of it), not a fact drawn from it, or
 - the fact is itself written as a question, or
 - the model is sure its message tells no fact true now (a plan, a wish, an "if", a request:
   chat/told_as_true.py, the odds the write path reads).
@@ -28,7 +27,7 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.told_as_true import not_told_as_true
-from desktop_mem.engine.chat.understanding import asks_only, copied
+from desktop_mem.engine.chat.understanding import asks_only
 from desktop_mem.engine.models import Memory, Role
 
 log = logging.getLogger(__name__)
@@ -94,18 +93,12 @@ def _confirmed(model: ChatModel, fact: Memory, why: str, said: Sequence[str]) ->
         return why
     if all(asks_only(t) for t in said):
         return f"{why}; its message only asks"
-    # the message copied word for word, naming nothing after its first word (which a capital
-    # cannot tell from a name: "If I ever won the lottery ..."): "No meat in recipes please";
-    # a copy that names someone or something is a statement ("Anke's wedding is in September.")
-    # (a copy the model calls a request or a question is one when the model's odds say its
-    # message tells nothing true now: "Anke just got engaged!" was called a request)
-    if any(copied(fact.text, t) for t in said) and not names_and_numbers(fact.text) and (
-            why not in ASKING or _not_told(model, said)):
-        return f"{why}; the message copied, not a fact drawn from it"
     if fact.text.rstrip()[-1:] in QUESTION_MARKS:
         return "a question, stored as a fact"
     # the model's odds that its message tells something true now (chat/told_as_true.py): "Hazme
-    # una lista de cinco libros" stored as "The user wants a list of five books"
+    # una lista de cinco libros" stored as "The user wants a list of five books", "If I ever won
+    # the lottery ..." copied. A copy alone is no evidence: "Anke just got engaged!" and "I took
+    # up the piano instead." were called a request and "not a fact".
     if why in (*ASKING, "not a fact") and _not_told(model, said):
         return f"{why}; its message tells a plan, a wish, an 'if' or a request"
     return None
