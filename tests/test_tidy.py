@@ -137,6 +137,18 @@ def test_a_contradicted_older_fact_is_retired_in_favour_of_the_newer(
     assert _live(tidy_engine) == [newer.text]
 
 
+def test_a_newer_fact_about_something_else_never_retires_an_older_one(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Seen in the 100-turn long-use tidy-up: the 1.5B model said "The user is vegetarian"
+    contradicts "The user is Ilse" (cosine 0.86), and the user's name was proposed as stale."""
+    name = tidy_engine.add("The user is Ilse", source="llm", created_at=utc_now() - timedelta(days=3))
+    tidy_engine.add("The user is vegetarian", source="llm")
+    scripted_llm.script(PAIR, '{"relation": "contradicts", "merged": ""}')
+    scripted_llm.script(JUNK, '{"junk": []}')
+    report = tidy_engine.tidy_up()
+    assert name.id not in {m.id for f in report.findings for m in f.targets}
+
+
 def test_an_expired_fact_is_proposed_as_stale_without_the_model(
         make_config: Callable[..., Any]) -> None:
     engine = MemoryEngine(make_config(**{"llm.base_url": "http://127.0.0.1:9/v1", "llm.timeout": 1}))

@@ -242,7 +242,10 @@ def pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: S
                 merged_text[frozenset((a.id, b.id))] = merged
         elif relation == "contradicts" and a.conversation_id == b.conversation_id:
             older, newer = sorted((a, b), key=_when)
-            if _when(older) < _when(newer):  # same instant: no way to tell which holds
+            # (same instant: no way to tell which holds) and the write path's rule for an UPDATE:
+            # the same person and a shared word or topic ("The user is Ilse" was retired for a
+            # newer fact about something else)
+            if _when(older) < _when(newer) and fact_guards.same_topic(older.text, newer.text):
                 retired.add(older.id)
                 stale.append(Finding("stale", "contradicted by a newer fact", older.conversation_id,
                                      (older,), replaced_by=newer, sources=sources(older, newer)))
