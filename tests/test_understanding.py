@@ -793,3 +793,22 @@ def test_a_copy_in_another_language_stays_refused_when_its_english_differs(
     _script_rest(scripted_llm)
     _tell(chat_engine, "kids", said)
     assert _live(chat_engine) == []
+
+
+def test_a_question_after_a_restore_never_deletes_the_restored_fact(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the window with the 1.5B model: "Which instrument do I play?", asked after the
+    user restored "plays the cello" on the Timeline, was tagged "de" and gave "The user doesn't
+    know which instrument they play"; reconciliation answered DELETE for the cello, and the fact
+    the user had just restored was gone again. A message that only asks changes no stored fact."""
+    chat_engine.add("The user plays the cello in an orchestra", conversation_id="global", role="memory")
+    asked = "Which instrument do I play?"
+    scripted_llm.script(*_understood("instrument", {"language": "de", "facts": [
+        _fact("The user doesn't know which instrument they play")]}))
+    scripted_llm.script(RECONCILE, json.dumps({"decisions": [
+        {"event": "DELETE", "id": "0", "text": ""},
+        {"event": "ADD", "id": "", "text": "The user doesn't know which instrument they play"}]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "b", asked)
+    assert "The user plays the cello in an orchestra" in _live(chat_engine)

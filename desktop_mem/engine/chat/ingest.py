@@ -26,7 +26,7 @@ from desktop_mem.engine.chat.reconciliation import ReconcileDecision, ReconcileR
 from desktop_mem.engine.chat.snapshot import ConversationSnapshot
 from desktop_mem.engine.chat.summary_cleanup import drop_gone, drop_superseded
 from desktop_mem.engine.chat.summary_update import update_summary
-from desktop_mem.engine.chat.understanding import read_again, understand_turn
+from desktop_mem.engine.chat.understanding import asks_only, read_again, understand_turn
 from desktop_mem.engine.chat.write_progress import (
     EXTRACTING,
     RECONCILING,
@@ -188,7 +188,19 @@ def _decide(
     if found_kinds:
         notes.append(f"A fact holding a likely secret ({', '.join(dict.fromkeys(found_kinds))}) was not "
                      "stored (security.secrets).")
+    if asks_only(turn.user.text):
+        decisions = _added_only(decisions)
     return _capped(decisions, held, notes)
+
+
+def _added_only(decisions: Sequence[Planned]) -> list[Planned]:
+    """A message that only asks (each sentence ends in a question mark, any script) changes no
+    stored fact: its UPDATEs are ADDs and its DELETEs are dropped. "Which instrument do I play?",
+    asked in the window after the user restored "plays the cello" on the Timeline, was read by
+    the 1.5B model as "The user doesn't know which instrument they play", and reconciliation
+    deleted the fact the user had just restored. ("I'm a nurse, can you help me?" still adds.)"""
+    return [replace(d, event=Decision.ADD, target_id=None) if d.event == Decision.UPDATE else d
+            for d in decisions if d.event != Decision.DELETE]
 
 
 def _tasks_keep_to_their_chat(
