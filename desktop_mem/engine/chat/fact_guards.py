@@ -217,6 +217,8 @@ def told_sentences(message: str) -> str:
     the whole message when every sentence asks."""
     told = [s for s in sentences(message) if s[-1:] not in QUESTION_MARKS]
     return " ".join(told) if told else message.strip()
+
+
 # The form of a fact the model writes (always English, "The user ..."): one that reports what the
 # user asked or would do is no fact, in whatever language the user wrote. This reads the model's
 # English output, never the user's words.

@@ -3,9 +3,9 @@
 The understanding step's model stores "maybe we'll move to Lisbon", "if I were a lawyer ..." and
 "write me a poem about the Eiffel tower" as facts, whatever its prompt says, and answers "yes"
 when asked whether such a fact is true now. Asked to classify the message with a few examples
-(``prompts.TOLD_AS_TRUE_PROMPT``), its odds for "a fact true now" tell them apart in every
-language we tried: plans and wishes get 0.02-0.10, requests 0.02-0.25, news and facts 0.19-0.98,
-facts after small talk included (dev set of 56 messages in five languages, none from the phrasing
+(``prompts.TOLD_AS_TRUE_PROMPT``), its odds for "a fact true now" tell them apart in the five
+languages we tried: plans, wishes and requests got 0.02-0.26 (median 0.07), facts 0.19-0.98,
+facts after small talk included (benchmarks/told_as_true.py: 54 messages, none from the phrasing
 benchmark; docs/benchmarks.md). Only a message below ``NOT_TOLD_AS_TRUE`` loses its facts: a
 fact stored in error can be forgotten, a fact dropped in error is gone, so the threshold sits
 below every fact the dev set holds. Without logprobs at the endpoint there are no odds and the
