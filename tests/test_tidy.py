@@ -233,39 +233,43 @@ def test_the_message_copied_word_for_word_is_junk_when_the_model_says_so(
     assert "tells a plan, a wish, an 'if'" in said
 
 
+def _proposed(engine: MemoryEngine, llm: Any, message: str, fact: str, why: str,
+              odds: Odds | None = None) -> bool:
+    """Whether tidy-up proposes dropping `fact` (drawn from `message`) when the model reads it
+    as junk (`why`) and, if given, the odds of its message telling a fact true now are `odds`."""
+    if odds is not None:
+        llm.script(TOLD_AS_TRUE, odds)
+    _turn, stored = _said(engine, message, fact)
+    llm.script(JUNK, json.dumps({"junk": [{"n": 1, "why": why}]}))
+    report = engine.tidy_up()
+    return stored.id in {m.id for f in report.findings for m in f.targets}
+
+
 def test_a_message_copied_that_names_someone_is_their_fact_not_junk(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """Seen in the 50-turn long-use run: "Anke's wedding is in September." (the message word for
     word, as the write path stores another person's news) was dropped on the 1.5B model's "not a
     fact", the copy agreeing."""
     said = "Anke's wedding is in September."
-    _turn, fact = _said(tidy_engine, said, said)
-    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "not a fact"}]}')
-    report = tidy_engine.tidy_up()
-    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+    assert not _proposed(tidy_engine, scripted_llm, said, said, "not a fact")
 
 
 def test_news_copied_that_the_model_calls_a_request_is_not_junk(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """Seen in the 50-turn long-use tidy-up: "Anke just got engaged!" (a name the first word, so
     no name to the copy rule) was called a request by the 1.5B model; its odds say it is told."""
-    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.8, "B": 0.1, "C": 0.1}))
     said = "Anke just got engaged!"
-    _turn, fact = _said(tidy_engine, said, said)
-    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "request"}]}')
-    report = tidy_engine.tidy_up()
-    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+    told = Odds({"A": 0.8, "B": 0.1, "C": 0.1})
+    assert not _proposed(tidy_engine, scripted_llm, said, said, "request", told)
 
 
 def test_news_copied_that_the_model_calls_no_fact_is_not_junk(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """Seen in the 100-turn long-use tidy-up: "I took up the piano instead." was called "not a
     fact"; the copy agreed, and the user's new hobby was proposed for dropping."""
-    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.7, "B": 0.2, "C": 0.1}))
-    _turn, fact = _said(tidy_engine, "I took up the piano instead.", "The user took up the piano instead.")
-    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "not a fact"}]}')
-    report = tidy_engine.tidy_up()
-    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+    told = Odds({"A": 0.7, "B": 0.2, "C": 0.1})
+    assert not _proposed(tidy_engine, scripted_llm, "I took up the piano instead.",
+                         "The user took up the piano instead.", "not a fact", told)
 
 
 def test_a_question_stored_as_a_fact_is_junk_in_any_script(
@@ -288,12 +292,9 @@ def test_a_request_stored_as_a_fact_is_junk_when_the_model_is_sure_its_message_a
 
 def test_a_fact_the_model_calls_a_request_stays_when_its_message_tells_it(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
-    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.6, "B": 0.3, "C": 0.1}))
-    _turn, fact = _said(tidy_engine, "Ich spiele seit Jahren Cello im Orchester.",
-                        "The user plays the cello in an orchestra")
-    scripted_llm.script(JUNK, '{"junk": [{"n": 1, "why": "request"}]}')
-    report = tidy_engine.tidy_up()
-    assert fact.id not in {m.id for f in report.findings for m in f.targets}
+    told = Odds({"A": 0.6, "B": 0.3, "C": 0.1})
+    assert not _proposed(tidy_engine, scripted_llm, "Ich spiele seit Jahren Cello im Orchester.",
+                         "The user plays the cello in an orchestra", "request", told)
 
 
 def _no_merge_of(engine: MemoryEngine, llm: Any, a: str, b: str, merged: str) -> None:

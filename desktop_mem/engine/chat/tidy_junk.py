@@ -19,7 +19,7 @@ speak for it, and the model's reading decides. Facts the user wrote by hand are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from desktop_mem.engine.chat.fact_guards import QUESTION_MARKS
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 BATCH = 10
 MODEL_MADE = ("llm", "pattern", "mcp", "import")
-ASKING = ("request", "question")
+NOT_TOLD_READINGS = ("request", "question", "not a fact")  # model readings the odds may confirm
 
 
 def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
@@ -77,8 +77,16 @@ def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
     """Entries the model reads as no lasting fact, when nothing the user said speaks for them
     (module docstring)."""
     found: list[Finding] = []
+    told: dict[str, bool] = {}  # message -> not told as true: one model call per message, not per fact
+
+    def not_told(said: Sequence[str]) -> bool:
+        for text in said:
+            if text not in told:
+                told[text] = not_told_as_true(model, text)
+        return all(told[t] for t in said)
+
     for m, why in _read_facts(model, [m for m in facts if m.source in MODEL_MADE], step):
-        reason = _confirmed(model, m, why, [t.text for t in _turns(source, m)])
+        reason = _confirmed(not_told, m, why, [t.text for t in _turns(source, m)])
         if reason is None:
             log.info("tidy-up: kept %r: the model read it as %s, but the user said it", m.text, why)
             continue
@@ -86,7 +94,8 @@ def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
     return found
 
 
-def _confirmed(model: ChatModel, fact: Memory, why: str, said: Sequence[str]) -> str | None:
+def _confirmed(not_told: Callable[[Sequence[str]], bool], fact: Memory, why: str,
+               said: Sequence[str]) -> str | None:
     """The reason to propose dropping `fact`, which the model read as `why`, given the user's
     messages it came from; None when nothing but the model's reading says it is junk."""
     if not said:
@@ -99,13 +108,9 @@ def _confirmed(model: ChatModel, fact: Memory, why: str, said: Sequence[str]) ->
     # una lista de cinco libros" stored as "The user wants a list of five books", "If I ever won
     # the lottery ..." copied. A copy alone is no evidence: "Anke just got engaged!" and "I took
     # up the piano instead." were called a request and "not a fact".
-    if why in (*ASKING, "not a fact") and _not_told(model, said):
+    if why in NOT_TOLD_READINGS and not_told(said):
         return f"{why}; its message tells a plan, a wish, an 'if' or a request"
     return None
-
-
-def _not_told(model: ChatModel, said: Sequence[str]) -> bool:
-    return all(not_told_as_true(model, t) for t in said)
 
 
 def _read_facts(model: ChatModel, made: Sequence[Memory], step: Stepper) -> list[tuple[Memory, str]]:
