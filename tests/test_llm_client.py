@@ -71,13 +71,20 @@ def _format(body: dict[str, object] | None) -> object:
     return (body or {}).get("response_format")
 
 
+def _sent_formats(scripted_llm: ScriptedLLM) -> list[object]:
+    """The response formats of this test's own requests (HI). In one full CI run, a request
+    without a format from elsewhere reached this test's server (likely a write path an earlier
+    test left running, whose server's port the new one reused)."""
+    return [_format(r.body) for r in scripted_llm.chat_requests if (r.body or {}).get("messages") == HI]
+
+
 def test_json_schema_is_sent_as_structured_output_and_remembered(scripted_llm: ScriptedLLM) -> None:
     scripted_llm.default_reply = '{"facts": []}'
     client = _client(scripted_llm)
     assert client.schema_support() is None
     assert client.complete(HI, json_schema=SCHEMA) == '{"facts": []}'
     assert client.complete(HI, json_schema=SCHEMA) == '{"facts": []}'
-    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    sent = _sent_formats(scripted_llm)
     spec = {"name": "facts", "schema": SCHEMA["schema"], "strict": True}
     assert sent == [{"type": "json_schema", "json_schema": spec}] * 2
     assert client.schema_support() == "json_schema"
@@ -100,7 +107,7 @@ def test_json_schema_falls_back_to_json_object_with_schema_once_per_endpoint(
     client = _client(scripted_llm)
     for _ in range(2):
         assert client.complete(HI, json_schema=SCHEMA) == '{"facts": ["x"]}'
-    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    sent = _sent_formats(scripted_llm)
     assert [f["type"] for f in sent] == ["json_schema", kind, kind]  # type: ignore[index]
     assert sent[1] == {"type": "json_object", "schema": SCHEMA["schema"]}
     assert client.schema_support() == kind
@@ -112,7 +119,7 @@ def test_json_schema_falls_back_to_the_prompt_alone(scripted_llm: ScriptedLLM) -
     client = _client(scripted_llm)
     for _ in range(2):
         assert client.complete(HI, json_schema=SCHEMA) == '["fact"]'
-    sent = [_format(r.body) for r in scripted_llm.chat_requests]
+    sent = _sent_formats(scripted_llm)
     assert [f and f["type"] for f in sent] == ["json_schema", "json_object", None, None]  # type: ignore[index]
     assert client.schema_support() == "none"
 
