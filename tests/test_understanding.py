@@ -812,3 +812,40 @@ def test_a_question_after_a_restore_never_deletes_the_restored_fact(
     _script_rest(scripted_llm)
     _tell(chat_engine, "b", asked)
     assert "The user plays the cello in an orchestra" in _live(chat_engine)
+
+
+def test_a_fact_copied_from_an_earlier_message_is_that_messages_not_news(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the long-use story with the 1.5B model: "ok cool", right after "Give me a fun fact
+    about owls.", stored "Give me a fun fact about owls." as a fact. The earlier message was read
+    for memory when it was said; the copy is not news of this one."""
+    scripted_llm.script(*_understood("ok cool", {"facts": [_fact("Give me a fun fact about owls.")]}))
+    scripted_llm.script(*_understood("Tawny", {"facts": [_fact("The user has an owl named Tawny")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "owls", "Give me a fun fact about owls.")
+    _tell(chat_engine, "owls", "ok cool")
+    assert _live(chat_engine) == []
+    # what the message itself says is still taken
+    _tell(chat_engine, "owls", "Ha, I have an owl named Tawny.")
+    assert _live(chat_engine) == ["The user has an owl named Tawny"]
+
+
+def test_a_fact_in_words_the_user_never_used_is_the_models_own() -> None:
+    """Seen with the 1.5B model: "Summarise the main causes of the French Revolution." gave two
+    "facts" answering it (17 and 7 content words the user never used), "lol ok" a stretching tip.
+    A fact the user told says at most a word or two the message does not ("years old")."""
+    from desktop_mem.engine.chat.understanding import MAX_UNSAID_WORDS, OWN_WORDS, _RawFact, ground
+
+    asked = "Summarise the main causes of the French Revolution."
+    answer = ("The French Revolution was caused by growing inequality between rich and poor, and "
+              "the desire for freedom and democracy.")
+    facts, rejected = ground([_RawFact(answer)], asked, asked)
+    assert facts == [] and rejected == [(answer, OWN_WORDS)]
+    said = "Our daughter Noor is 5, and my brother Jonas just moved to Antwerp."
+    told = ["Noor is 5 years old", "The user's brother Jonas lives in Antwerp"]
+    facts, rejected = ground([_RawFact(t) for t in told], said, said)
+    assert [f.text for f in facts] == told and rejected == []
+    # in another language the model's English shares no words with the message: not this rule's
+    facts, _rejected = ground([_RawFact("Noor is 5 years old")], "Onze dochter Noor is 5.", "", english=False)
+    assert [f.text for f in facts] == ["Noor is 5 years old"] and MAX_UNSAID_WORDS >= 2

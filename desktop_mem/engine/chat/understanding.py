@@ -55,6 +55,13 @@ _USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
 _ANSWER_LINE = prompts.FACT_USER_TEMPLATE.splitlines()[-1]
 UNSAID = "names or numbers the user did not say"
 COPIED = "the message copied, not a fact"
+EARLIER = "an earlier message copied (that turn was read for memory when it was said)"
+OWN_WORDS = "says what the user did not (the model's own words or knowledge)"
+# A fact with more content words than this that none of the user's words (the message, the recent
+# turns, what memory holds) hold is the model's own: "Summarise the causes of the French
+# Revolution" became two facts of 17 and 7 such words, "lol ok" a stretching tip of 8; the most a
+# fact the user told had was 2 ("Our daughter Noor is 5" -> "Noor is 5 years old": years, old).
+MAX_UNSAID_WORDS = 4
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,7 @@ class FollowUp:
     context: str
     english: bool
     raw: tuple[_RawFact, ...]
+    earlier: str = ""  # the user's messages before it, which were read for memory when said
 
 
 @dataclass(frozen=True)
@@ -142,11 +150,12 @@ def understand(
                    else f"The memory model's answer could not be read ({err}).")
         fallback = _by_patterns(text, hint)
         return replace(fallback, error=f"{problem} Simple pattern rules were used instead.")
-    context = " ".join([text, *(t for _r, t in recent if _r == "user"), *known])
+    earlier = " ".join(t for role, t in recent if role == "user")
+    context = " ".join([text, earlier, *known])
     english = _english(parsed.language, text)
-    facts, rejected = ground(parsed.facts, text, context, english=english)
+    facts, rejected = ground(parsed.facts, text, context, english=english, earlier=earlier)
     forget = parsed.forget
-    follow = FollowUp(tuple(messages), text, context, english, tuple(parsed.facts))
+    follow = FollowUp(tuple(messages), text, context, english, tuple(parsed.facts), earlier)
     if not forget and hint is None and not first_reading:
         facts, rejected = _follow_up(llm, follow, facts, rejected)
     if forget is None and hint is not None:
@@ -189,17 +198,17 @@ def _follow_up(
             # week!" as "nl", even "ar"): a copy of it is an English fact, and the English-only
             # checks apply
             follow = replace(follow, english=True)
-            facts, rejected = ground(follow.raw, follow.text, context, english=True)
+            facts, rejected = ground(follow.raw, follow.text, context, english=True, earlier=follow.earlier)
         elif _translation(english, follow.text) and any(why.startswith(UNSAID) for _fact, why in rejected):
             # the model wrote in English what the user said in their language ("Japanisch" is
             # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
             context = f"{context} {english}"
-            facts, rejected = ground(follow.raw, follow.text, context, english=False)
+            facts, rejected = ground(follow.raw, follow.text, context, english=False, earlier=follow.earlier)
     if not facts:
         return facts, rejected
     if told_as_true.not_told_as_true(llm, follow.text):
         return [], [*rejected, *((f.text, told_as_true.WHY) for f in facts)]
-    return _second_look(llm, list(follow.messages), follow.text, context, follow.english, facts, rejected)
+    return _second_look(llm, replace(follow, context=context), facts, rejected)
 
 
 def _read_as_forget(
@@ -245,8 +254,7 @@ def _ask(llm: ChatModel, messages: list[Message]) -> _Answer:
 
 
 def _second_look(
-    llm: ChatModel, messages: list[Message], text: str, context: str, english: bool,
-    facts: list[ExtractedFact], rejected: list[tuple[str, str]],
+    llm: ChatModel, follow: FollowUp, facts: list[ExtractedFact], rejected: list[tuple[str, str]],
 ) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
     """The facts with those the first answer left out of a message that says several things:
     when names or numbers of the message appear in no fact taken from it (nor in one the guards
@@ -254,6 +262,7 @@ def _second_look(
     ("I'm 38, I teach chemistry in Derby and I have twin boys, Finn and Oscar" gave the age and
     the job but not the boys). Its new facts go through the same grounding; what merely says
     again what was taken is left out."""
+    messages, text = list(follow.messages), follow.text
     taken = words_of(" ".join([*(f.text for f in facts), *(f for f, _why in rejected)]))
     missed = [w for w in _names_in_order(text) if not found(fold_word(w), taken)]
     if not missed:
@@ -268,7 +277,7 @@ def _second_look(
         return facts, rejected  # what the first answer gave stands
     if more.forget:
         return facts, rejected
-    extra, dropped = ground(more.facts, text, context, english=english)
+    extra, dropped = ground(more.facts, text, follow.context, english=follow.english, earlier=follow.earlier)
     new = [f for f in extra
            if not any(_contains(g.text, f.text) for g in facts) and not _covered(f.text, facts)]
     return merge_contained([*facts, *new]), [*rejected, *dropped]
@@ -437,7 +446,7 @@ def _str(value: object) -> str:
 
 
 def ground(
-    raw: Iterable[_RawFact], message: str, context: str, *, english: bool = True,
+    raw: Iterable[_RawFact], message: str, context: str, *, english: bool = True, earlier: str = "",
 ) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
     """The facts the model gave that the user's words (or memory) support, merged where one
     says part of another; (fact, why) for each dropped one.
@@ -447,6 +456,9 @@ def ground(
     With ``english``, the English word checks of fact_guards (negation kept, about whom) apply too.
     A fact the model wrote as a question, request or what-if ("The user asked if ...") is none,
     whatever the message's language (that reads the model's English, not the user's words).
+    A fact that copies one of the user's ``earlier`` messages word for word is that message's,
+    read when it was said ("ok cool" gave "Give me a fun fact about owls."). In English, a fact
+    saying more than ``MAX_UNSAID_WORDS`` content words the user never used is the model's own.
     """
     facts: list[ExtractedFact] = []
     rejected: list[tuple[str, str]] = []
@@ -473,6 +485,12 @@ def ground(
         if not english and copied(text, message):
             # the message itself, not a fact drawn from it (the turn is kept and recalled anyway)
             rejected.append((text, COPIED))
+            continue
+        if earlier and copied(text, earlier, whole=False) and not copied(text, message, whole=False):
+            rejected.append((text, EARLIER))
+            continue
+        if english and len(fact_guards.stems(text) - fact_guards.stems(context)) > MAX_UNSAID_WORDS:
+            rejected.append((text, OWN_WORDS))
             continue
         if fact_guards.written_as_no_fact(text):
             rejected.append((text, "written as a question, request or what-if, not a fact"))
@@ -544,18 +562,19 @@ def _ungrounded(
     return None
 
 
-def copied(fact: str, message: str) -> bool:
+def copied(fact: str, message: str, *, whole: bool = True) -> bool:
     """Whether ``fact`` is the message (or most of it, or a clause of five words or more) word
     for word, perhaps behind "The user": "Das mit meinen Schulden ist mir peinlich" from "Das
-    mit meinen Schulden ist mir peinlich, also merk dir das bitte nicht" is no English fact."""
+    mit meinen Schulden ist mir peinlich, also merk dir das bitte nicht" is no English fact.
+    Without ``whole``, any run of three words or more of it counts (``message`` joins several)."""
     words = [w.casefold() for w in WORD.findall(fact)]
     if words[:2] == ["the", "user"]:
         words = words[2:]
     said = [w.casefold() for w in WORD.findall(message)]
     if len(words) < 3:
         return False
-    joined, whole = " ".join(words), " ".join(said)
-    return f" {joined} " in f" {whole} " and (len(words) >= 0.6 * len(said) or len(words) >= 5)
+    joined, all_said = " ".join(words), " ".join(said)
+    return f" {joined} " in f" {all_said} " and (not whole or len(words) >= 0.6 * len(said) or len(words) >= 5)
 
 
 def asks_only(message: str) -> bool:
