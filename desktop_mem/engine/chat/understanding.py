@@ -574,7 +574,8 @@ def copied(fact: str, message: str, *, whole: bool = True) -> bool:
     if len(words) < 3:
         return False
     joined, all_said = " ".join(words), " ".join(said)
-    return f" {joined} " in f" {all_said} " and (not whole or len(words) >= 0.6 * len(said) or len(words) >= 5)
+    most = len(words) >= 0.6 * len(said) or len(words) >= 5
+    return f" {joined} " in f" {all_said} " and (most or not whole)
 
 
 def asks_only(message: str) -> bool:
