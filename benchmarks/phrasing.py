@@ -38,6 +38,7 @@ from llm_cache import cached_endpoint  # noqa: E402
 from phrasing_scenarios import CATEGORIES, SCENARIOS, Scenario  # noqa: E402
 from write_path import show_write_path_notes, story_engine  # noqa: E402
 
+from desktop_mem.engine.chat import prompts  # noqa: E402
 from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
 from desktop_mem.engine.models import GLOBAL_CONVERSATION  # noqa: E402
 
@@ -237,6 +238,8 @@ def main() -> int:
                         "asks only what changed (temperature 0)")
     parser.add_argument("--out", type=Path, help="append each scenario's result here as it ends (JSONL)")
     parser.add_argument("--json", action="store_true", help="progress on stderr; the result as the last line")
+    parser.add_argument("--preamble", choices=sorted(prompts.DATA_PREAMBLES),
+                        help="the chat turn's answer instruction (default: the product's)")
     parser.add_argument("--rejudge", type=Path, help="judge a recorded run's output again (no model)")
     args = parser.parse_args()
     if args.rejudge:
@@ -261,6 +264,8 @@ def main() -> int:
         url = stack.enter_context(cached_endpoint(args.llm_url, args.cache)) if args.cache else args.llm_url
         for sc in chosen(args):
             with story_engine(url, args.model, prefix="phrasing-bench-", settings=NO_SUMMARY) as engine:
+                if args.preamble:
+                    engine._parts.chat.data_preamble = prompts.DATA_PREAMBLES[args.preamble]
                 r = run_scenario(engine, sc)
             results.append(r)
             mark = "PASS" if r["passed"] else "FAIL"

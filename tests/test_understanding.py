@@ -849,3 +849,23 @@ def test_a_fact_in_words_the_user_never_used_is_the_models_own() -> None:
     # in another language the model's English shares no words with the message: not this rule's
     facts, _rejected = ground([_RawFact("Noor is 5 years old")], "Onze dochter Noor is 5.", "", english=False)
     assert [f.text for f in facts] == ["Noor is 5 years old"] and MAX_UNSAID_WORDS >= 2
+
+
+def test_news_is_answered_without_the_rule_for_questions_and_a_question_keeps_it(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """With "if no note says it, answer \\"I don't know.\\"" before every reply, the 1.5B model
+    answered "Small correction: Ines turned 8 last week." with "I don't know." (48 of the phrasing
+    benchmark's 90 replies). A message the model reads as telling memory something gets the notes
+    without that rule; a question keeps it. No word of the message decides: the model's reading does."""
+    from desktop_mem.engine.chat import prompts
+
+    chat_engine.add("The user's daughter Ines is 7 years old", conversation_id="global", role="memory")
+    eight = _fact("The user's daughter Ines is 8 years old")
+    scripted_llm.script(*_understood("Ines turned 8", {"facts": [eight]}))
+    _script_rest(scripted_llm)
+    told = _tell(chat_engine, "ines", "Kleine correctie: Ines turned 8 last week.")
+    assert prompts.DATA_PREAMBLE_TOLD in told.used.system_prompt
+    assert prompts.MEMORY_DATA_PREAMBLE not in told.used.system_prompt
+    asked = _tell(chat_engine, "ines", "Hoe oud is Ines?")
+    assert prompts.MEMORY_DATA_PREAMBLE in asked.used.system_prompt

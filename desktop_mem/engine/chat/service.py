@@ -279,7 +279,8 @@ class ChatService:
                     else NOTHING_TO_FORGET_NOTE)
         context = context_from(memory, counter=self.counter, base_prompt=cfg["llm.system_prompt"],
                                injected_memories=recalled.lines,
-                               cross_session=cross, data_preamble=self.data_preamble, forget_note=note,
+                               cross_session=cross, data_preamble=self._preamble(understood),
+                               forget_note=note,
                                today=_today(now))
         shown, in_transcript = recalled.picked(context.sent_ids)
         used = MemoryUsed(
@@ -290,6 +291,14 @@ class ChatService:
             forget=tuple(m.id for m in forget), understood=understood, unclear=tuple(m.id for m in unclear),
         )
         return Prepared(used, context, memory)
+
+    def _preamble(self, understood: Understood | None) -> str:
+        """The notes' instruction: "answer only from the notes, else say you don't know" is for a
+        message that asks; one the model read as telling memory something (facts, a forget) gets
+        the notes without it, or a small model answers the news with "I don't know."."""
+        if understood is not None and (understood.facts or understood.asks_forget):
+            return prompts.DATA_PREAMBLE_TOLD
+        return self.data_preamble
 
     def _stream(
         self, prepared: Prepared, on_token: TokenCallback | None, on_used: UsedCallback | None,
