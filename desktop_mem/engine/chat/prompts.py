@@ -72,7 +72,7 @@ TOLD_AS_TRUE_PROMPT: Final = """\
 Classify the user's message. Answer with one letter:
 A - it tells a fact that is true now (who they are, what they have, do or did)
 B - it is a plan, a maybe, a wish or an 'if'
-C - it is a question or a request for work"""
+C - it asks the assistant for something: a question, or a request to write, explain, list or give"""
 TOLD_AS_TRUE_ANSWERS: Final = ("A", "B", "C")
 TOLD_AS_TRUE_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
     ("My brother lives in Oslo.", "A"),
@@ -83,6 +83,7 @@ TOLD_AS_TRUE_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
     ("Schrijf een korte mail aan mijn baas.", "C"),
     ("Pfff, quelle semaine. Bon, j'ai enfin vendu mon appartement.", "A"),
     ("Who painted the Mona Lisa?", "C"),
+    ("Give me three names for a goldfish.", "C"),
 )
 
 # What a request to forget names, in the language facts are stored in (chat/named_facts.py): for

@@ -4,12 +4,14 @@ The understanding step's model stores "maybe we'll move to Lisbon", "if I were a
 "write me a poem about the Eiffel tower" as facts, whatever its prompt says, and answers "yes"
 when asked whether such a fact is true now. Asked to classify the message with a few examples
 (``prompts.TOLD_AS_TRUE_PROMPT``), its odds for "a fact true now" tell them apart in the five
-languages we tried: plans, wishes and requests got 0.02-0.26 (median 0.07), facts 0.19-0.98,
-facts after small talk included (benchmarks/told_as_true.py: 54 messages, none from the phrasing
-benchmark; docs/benchmarks.md). Only a message below ``NOT_TOLD_AS_TRUE`` loses its facts: a
-fact stored in error can be forgotten, a fact dropped in error is gone, so the threshold sits
-below every fact the dev set holds. Without logprobs at the endpoint there are no odds and the
-facts stand.
+languages we tried: plans, wishes and requests got 0.02-0.28, facts 0.46-0.98, facts after small
+talk included (benchmarks/told_as_true.py: 54 messages, none from the phrasing benchmark;
+docs/benchmarks.md). "C" names what is asked for (write, explain, list, give) and an English
+"Give me ..." is among the examples: before, English requests scored as facts ("Give me a word
+that rhymes with orange." 0.55) and the lowest fact 0.19. Only a message below
+``NOT_TOLD_AS_TRUE`` loses its facts: a fact stored in error can be forgotten, a fact dropped in
+error is gone, so the threshold sits well below every fact the dev set holds. Without logprobs
+at the endpoint there are no odds and the facts stand.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.models import Message
 
-NOT_TOLD_AS_TRUE = 0.15
+NOT_TOLD_AS_TRUE = 0.3
 WHY = "told as a plan, a wish, an 'if' or a request, not as true now"
 
 
