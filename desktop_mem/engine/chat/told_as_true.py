@@ -21,7 +21,11 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.llm_errors import LLMError
 from desktop_mem.engine.models import Message
 
-NOT_TOLD_AS_TRUE = 0.3
+# 0.3 would catch every plan and request of the dev set, but real messages that mix news with a
+# request or another person score lower than its facts: "My colleague Anke just got engaged!"
+# and "I'm vegetarian, so no meat in recipes please." got 0.22 (a tidy-up on the long-use store
+# then dropped both), so the threshold stays where it was measured first.
+NOT_TOLD_AS_TRUE = 0.15
 WHY = "told as a plan, a wish, an 'if' or a request, not as true now"
 
 
