@@ -95,3 +95,35 @@ def test_the_examples_the_check_is_shown_cover_every_answer_in_several_languages
     answers = {a for _m, a in prompts.TOLD_AS_TRUE_EXAMPLES}
     assert answers == set(prompts.TOLD_AS_TRUE_ANSWERS)
     assert len({m for m, _a in prompts.TOLD_AS_TRUE_EXAMPLES}) == len(prompts.TOLD_AS_TRUE_EXAMPLES)
+
+
+def _odds_by_sentence(low: set[str]) -> Any:
+    """Odds of "a fact true now" low for the messages in ``low``, high for any other."""
+    def reply(body: dict[str, Any]) -> Odds:
+        said = body["messages"][-1]["content"]
+        return Odds({"A": 0.1, "B": 0.2, "C": 0.7} if said in low else {"A": 0.7, "B": 0.2, "C": 0.1})
+    return reply
+
+
+def test_news_after_thanks_stands_when_one_sentence_alone_tells_it(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "Merci pour la recette d'hier, c'était délicieux. Sinon, je prends
+    des cours de salsa le mercredi." scored 0.12 as a whole and lost the salsa class; its second
+    sentence alone scored above the threshold. A message low as a whole is read sentence by
+    sentence, and stands when one sentence alone is not low."""
+    thanks, news = "Merci pour la recette d'hier, c'était délicieux.", "Sinon, je prends des cours de salsa."
+    asked = _tell(chat_engine, scripted_llm, "The user takes salsa classes",
+                  _odds_by_sentence({f"{thanks} {news}", thanks}), f"{thanks} {news}")
+    assert _live(chat_engine) == ["The user takes salsa classes"]
+    assert [a.last_user_text for a in asked] == [f"{thanks} {news}", thanks, news]
+
+
+def test_a_message_whose_every_sentence_is_low_stores_nothing(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    plan, wish = "Quizás nos vamos a Chile.", "Ojalá vivamos cerca del mar."
+    asked = _tell(chat_engine, scripted_llm, "The user lives in Chile",
+                  _odds_by_sentence({f"{plan} {wish}", plan, wish}), f"{plan} {wish}")
+    assert _live(chat_engine) == []
+    assert len(asked) == 3

@@ -45,6 +45,19 @@ def odds_told_as_true(llm: ChatModel, message: str) -> float | None:
 
 
 def not_told_as_true(llm: ChatModel, message: str) -> bool:
-    """Whether the model is sure enough that ``message`` states nothing true now."""
+    """Whether the model is sure enough that ``message`` states nothing true now.
+
+    A message of several sentences low as a whole is read sentence by sentence, and stands when
+    one of them, alone, is not low: "Merci pour la recette d'hier, c'était délicieux. Sinon, je
+    prends des cours de salsa le mercredi." scored 0.12 whole, its sentences 0.28 and 0.16. The
+    cost: thanks beside a plan can keep the plan ("Thanks for the recipe!" alone is not low), and
+    a fact stored in error can be forgotten where one dropped in error is gone."""
     odds = odds_told_as_true(llm, message)
-    return odds is not None and odds < NOT_TOLD_AS_TRUE
+    if odds is None or odds >= NOT_TOLD_AS_TRUE:
+        return False
+    told = fact_guards.sentences(fact_guards.told_sentences(message))
+    for sentence in told if len(told) > 1 else ():
+        alone = odds_told_as_true(llm, sentence)
+        if alone is None or alone >= NOT_TOLD_AS_TRUE:
+            return False
+    return True
