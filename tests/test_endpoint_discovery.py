@@ -3,6 +3,7 @@ llama.cpp and vLLM, answering /v1/models as each does (or misbehaving)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -226,3 +227,33 @@ def test_a_server_that_drips_cannot_hold_endpoints_past_its_timeout(  # type: ig
     assert "past 1 s" in done.stdout + done.stderr, done.stdout + done.stderr
     start_up = 12  # the interpreter and the CLI's imports, on a busy two-core machine
     assert spent < 1 + start_up, spent
+
+
+def test_a_busy_local_server_is_told_as_busy_not_as_something_else(  # type: ignore[no-untyped-def]
+    serve, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A local server that serves one request at a time answers its models list only after the
+    reply it is busy with (13 s, seen behind a benchmark). The search ends on time and says the
+    server may be busy, so the user tries again rather than another URL: both when the probe's
+    read timeout fires, and when on a loaded machine the probe is still waiting at the deadline
+    (the window said "not a models list" of the server it was chatting with)."""
+    import time
+
+    from desktop_mem.engine.chat import endpoint_discovery
+
+    def busy(h: BaseHTTPRequestHandler) -> None:
+        time.sleep(2.5)
+        with contextlib.suppress(OSError):  # the client has given up by now
+            _models("me", "local")(h)
+
+    server = serve(busy)
+    servers = [KnownServer("Busy", server.port, "")]
+    for late in (False, True):
+        if late:  # the probe's thread has not returned by the deadline
+            monkeypatch.setattr(endpoint_discovery, "probe", lambda *a, **k: time.sleep(3))
+        started = time.monotonic()
+        found = discover_endpoints({}, servers=servers, timeout=0.5)
+        assert time.monotonic() - started < 2.0
+        (busy_one,) = [e for e in found if e.base_url.endswith(f":{server.port}/v1")]
+        assert not busy_one.found and busy_one.listening
+        assert "busy" in busy_one.error, busy_one.error

@@ -108,8 +108,10 @@ def discover_endpoints(env: Mapping[str, str], configured_url: str = "", configu
         thread.start()
     for thread in threads:
         thread.join(max(0.0, deadline + GRACE - time.monotonic()))
-    found = [result or replace(endpoint, error=f"kept answering past {timeout:g} s: not a models list",
-                               listening=True)
+    # a probe still running past the deadline: a server busy with a reply (a local one serves one
+    # request at a time, its models list too: 13 s behind a benchmark's request), or one that drips
+    found = [result or replace(endpoint, error=f"still answering past {timeout:g} s (busy with a reply, or "
+                               "not a model server): try again, or Test connection", listening=True)
              for result, (endpoint, _key) in zip(results, todo, strict=True)]
     return sorted(found, key=lambda e: not e.found)
 
