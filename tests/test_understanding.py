@@ -724,6 +724,10 @@ def test_a_fact_the_model_writes_as_a_question_request_or_what_if_is_none() -> N
     facts, _rejected = ground([_RawFact("The user would buy a house at Gardasee if they were millionaires."),
                                _RawFact("The user lives in Ulm")], said, said, english=False)
     assert [f.text for f in facts] == ["The user lives in Ulm"]
+    said = "Thanks for yesterday! Anyway, my sister Noor moved to Porto last month."  # seen in the CLI
+    facts, _rejected = ground([_RawFact("The user thanked the other person for yesterday"),
+                               _RawFact("Noor moved to Porto last month", "Noor", "sister")], said, said)
+    assert [f.text for f in facts] == ["Noor moved to Porto last month"]
 
 
 def test_another_persons_fact_is_kept_when_the_model_names_them_other_person() -> None:

@@ -220,11 +220,12 @@ def told_sentences(message: str) -> str:
 
 
 # The form of a fact the model writes (always English, "The user ..."): one that reports what the
-# user asked or would do is no fact, in whatever language the user wrote. This reads the model's
-# English output, never the user's words.
+# user asked, would do, or said to the assistant in passing ("The user thanked the assistant for
+# their help.", from "Nice, thank you.") is no fact, in whatever language the user wrote. This
+# reads the model's English output, never the user's words.
 _NOT_A_FACT = re.compile(
-    r"^the user (?:(?:has |had )?(?:asked|asks|requested|requests|wonders|wondered|would|might)\b|"
-    r"wants to know\b|is asking\b|is wondering\b)|\b(?:if|would|might)\b",
+    r"^the user (?:(?:has |had )?(?:asked|asks|requested|requests|wonders|wondered|would|might|thanked|"
+    r"thanks|greeted|greets)\b|wants to know\b|is asking\b|is wondering\b)|\b(?:if|would|might)\b",
     re.I,
 )
 
