@@ -4,7 +4,7 @@ The understanding step's model stores "maybe we'll move to Lisbon", "if I were a
 "write me a poem about the Eiffel tower" as facts, whatever its prompt says, and answers "yes"
 when asked whether such a fact is true now. Asked to classify the message with a few examples
 (``prompts.TOLD_AS_TRUE_PROMPT``), its odds for "a fact true now" tell them apart in the five
-languages we tried: plans, wishes and requests got 0.02-0.28, facts 0.46-0.98, facts after small
+languages we tried: plans, wishes and requests got 0.004-0.28, facts 0.46-0.98, facts after small
 talk included (benchmarks/told_as_true.py: 54 messages, none from the phrasing benchmark;
 docs/benchmarks.md). "C" names what is asked for (write, explain, list, give) and an English
 "Give me ..." is among the examples: before, English requests scored as facts ("Give me a word
