@@ -121,7 +121,7 @@ def test_the_rows_of_a_bulk_commit_go_when_another_commit_is_selected(
     model = pane.events_model
     shown = [model.data(model.index(r, 0), Qt.ItemDataRole.DisplayRole) for r in range(FILES)]
     assert all(s.startswith("ADD") for s in shown)
-    assert alive(sha) >= before + FILES  # the rows read (and the selected one, shown)
+    assert alive(sha) >= FILES  # the rows read (and the selected one, shown)
 
     select_rows(qtbot, pane, threaded, 0, 1)  # the small commit
     # the selected row's diff, read on the pool, may still be on its way back to the GUI thread
