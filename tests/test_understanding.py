@@ -873,3 +873,40 @@ def test_news_is_answered_without_the_rule_for_questions_and_a_question_keeps_it
     assert prompts.MEMORY_DATA_PREAMBLE not in told.used.system_prompt
     asked = _tell(chat_engine, "ines", "Hoe oud is Ines?")
     assert prompts.MEMORY_DATA_PREAMBLE in asked.used.system_prompt
+
+
+def test_a_stored_fact_the_model_says_again_is_not_added_back_beside_its_update(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "De Polo is de deur uit, we rijden nu een Kia Niro." gave "The
+    user drives a Volkswagen Polo" (memory, word for word: the message never says "Volkswagen"),
+    then the Kia on a second look; reconciliation replaced the Polo by the Kia and added the Polo
+    back, so both cars stayed live. Memory said again is no fact of the message; the second look
+    is still asked, told what the model answered. The user saying it again is kept."""
+    polo = "The user drives a Volkswagen Polo"
+    for text in (polo, "The user lives in Tilburg"):
+        chat_engine.add(text, conversation_id="global", role="memory")
+    said = "De Polo is de deur uit, we rijden nu een Kia Niro."
+    scripted_llm.script(*_understood("Already taken", {"language": "nl",
+                                                       "facts": [_fact("The user drives a Kia Niro")]}))
+    scripted_llm.script(*_understood("Kia Niro", {"language": "nl", "facts": [_fact(polo)]}))
+    scripted_llm.script(*_translated(said, "The Polo is gone, we drive a Kia Niro now."))
+    scripted_llm.script(RECONCILE, lambda body: json.dumps({"decisions": [
+        {"event": "UPDATE", "id": "0", "text": "The user drives a Kia Niro"}]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "car", said)
+    assert _live(chat_engine) == ["The user drives a Kia Niro", "The user lives in Tilburg"]
+    second = [r for r in scripted_llm.chat_requests if "Already taken" in json.dumps(r.body)]
+    assert len(second) == 1 and f"- {polo}" in second[0].body["messages"][-1]["content"]
+
+
+def test_a_stored_fact_the_user_says_again_in_full_is_still_theirs() -> None:
+    """The rule reads names: a fact memory holds is the message's when the message names all of
+    it ("I still drive the Volkswagen Polo")."""
+    from desktop_mem.engine.chat.understanding import REPEATED, _RawFact, ground
+
+    polo = "The user drives a Volkswagen Polo"
+    facts, rejected = ground([_RawFact(polo)], "I still drive the Volkswagen Polo.", "", stored=[polo])
+    assert [f.text for f in facts] == [polo] and rejected == []
+    facts, rejected = ground([_RawFact(polo)], "De Polo is weg.", "", english=False, stored=[polo])
+    assert facts == [] and rejected == [(polo, REPEATED)]

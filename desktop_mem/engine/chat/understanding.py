@@ -28,6 +28,7 @@ from desktop_mem.engine.chat.fact_types import (
     MAX_MESSAGE_CHARS,
     ChatModel,
     ExtractedFact,
+    fold,
     kind_of,
 )
 from desktop_mem.engine.chat.fact_words import (
@@ -57,6 +58,7 @@ UNSAID = "names or numbers the user did not say"
 COPIED = "the message copied, not a fact"
 EARLIER = "an earlier message copied (that turn was read for memory when it was said)"
 OWN_WORDS = "says what the user did not (the model's own words or knowledge)"
+REPEATED = "a stored fact said again by the model, with names the message does not hold"
 # A fact with more content words than this that none of the user's words (the message, the recent
 # turns, what memory holds) hold is the model's own: "Summarise the causes of the French
 # Revolution" became two facts of 17 and 7 such words, "lol ok" a stretching tip of 8; the most a
@@ -102,6 +104,7 @@ class FollowUp:
     english: bool
     raw: tuple[_RawFact, ...]
     earlier: str = ""  # the user's messages before it, which were read for memory when said
+    stored: tuple[str, ...] = ()  # the live facts the model was shown (memory about its names)
 
 
 @dataclass(frozen=True)
@@ -153,9 +156,9 @@ def understand(
     earlier = " ".join(t for role, t in recent if role == "user")
     context = " ".join([text, earlier, *known])
     english = _english(parsed.language, text)
-    facts, rejected = ground(parsed.facts, text, context, english=english, earlier=earlier)
+    facts, rejected = ground(parsed.facts, text, context, english=english, earlier=earlier, stored=known)
     forget = parsed.forget
-    follow = FollowUp(tuple(messages), text, context, english, tuple(parsed.facts), earlier)
+    follow = FollowUp(tuple(messages), text, context, english, tuple(parsed.facts), earlier, tuple(known))
     if not forget and hint is None and not first_reading:
         facts, rejected = _follow_up(llm, follow, facts, rejected)
     if forget is None and hint is not None:
@@ -198,14 +201,16 @@ def _follow_up(
             # week!" as "nl", even "ar"): a copy of it is an English fact, and the English-only
             # checks apply
             follow = replace(follow, english=True)
-            facts, rejected = ground(follow.raw, follow.text, context, english=True, earlier=follow.earlier)
+            facts, rejected = ground(follow.raw, follow.text, context, english=True, earlier=follow.earlier,
+                                     stored=follow.stored)
         elif _translation(english, follow.text) and any(why.startswith(UNSAID) for _fact, why in rejected):
             # the model wrote in English what the user said in their language ("Japanisch" is
             # "Japanese", "mercredi" is "Wednesday"): the message's own translation may ground it
             context = f"{context} {english}"
-            facts, rejected = ground(follow.raw, follow.text, context, english=False, earlier=follow.earlier)
-    if not facts:
-        return facts, rejected
+            facts, rejected = ground(follow.raw, follow.text, context, english=False, earlier=follow.earlier,
+                                     stored=follow.stored)
+    if not facts and not any(why == REPEATED for _fact, why in rejected):
+        return facts, rejected  # (memory said again is an answer about the message: look again)
     if told_as_true.not_told_as_true(llm, follow.text):
         return [], [*rejected, *((f.text, told_as_true.WHY) for f in facts)]
     return _second_look(llm, replace(follow, context=context), facts, rejected)
@@ -268,7 +273,9 @@ def _second_look(
     if not missed:
         return facts, rejected
     last = str(messages[-1]["content"]).rsplit(_ANSWER_LINE, 1)[0].rstrip()
-    ask = (f"{last}\n\nAlready taken from it:\n" + "\n".join(f"- {f.text}" for f in facts)
+    # (memory said again counts as taken: the model is shown what it answered)
+    shown = [*(f.text for f in facts), *(t for t, why in rejected if why == REPEATED)]
+    ask = (f"{last}\n\nAlready taken from it:\n" + "\n".join(f"- {t}" for t in shown)
            + f"\nThe message also says something about: {', '.join(missed[:6])}. "
            f"Give only the facts the list above does not hold yet.\n{_ANSWER_LINE}")
     try:
@@ -277,7 +284,8 @@ def _second_look(
         return facts, rejected  # what the first answer gave stands
     if more.forget:
         return facts, rejected
-    extra, dropped = ground(more.facts, text, follow.context, english=follow.english, earlier=follow.earlier)
+    extra, dropped = ground(more.facts, text, follow.context, english=follow.english, earlier=follow.earlier,
+                             stored=follow.stored)
     new = [f for f in extra
            if not any(_contains(g.text, f.text) for g in facts) and not _covered(f.text, facts)]
     return merge_contained([*facts, *new]), [*rejected, *dropped]
@@ -447,6 +455,7 @@ def _str(value: object) -> str:
 
 def ground(
     raw: Iterable[_RawFact], message: str, context: str, *, english: bool = True, earlier: str = "",
+    stored: Sequence[str] = (),
 ) -> tuple[list[ExtractedFact], list[tuple[str, str]]]:
     """The facts the model gave that the user's words (or memory) support, merged where one
     says part of another; (fact, why) for each dropped one.
@@ -459,7 +468,12 @@ def ground(
     A fact that copies one of the user's ``earlier`` messages word for word is that message's,
     read when it was said ("ok cool" gave "Give me a fun fact about owls."). In English, a fact
     saying more than ``MAX_UNSAID_WORDS`` content words the user never used is the model's own.
+    A fact that is one of the ``stored`` live facts word for word, with a name or number the
+    message does not hold, is memory said again, not the user's words: "De Polo is de deur uit,
+    we rijden nu een Kia Niro" gave "The user drives a Volkswagen Polo" beside the Kia, and the
+    reconciliation that replaced the Polo added it back.
     """
+    held = {fold(s) for s in stored}
     facts: list[ExtractedFact] = []
     rejected: list[tuple[str, str]] = []
     said = words_of(message)
@@ -488,6 +502,9 @@ def ground(
             continue
         if earlier and copied(text, earlier, whole=False) and not copied(text, message, whole=False):
             rejected.append((text, EARLIER))
+            continue
+        if fold(text) in held and names_and_numbers(f"x {text}") - said:
+            rejected.append((text, REPEATED))
             continue
         if english and len(fact_guards.stems(text) - fact_guards.stems(context)) > MAX_UNSAID_WORDS:
             rejected.append((text, OWN_WORDS))
