@@ -492,3 +492,25 @@ def test_a_summary_gap_written_as_a_what_if_or_a_question_is_not_proposed(
     tidy_engine._parts.refresh()  # the catalog reads the summary file written beside it
     tidy_engine.tidy_up()
     assert [p.text for p in _tidy(tidy_engine) if p.event == "ADD"] == ["The user keeps bees in the garden"]
+
+
+def test_a_chats_task_written_as_a_heading_is_junk_and_one_said_as_a_statement_is_not(
+    tidy_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Stores written before the write path refused them hold tasks such as "birth of Noor": a
+    heading, not a fact about the user. Tidy-up proposes dropping them without asking the model;
+    a task said as a statement, a fact about someone else and a fact the user wrote stay."""
+    from desktop_mem.engine.chat.understanding import HEADING
+
+    heading = tidy_engine.add("packing checklist", conversation_id="japan", source="llm")
+    tidy_engine.add("The user is planning a trip to Japan", conversation_id="japan", source="llm")
+    tidy_engine.add("Noor is a baby girl born today", source="llm")
+    tidy_engine.add("shopping list", conversation_id="japan", source="manual")
+    scripted_llm.script(JUNK, '{"junk": []}')
+    scripted_llm.script(PAIR, '{"relation": "different", "merged": ""}')
+    assert tidy_engine.memory_health().likely_junk == 1
+
+    report = tidy_engine.tidy_up()
+
+    junk = [(f.reason, [m.id for m in f.targets]) for f in report.findings if f.kind == "junk"]
+    assert junk == [(HEADING, [heading.id])]

@@ -910,3 +910,23 @@ def test_a_stored_fact_the_user_says_again_in_full_is_still_theirs() -> None:
     assert [f.text for f in facts] == [polo] and rejected == []
     facts, rejected = ground([_RawFact(polo)], "De Polo is weg.", "", english=False, stored=[polo])
     assert facts == [] and rejected == [(polo, REPEATED)]
+
+
+def test_a_task_written_as_a_heading_is_not_stored_and_a_task_said_as_a_statement_is(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model in every language of the phrasing benchmark: "task" filled with
+    headings of the message ("birth of Noor", "regalado tortuga Manolo", "moving to Swansea")
+    beside the facts taken from the same words. The prompt asks for "The user ..." sentences;
+    a heading is none, whatever language the user wrote in."""
+    said = "¡Qué calor hace hoy! Por cierto, me acaban de regalar una tortuga que se llama Manolo."
+    scripted_llm.script(*_understood("Manolo", {"language": "es", "facts": [
+        _fact("The user has a tortoise named Manolo")], "task": ["regalado tortuga Manolo"]}))
+    scripted_llm.script(*_understood("Rome", {"task": ["The user is planning a trip to Rome"]}))
+    scripted_llm.script(*_translated(said, "What heat today! By the way, I was just given a tortoise "
+                                           "called Manolo."))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "pets", said)
+    assert _live(chat_engine) == ["The user has a tortoise named Manolo"]
+    _tell(chat_engine, "pets", "I'm planning a trip to Rome, help me with the route.")
+    assert _live(chat_engine) == ["The user has a tortoise named Manolo", "The user is planning a trip to Rome"]

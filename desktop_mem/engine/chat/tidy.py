@@ -48,7 +48,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     pairs,
     similar_pairs,
 )
-from desktop_mem.engine.chat.tidy_junk import junk_by_model, ungrounded
+from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, ungrounded
 from desktop_mem.engine.models import Decision, Operation, utc_now
 from desktop_mem.engine.store.markdown_store import atomic_write
 
@@ -108,6 +108,8 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     facts = live_facts(source)
     step("reading facts", 0, 1)
     findings: list[Finding] = [*expired(facts), *over_limit(source, facts)]
+    claimed = {m.id for f in findings for m in f.targets}
+    findings += headings([m for m in facts if m.id not in claimed])
     claimed = {m.id for f in findings for m in f.targets}
     findings += ungrounded(source, [m for m in facts if m.id not in claimed])
     claimed = {m.id for f in findings for m in f.targets}
@@ -208,7 +210,9 @@ def health(source: TidySource) -> Health:
     if source.index_open():  # a health line never opens (or embeds into) the index itself
         close = similar_pairs(source, facts, LIKELY_DUPLICATE)
         duplicates = max(len({m.id for _s, a, b in close for m in (a, b)}) - clusters(close), 0)
-    junk = ungrounded(source, facts)
+    headed = headings(facts)
+    named = {m.id for f in headed for m in f.targets}
+    junk = [*headed, *ungrounded(source, [m for m in facts if m.id not in named])]
     waiting = sum(1 for p in review.pending(source.root)[0] if TIDY_KEY in p.extra)
     return Health(facts=len(facts), likely_duplicates=duplicates,
                   likely_junk=len(junk), stale=len(stale), waiting=waiting, last_run=last_run(source.root))

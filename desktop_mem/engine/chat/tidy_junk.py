@@ -27,8 +27,8 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.told_as_true import not_told_as_true
-from desktop_mem.engine.chat.understanding import asks_only
-from desktop_mem.engine.models import Memory, Role
+from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,15 @@ def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
             found.append(Finding("junk", f"not said in its source turn ({', '.join(sorted(missing))})",
                                  m.conversation_id, (m,), sources=sources(m)))
     return found
+
+
+def headings(facts: Sequence[Memory]) -> list[Finding]:
+    """A model-made task of a conversation written as a heading ("birth of Noor", "packing
+    checklist"), not as the statement about the user the prompt asks for: what the write path no
+    longer stores (understanding.HEADING), left from before."""
+    return [Finding("junk", HEADING, m.conversation_id, (m,), sources=sources(m)) for m in facts
+            if m.source in ("llm", "pattern") and m.conversation_id != GLOBAL_CONVERSATION
+            and not ABOUT_USER.match(m.text)]
 
 
 JUNK_SCHEMA: Mapping[str, Any] = {"name": "junk", "schema": {

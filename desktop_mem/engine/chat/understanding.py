@@ -52,12 +52,14 @@ MAX_TURN_CHARS = 400
 MAX_KNOWN = 6
 MAX_FORGET = 5
 _USER_FACT = re.compile(r"^the user\b(?![’']s\b)", re.I)
+ABOUT_USER = re.compile(r"^the user\b", re.I)
 _USER_WORDS = frozenset({"user", "the user", "me", "i", "myself", "self", ""})
 _ANSWER_LINE = prompts.FACT_USER_TEMPLATE.splitlines()[-1]
 UNSAID = "names or numbers the user did not say"
 COPIED = "the message copied, not a fact"
 EARLIER = "an earlier message copied (that turn was read for memory when it was said)"
 OWN_WORDS = "says what the user did not (the model's own words or knowledge)"
+HEADING = "a task written as a heading, not as a statement about the user"
 REPEATED = "a stored fact said again by the model, with names the message does not hold"
 # A fact with more content words than this that none of the user's words (the message, the recent
 # turns, what memory holds) hold is the model's own: "Summarise the causes of the French
@@ -527,6 +529,12 @@ def ground(
             rejected.append((text, why))
             continue
         scope = scopes.classify(text, item.scope)
+        if item.scope == scopes.CONVERSATION and not ABOUT_USER.match(text):
+            # the prompt asks for "The user ..." sentences; the 1.5B model filled "task" with
+            # headings of the message ("birth of Noor", "moving to Swansea", "packing checklist")
+            # beside the facts it took from the same words, in every language we ran
+            rejected.append((text, HEADING))
+            continue
         if item.scope == scopes.CONVERSATION and only_questions:
             rejected.append((text, "a task read from a question"))
             continue
