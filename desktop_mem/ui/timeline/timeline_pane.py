@@ -85,7 +85,7 @@ class TimelinePane(QWidget):
         self.events_model = EventListModel(self)
         self._setup_ui()
         self._connect_signals()
-        self.actions.update_for(None)
+        self.event_actions.update_for(None)
 
     # ---------------------------------------------------------------- setup
 
@@ -117,10 +117,10 @@ class TimelinePane(QWidget):
         self.event_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.event_view.setUniformItemSizes(True)
         self._fit_event_rows(self.event_view.fontMetrics().height() + 6)  # until rows give their height
-        self.actions = EventActions(self._engine, self._runner, self._confirm, self.current_event,
-                                    lambda: self.diff_view.details, self)
+        self.event_actions = EventActions(self._engine, self._runner, self._confirm, self.current_event,
+                                          lambda: self.diff_view.details, self)
         # its parts, as the pane's own (tests reach them by these names)
-        a = self.actions
+        a = self.event_actions
         self.restore_button, self.revert_button, self.summary_button, self.open_button = (
             a.restore_button, a.revert_button, a.summary_button, a.open_button)
         self.status_label = a.status_label
@@ -133,7 +133,7 @@ class TimelinePane(QWidget):
         top_layout = QVBoxLayout(top_right)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.event_view, 1)
-        top_layout.addWidget(self.actions)
+        top_layout.addWidget(self.event_actions)
         right = QSplitter(Qt.Orientation.Vertical, self)
         right.addWidget(top_right)
         right.addWidget(self.detail_tabs)
@@ -155,8 +155,8 @@ class TimelinePane(QWidget):
         self.commit_view.selectionModel().currentRowChanged.connect(self._on_commit_view_current_row_changed)
         self.event_view.selectionModel().currentRowChanged.connect(self._on_event_view_current_row_changed)
         self.filters.changed.connect(self.reload)
-        self.actions.finished.connect(self.action_finished)
-        self.actions.failed.connect(self.action_failed)
+        self.event_actions.finished.connect(self.action_finished)
+        self.event_actions.failed.connect(self.action_failed)
 
     # ---------------------------------------------------------------- public
 
@@ -193,7 +193,7 @@ class TimelinePane(QWidget):
     @property
     def snapshot_dialog(self) -> QWidget | None:
         """The last "Open as it was" dialog."""
-        return self.actions.snapshot_dialog
+        return self.event_actions.snapshot_dialog
 
     def current_commit(self) -> CommitInfo | None:
         """The selected commit."""
@@ -294,7 +294,7 @@ class TimelinePane(QWidget):
         self._show_event(self.current_commit(), self.events_model.event_at(current.row()))
 
     def _show_event(self, commit: CommitInfo | None, event: TimelineEvent | None) -> None:
-        self.actions.show_event(event)
+        self.event_actions.show_event(event)
         if commit is not None and commit.events_from_paths and not self.status_label.text():
             self.status_label.setText(f"This commit changed {len(commit.events):,} memory files: they are "
                                       "listed by file name; the diff below shows the selected one.")
