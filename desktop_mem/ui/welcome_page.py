@@ -92,7 +92,7 @@ def welcome_page(engine: Callable[[], MemoryEngine | None], runner: TaskRunner, 
     finder.chosen.connect(lambda url, model: open_settings(
         "llm", prefill={"llm.base_url": url, **({"llm.model": model} if model else {})}))
     page = WelcomePage(str(current.root), parent, endpoint_finder=finder)
-    finder.find()  # first start: look at once
+    finder.find_servers()  # first start: look at once
 
     def create_demo() -> None:
         store = engine()

@@ -49,7 +49,7 @@ def test_with_nothing_running_the_finder_says_what_to_install(
     endpoint_finder.discover_endpoints = lambda env, url, key: real(  # type: ignore[assignment]
         env, url, key, servers=[KnownServer("Ollama", 9, "")], timeout=1)
     try:
-        finder.find()
+        finder.find_servers()
         settle(runner)
     finally:
         endpoint_finder.discover_endpoints = real

@@ -77,13 +77,13 @@ class EndpointFinder(QWidget):
         column.addWidget(self.status_label)
 
     def _connect_signals(self) -> None:
-        self.find_button.clicked.connect(self.find)
+        self.find_button.clicked.connect(self.find_servers)
         self.use_button.clicked.connect(self._on_use_button_clicked)
         self.use_url_button.clicked.connect(self._on_use_url_button_clicked)
-        self.url_edit.returnPressed.connect(self.find)
+        self.url_edit.returnPressed.connect(self.find_servers)
 
     @Slot()
-    def find(self) -> None:
+    def find_servers(self) -> None:
         self.find_button.setEnabled(False)
         if self._current is not None:
             self._configured = self._current()
