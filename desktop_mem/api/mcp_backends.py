@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError
@@ -32,7 +32,8 @@ from desktop_mem.engine.api import MemoryEngine, describe_holder, read_holder
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import EngineError, StoreChange, StoreLockedError
 
-EngineCall = Callable[[MemoryEngine], Any]
+T = TypeVar("T")
+EngineCall = Callable[[MemoryEngine], T]  # a tool's work on an engine; what it returns, the tool answers
 ChangeListener = Callable[[StoreChange], None]
 LOCK_WAIT_S = 15.0  # how long a call waits for a writer that advertises no endpoint (a CLI command)
 DERIVED = ("memory_index.json.sqlite3", "keyword_index.sqlite3", "chroma/chroma.sqlite3")
@@ -42,10 +43,10 @@ READS_AT_WRITER = frozenset({"search_memory", "search"})  # run at the writer to
 class Backend(Protocol):
     """Where tool calls run: `read` needs only the files; `at_writer` needs the store's writer."""
 
-    async def read(self, call: EngineCall) -> Any: ...
+    async def read(self, call: EngineCall[T]) -> T: ...
 
     async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
-                        call: EngineCall) -> Any: ...
+                        call: EngineCall[T]) -> T: ...
 
 
 class EngineBackend:
@@ -54,11 +55,11 @@ class EngineBackend:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
 
-    async def read(self, call: EngineCall) -> Any:
+    async def read(self, call: EngineCall[T]) -> T:
         return await _run(call, self.engine)
 
     async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
-                        call: EngineCall) -> Any:
+                        call: EngineCall[T]) -> T:
         return await _run(call, self.engine)
 
     def subscribe(self, listener: ChangeListener) -> Callable[[], None]:
@@ -66,7 +67,7 @@ class EngineBackend:
         return self.engine.subscribe(listener)
 
 
-async def _run(call: EngineCall, engine: MemoryEngine) -> Any:
+async def _run(call: EngineCall[T], engine: MemoryEngine) -> T:
     try:
         return await anyio.to_thread.run_sync(call, engine)
     except EngineError as exc:
@@ -88,10 +89,10 @@ class StdioBackend:
 
     # ------------------------------------------------------------------ reads
 
-    async def read(self, call: EngineCall) -> Any:
+    async def read(self, call: EngineCall[T]) -> T:
         return await anyio.to_thread.run_sync(self._read_sync, call)
 
-    def _read_sync(self, call: EngineCall) -> Any:
+    def _read_sync(self, call: EngineCall[T]) -> T:
         with self._lock:
             try:
                 return call(self._fresh_reader())
@@ -119,7 +120,7 @@ class StdioBackend:
     # ----------------------------------------------------------------- writes
 
     async def at_writer(self, tool: str, arguments: dict[str, Any], client: Implementation | None,
-                        call: EngineCall) -> Any:
+                        call: EngineCall[T]) -> T:
         from desktop_mem.api.holder_endpoint import writer_endpoint
         from desktop_mem.api.mcp_forward import WriterUnreachable, forward_call
 
@@ -129,13 +130,15 @@ class StdioBackend:
             return await self.read(call)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
-            done, value = await anyio.to_thread.run_sync(self._write_sync, call)
-            if done:
-                return value
+            ran = await anyio.to_thread.run_sync(self._write_sync, call)
+            if ran is not None:
+                return ran[0]
             endpoint = writer_endpoint(self.root)
             if endpoint is not None:
                 try:  # a private endpoint: no token is sent (mcp_forward.py)
-                    return await forward_call(endpoint, tool, arguments, client)
+                    # the same tool's answer at the writer: a JSON object (forward_call checks),
+                    # checked against the tool's outputSchema, where it has one, by the SDK's client
+                    return cast(T, await forward_call(endpoint, tool, arguments, client))
                 except WriterUnreachable:  # the writer is starting or stopping: ask again
                     if time.monotonic() > deadline:
                         raise ToolError(f"the desktop-mem process at {endpoint} does not answer") from None
@@ -147,17 +150,17 @@ class StdioBackend:
                     "desktop-mem app or `desktop-mem serve` instead.")
             await anyio.sleep(0.2)
 
-    def _write_sync(self, call: EngineCall) -> tuple[bool, Any]:
-        """Run `call` as the writer if the lock is free: (True, result); (False, None) if held."""
+    def _write_sync(self, call: EngineCall[T]) -> tuple[T] | None:
+        """Run `call` as the writer if the lock is free: (its result,); None if the lock is held."""
         with self._lock:
             try:
                 engine = self._take_writer()
             except EngineError as exc:
                 raise ToolError(str(exc)) from exc
             if engine is None:
-                return False, None
+                return None
             try:
-                return True, call(engine)
+                return (call(engine),)
             except EngineError as exc:
                 raise ToolError(str(exc)) from exc
             finally:
@@ -201,7 +204,7 @@ class StdioBackend:
         files edited by hand that no commit holds yet (a new engine would commit those)."""
         if dirty and engine.dirty_paths():
             return None
-        stats = []
+        stats: list[tuple[int, int] | None] = []  # None: that file is missing (no index yet)
         for name in DERIVED:
             try:
                 st = os.stat(self.root / name)

@@ -358,7 +358,7 @@ def build_server(backend: Backend, feed: ChangeFeed | None = None) -> MCPServer:
 
     @server.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json",
                      description="One memory by id, with its front matter.")
-    async def memory_resource(memory_id: str) -> dict[str, Any]:
+    async def memory_resource(memory_id: str) -> MemoryJSON:
         return await backend.read(lambda e: mcp_tools.get(e, memory_id))
 
     @server.resource(LIST_URI, name="memories", mime_type="application/json",
