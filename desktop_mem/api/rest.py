@@ -62,7 +62,7 @@ from desktop_mem.engine.models import (
     ValidationError,
     disk_problem,
 )
-from desktop_mem.engine.schema import MemoryQuery, SearchRequest, memory_json, search_hit_json
+from desktop_mem.engine.schema import MemoryJSON, MemoryQuery, SearchRequest, memory_json, search_hit_json
 
 MAX_BODY_BYTES = 1_000_000
 _LLM_STATUS = {"auth": 401, "timeout": 504, "rate_limited": 429, "model_missing": 404}
@@ -274,7 +274,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
                 "data": [search_hit_json(r, nested_memory=True) for r in results]}
 
     @app.post("/api/memories", status_code=201)
-    def add_memory(body: NewMemory) -> dict[str, Any]:
+    def add_memory(body: NewMemory) -> MemoryJSON:
         if body.type not in KINDS:
             raise ValidationError(f"type {body.type!r} is not one of {', '.join(KINDS)}")
         expires = body.expires_at
@@ -303,17 +303,17 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
         return {"object": "list", "data": [memory_json(m) for m in stored]}
 
     @app.get("/api/memories/{memory_id}")
-    def get_memory(memory_id: str) -> dict[str, Any]:
+    def get_memory(memory_id: str) -> MemoryJSON:
         return memory_json(engine.get(memory_id))
 
     @app.patch("/api/memories/{memory_id}")
-    def edit_memory(memory_id: str, body: MemoryChange) -> dict[str, Any]:
+    def edit_memory(memory_id: str, body: MemoryChange) -> MemoryJSON:
         return memory_json(engine.edit(memory_id, text=body.content, secrets=body.secrets,
                                        expected_hash=body.expected_hash))
 
     @app.post("/api/memories/{memory_id}/restore")
     def restore_memory(memory_id: str,
-                       expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
+                       expected_hash: str | None = Query(None, max_length=128)) -> MemoryJSON:
         return memory_json(engine.restore(memory_id, expected_hash=expected_hash))
 
     @app.post("/api/agent-capture")
@@ -336,7 +336,7 @@ def create_app(engine: MemoryEngine, token: str | None) -> FastAPI:
 
     @app.delete("/api/memories/{memory_id}")
     def delete_memory(memory_id: str,
-                      expected_hash: str | None = Query(None, max_length=128)) -> dict[str, Any]:
+                      expected_hash: str | None = Query(None, max_length=128)) -> MemoryJSON:
         current = engine.get(memory_id)
         if current.deleted:  # the engine's words (a CLI delete forwarded here prints them)
             raise ConflictError(f"memory {current.id} is already deleted")
