@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from desktop_mem.api.loopback import FORCE_TCP_ENV
+from desktop_mem.api.holder_endpoint import Endpoint
+from desktop_mem.api.loopback import FORCE_TCP_ENV, private_socket, remove_private_socket
+from desktop_mem.cli.forward import RemoteWriter
+from desktop_mem.engine.models import EngineError
 from tests.mcp_clients import ROOT, ServeProcess, cli_env, git
 
 LINE = re.compile(r"[0-9a-f]{8}  \d{4}-\d\d-\d\d \d\d:\d\d  (\S+)\s+memory\s+(.*)")
@@ -170,3 +175,32 @@ def test_cli_search_and_show_while_serve_holds_the_store_are_answered_by_it(
     unknown = _cli(store, env, "show", "nosuchid")
     assert missing.returncode == unknown.returncode == 1
     assert missing.stderr.splitlines()[0] == unknown.stderr.strip()
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix domain sockets only")
+def test_a_holder_answering_something_that_is_no_memory_gives_an_error_not_a_traceback() -> None:
+    """A forwarded write whose answer has the shape of a memory but a role no memory has (a newer or
+    broken holder) ends in the engine error any bad answer gives, naming the holder."""
+    sock, endpoint = private_socket()
+    body = json.dumps({"id": "0123abcd", "role": "overlord", "text": "x"}).encode()
+
+    def answer_once() -> None:
+        conn, _ = sock.accept()
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    holder = threading.Thread(target=answer_once, daemon=True)
+    holder.start()
+    try:
+        with pytest.raises(EngineError) as refused:
+            RemoteWriter(Endpoint(endpoint)).add("The user plays the cello", conversation_id="global",
+                                                 kind="fact", secrets=None)
+        assert endpoint in str(refused.value)
+    finally:
+        holder.join(30)
+        sock.close()
+        remove_private_socket(endpoint)

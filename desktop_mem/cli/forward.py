@@ -34,6 +34,7 @@ from desktop_mem.engine.models import (
     Memory,
     NotFoundError,
     ReadOnlyError,
+    Role,
     StoreLockedError,
     ValidationError,
 )
@@ -77,7 +78,10 @@ class _Holder:
     def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Memory:
         answer = self._answer(method, path, body)
         if isinstance(answer, dict) and isinstance(answer.get("id"), str):
-            return memory_from_json(answer)
+            try:
+                return memory_from_json(answer)
+            except ValueError:  # an unknown role, a date that is none: not a memory
+                raise _error(502, answer, self.endpoint) from None
         raise _error(502, answer, self.endpoint)
 
     async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
@@ -126,8 +130,9 @@ class RemoteMemoryTool(_Holder):
 
     def run(self, command: dict[str, Any]) -> str:
         answer = self._answer("POST", "/api/claude-memory", {"command": command})
-        if isinstance(answer, dict) and isinstance(answer.get("result"), str):
-            return answer["result"]
+        result = answer.get("result") if isinstance(answer, dict) else None
+        if isinstance(result, str):
+            return result
         raise _error(502, answer, self.endpoint)
 
 
@@ -239,8 +244,9 @@ def memory_from_json(data: dict[str, Any]) -> Memory:
 
     client = data.get("client")
     return Memory(
-        id=str(data["id"]), role=str(data.get("role")), conversation_id=str(data.get("conversation_id")),
-        text=str(data.get("text")), created_at=when("created_at") or datetime.min, path=str(data.get("path")),
+        id=str(data["id"]), role=Role(str(data.get("role"))),
+        conversation_id=str(data.get("conversation_id")), text=str(data.get("text")),
+        created_at=when("created_at") or datetime.min, path=str(data.get("path")),
         kind=data.get("kind"), source=data.get("source"), updated_at=when("updated_at"),
         deleted_at=when("deleted_at"), expires_at=when("expires_at"), replaced_by=data.get("replaced_by"),
         summary_kind=data.get("summary_kind"), summarized_count=data.get("summarized_count"),
