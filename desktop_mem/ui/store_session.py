@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     # the writer thread after the window is on screen, not before it.
     from desktop_mem.engine.api import MemoryEngine, MemoryPage
     from desktop_mem.engine.models import SecretHeldBack
-    from desktop_mem.ui.memories.memory_browser import BrowserQuery
+    from desktop_mem.ui.memories.browser_loader import BrowserQuery
     from desktop_mem.ui.workspace import Workspace
 
 # The loopback endpoint starts once nobody typed for this long and no reply streams. Its server

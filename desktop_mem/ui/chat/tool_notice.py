@@ -28,7 +28,7 @@ _VERBS = {Operation.ADD: "added", Operation.UPDATE: "updated", Operation.DELETE:
 
 def notice_text(changes: Sequence[StoreChange]) -> str:
     """"Claude Desktop added 2 memories and deleted 1 memory"."""
-    counts: dict[str, int] = {}
+    counts: dict[Operation, int] = {}
     for change in changes:
         n = 1 if change.operation in (Operation.UPDATE, Operation.EDIT) else len(change.memory_ids)
         counts[change.operation] = counts.get(change.operation, 0) + n

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.models import ConflictError, EventType, Memory, TimelineEvent
@@ -43,7 +43,7 @@ class EventActions(QWidget):
         # Events an action was done for (Restore, Revert): their button stays off, so a second
         # press cannot ask a confusing "changed since" question about our own action.
         self._done: dict[tuple[str, str | None, EventType], str] = {}
-        self.snapshot_dialog: Any = None  # the last "Open as it was" dialog
+        self.snapshot_dialog: QDialog | None = None  # the last "Open as it was" dialog
         self._setup_ui()
         self._connect_signals()
 
