@@ -929,4 +929,39 @@ def test_a_task_written_as_a_heading_is_not_stored_and_a_task_said_as_a_statemen
     _tell(chat_engine, "pets", said)
     assert _live(chat_engine) == ["The user has a tortoise named Manolo"]
     _tell(chat_engine, "pets", "I'm planning a trip to Rome, help me with the route.")
-    assert _live(chat_engine) == ["The user has a tortoise named Manolo", "The user is planning a trip to Rome"]
+    assert _live(chat_engine) == ["The user has a tortoise named Manolo",
+                                  "The user is planning a trip to Rome"]
+
+
+def test_small_talk_the_model_reads_as_forget_that_deletes_nothing(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the long-use story with the 1.5B model: "Ugh, Mondays." came back as a forget
+    naming nothing, and the birthday told just before was deleted; "Draft a polite email ..." did
+    the same to the message before it. A forget naming nothing is acted on only when the model,
+    asked only whether the message asks to forget, says so (its odds, language-free); the same
+    holds for a forget whose words mean "that" in their English ("dat"). A real "forget that"
+    still forgets, and the reply is not told of a forget."""
+    from tests.llm_roles import FORGET_ASKED
+    from tests.scripted_llm import Odds
+
+    scripted_llm.script(*_understood("birthday", {"facts": [_fact("The user's birthday is on March 14")]}))
+    scripted_llm.script(*_understood("allergic", {"facts": [_fact("The user is allergic to peanuts")]}))
+    scripted_llm.script(*_understood("Mondays", {"asks_to_forget": True, "forget": []}))
+    scripted_llm.script(*_understood("landlord", {"asks_to_forget": True, "forget": ["dat"],
+                                                  "language": "nl"}))
+    scripted_llm.script(*_translated("dat", "that"))
+    scripted_llm.script(*_understood("Vergeet", {"language": "nl", "forget": [""]}))
+    scripted_llm.script(lambda body: FORGET_ASKED in json.dumps(body)
+                        and "Vergeet" in json.dumps(body["messages"][-1]), Odds({"A": 0.99, "B": 0.005, "C": 0.005}))
+    scripted_llm.script(FORGET_ASKED, Odds({"A": 0.07, "B": 0.83, "C": 0.1}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "life", "My birthday is on March 14.")
+    _tell(chat_engine, "life", "Ugh, Mondays.")
+    assert _live(chat_engine) == ["The user's birthday is on March 14"]
+    assert "forget" not in _last_chat_request(scripted_llm).system_text.casefold()
+    _tell(chat_engine, "life", "Schrijf een nette mail aan mijn landlord over de verwarming.")
+    assert _live(chat_engine) == ["The user's birthday is on March 14"]
+    _tell(chat_engine, "life", "I'm allergic to peanuts.")
+    _tell(chat_engine, "life", "Vergeet dat maar weer.")
+    assert _live(chat_engine) == ["The user's birthday is on March 14"]

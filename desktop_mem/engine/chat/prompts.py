@@ -86,6 +86,28 @@ TOLD_AS_TRUE_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
     ("Give me three names for a goldfish.", "C"),
 )
 
+# Whether a message asks to forget at all (chat/told_as_true.py, ``asks_to_forget``): read as the
+# model's odds for "A", when the understanding step read a forget that names nothing ("forget
+# that": what the previous message stored). The 1.5B model answered asks_to_forget true with
+# nothing named to "Ugh, Mondays." and "Draft a polite email asking my landlord to fix the
+# heating.", which then deleted what the message before had stored.
+FORGET_ASKED_PROMPT: Final = """\
+Classify the user's message. Answer with one letter:
+A - it asks the assistant to forget, delete or stop remembering something
+B - it tells something, chats, thanks or greets
+C - it asks the assistant for something else: a question, or a request to write, explain or give"""
+FORGET_ASKED_ANSWERS: Final = ("A", "B", "C")
+FORGET_ASKED_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
+    ("Please forget what I just told you.", "A"),
+    ("Ugh, what a day.", "B"),
+    ("Lösch das bitte wieder.", "A"),
+    ("Écris-moi un poème sur la mer.", "C"),
+    ("Mejor olvídalo.", "A"),
+    ("Ik heb zin in pizza vanavond.", "B"),
+    ("Merci beaucoup !", "B"),
+    ("Wie spät ist es in Tokio?", "C"),
+)
+
 # What a request to forget names, in the language facts are stored in (chat/named_facts.py): for
 # when the user's own words, in another language, find no stored fact by search.
 TRANSLATE_PROMPT: Final = """\

@@ -44,6 +44,28 @@ def odds_told_as_true(llm: ChatModel, message: str) -> float | None:
     return None if odds is None else odds[prompts.TOLD_AS_TRUE_ANSWERS[0]]
 
 
+# A bare forget stands from these odds up. On 24 messages in five languages, none from the
+# phrasing benchmark (docs/benchmarks.md, sixth session): small talk, thanks and requests got
+# 0.002-0.21, requests to forget 0.62-0.997, but for one word the model does not know ("Wis dat
+# alsjeblieft." 0.12, kept, not deleted: a forget lost can be said again, facts deleted in error
+# are gone from the reply until restored).
+FORGET_ASKED = 0.4
+
+
+def asks_to_forget(llm: ChatModel, message: str) -> bool | None:
+    """Whether the model, asked only that, reads ``message`` as a request to forget (None: no
+    odds to read, and the first reading stands)."""
+    messages: list[Message] = [{"role": "system", "content": prompts.FORGET_ASKED_PROMPT}]
+    for example, answer in prompts.FORGET_ASKED_EXAMPLES:
+        messages += [{"role": "user", "content": example}, {"role": "assistant", "content": answer}]
+    messages.append({"role": "user", "content": message})
+    try:
+        odds = llm.odds(messages, prompts.FORGET_ASKED_ANSWERS)
+    except LLMError:
+        return None
+    return None if odds is None else odds[prompts.FORGET_ASKED_ANSWERS[0]] >= FORGET_ASKED
+
+
 def not_told_as_true(llm: ChatModel, message: str) -> bool:
     """Whether the model is sure enough that ``message`` states nothing true now.
 
