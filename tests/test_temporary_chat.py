@@ -29,7 +29,9 @@ def _state(engine: MemoryEngine) -> tuple[Any, ...]:
             retriever.vectors.count(), retriever.keywords.count(), engine._parts.git.dirty_paths())
 
 
-def test_a_temporary_turn_reads_memory_and_writes_nothing(chat_engine: MemoryEngine, scripted_llm: Any) -> None:
+def test_a_temporary_turn_reads_memory_and_writes_nothing(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
     scripted_llm.script(FACTS, '{"user": ["The user lives in Berlin"], "task": []}', times=1)
     scripted_llm.script(FACTS, '{"user": [], "task": []}')
     scripted_llm.script(SUMMARY, "The user lives in Berlin.")

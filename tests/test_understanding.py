@@ -953,7 +953,8 @@ def test_small_talk_the_model_reads_as_forget_that_deletes_nothing(
     scripted_llm.script(*_translated("dat", "that"))
     scripted_llm.script(*_understood("Vergeet", {"language": "nl", "forget": [""]}))
     scripted_llm.script(lambda body: FORGET_ASKED in json.dumps(body)
-                        and "Vergeet" in json.dumps(body["messages"][-1]), Odds({"A": 0.99, "B": 0.005, "C": 0.005}))
+                        and "Vergeet" in json.dumps(body["messages"][-1]),
+                        Odds({"A": 0.99, "B": 0.005, "C": 0.005}))
     scripted_llm.script(FORGET_ASKED, Odds({"A": 0.07, "B": 0.83, "C": 0.1}))
     _script_rest(scripted_llm)
     _tell(chat_engine, "life", "My birthday is on March 14.")

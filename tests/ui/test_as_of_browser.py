@@ -57,7 +57,8 @@ def test_as_of_takes_a_time_and_an_empty_list_leaves_nothing_selected(qtbot: Any
     browser.select_memory(browser.model.memory_at(0).id)  # type: ignore[union-attr]
     assert browser.model.memory_at(0).text == "The user lives in Leuven"  # type: ignore[union-attr]
     browser.as_of_edit.setDateTime(QDateTime.fromSecsSinceEpoch(int((now - timedelta(hours=1)).timestamp())))
-    with qtbot.waitSignal(browser.selection_cleared, timeout=10000):  # Leuven is not in it: the editor empties
+    # Leuven is not in it: the editor empties
+    with qtbot.waitSignal(browser.selection_cleared, timeout=10000):
         browser.as_of_check.setChecked(True)
         settle(runner)
     assert _texts(browser) == ["The user lives in Ghent"]  # an hour ago, not the end of today

@@ -83,7 +83,8 @@ def test_the_welcome_page_looks_at_once_and_a_pick_opens_settings_filled_in(
         finder.url_edit.setText("http://127.0.0.1:8765/v1")
         finder.use_url_button.click()
         dialog = win.settings_dialog
-        assert dialog.value("llm.base_url") == "http://127.0.0.1:8765/v1" and dialog.value("llm.model") == "none"
+        assert dialog.value("llm.base_url") == "http://127.0.0.1:8765/v1"
+        assert dialog.value("llm.model") == "none"
         dialog.reject()
     finally:
         win.runner.wait_for_done()

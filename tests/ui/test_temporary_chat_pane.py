@@ -38,7 +38,8 @@ def test_a_temporary_chat_is_marked_answers_from_memory_and_stores_nothing(
     assert indexed_engine.wait_idle(30)
     runner.wait_for_done()
     assert not assistant.updating and not assistant.outcome_label.isVisible()
-    assert [m.text for m in indexed_engine.list_memories(include_deleted=True)] == ["The user lives in Berlin"]
+    live = indexed_engine.list_memories(include_deleted=True)
+    assert [m.text for m in live] == ["The user lives in Berlin"]
     assert [c.sha for c in indexed_engine.history(limit=20)] == commits
     assert not any(FACTS in r.system_text for r in scripted_llm.requests)
 
