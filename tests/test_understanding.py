@@ -966,3 +966,26 @@ def test_small_talk_the_model_reads_as_forget_that_deletes_nothing(
     _tell(chat_engine, "life", "I'm allergic to peanuts.")
     _tell(chat_engine, "life", "Vergeet dat maar weer.")
     assert _live(chat_engine) == ["The user's birthday is on March 14"]
+
+
+def test_news_read_as_forget_that_is_still_an_update_when_the_odds_say_no_forget(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen with the 1.5B model: "ich habe beim Hotel Adler gekündigt und arbeite jetzt bei der
+    Lufthansa" came back as a forget naming nothing, with the old job said again and the new
+    one. Its new names make it news (the old job said again is not); the odds check, which says
+    it asks no forget, must not turn it back into both jobs, one of them re-added."""
+    from tests.llm_roles import FORGET_ASKED
+    from tests.scripted_llm import Odds
+
+    chat_engine.add("The user works as a cook at Hotel Adler", conversation_id="global", role="memory")
+    old, new = "The user works as a cook at Hotel Adler", "The user works as a cook at Lufthansa"
+    scripted_llm.script(*_understood("Lufthansa", {"language": "de", "asks_to_forget": True, "forget": [],
+                                                   "facts": [_fact(old), _fact(new)]}))
+    scripted_llm.script(FORGET_ASKED, Odds({"A": 0.1, "B": 0.85, "C": 0.05}))
+    scripted_llm.script(RECONCILE, lambda body: json.dumps({"decisions": [
+        {"event": "UPDATE", "id": "0", "text": "The user works as a cook at Lufthansa"}]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "work", "Stell dir vor, ich habe beim Hotel Adler gekündigt und arbeite jetzt "
+                               "bei der Lufthansa!")
+    assert _live(chat_engine) == ["The user works as a cook at Lufthansa"]
