@@ -44,12 +44,13 @@ def odds_told_as_true(llm: ChatModel, message: str) -> float | None:
     return None if odds is None else odds[prompts.TOLD_AS_TRUE_ANSWERS[0]]
 
 
-# A bare forget stands from these odds up. On 24 messages in five languages, none from the
-# phrasing benchmark (docs/benchmarks.md, sixth session): small talk, thanks and requests got
-# 0.002-0.21, requests to forget 0.62-0.997, but for one word the model does not know ("Wis dat
-# alsjeblieft." 0.12, kept, not deleted: a forget lost can be said again, facts deleted in error
-# are gone from the reply until restored).
-FORGET_ASKED = 0.4
+# A bare forget stands from these odds up (docs/benchmarks.md, sixth session; none of the messages
+# is a phrasing scenario). Dev set, 24 messages in five languages: small talk, thanks and requests
+# 0.002-0.21, requests to forget 0.62-0.997 but one ("Wis dat alsjeblieft." 0.12: a word the model
+# does not know). Held out, 15 more: 7 requests to forget 0.92-0.995; changes told as news 0.09-0.56
+# ("I gave up smoking last month." 0.56, "Ich habe meinen Job bei Siemens gekündigt." 0.35). A
+# forget missed can be said again; facts deleted in error leave the replies until restored.
+FORGET_ASKED = 0.6
 
 
 def asks_to_forget(llm: ChatModel, message: str) -> bool | None:
