@@ -16,6 +16,8 @@ at the endpoint there are no odds and the facts stand.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from desktop_mem.engine.chat import fact_guards, prompts
 from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.llm_errors import LLMError
@@ -31,17 +33,25 @@ WHY = "told as a plan, a wish, an 'if' or a request, not as true now"
 
 def odds_told_as_true(llm: ChatModel, message: str) -> float | None:
     """The model's odds that ``message`` tells a fact true now (None: no odds to read)."""
-    messages: list[Message] = [{"role": "system", "content": prompts.TOLD_AS_TRUE_PROMPT}]
-    for example, answer in prompts.TOLD_AS_TRUE_EXAMPLES:
-        messages += [{"role": "user", "content": example}, {"role": "assistant", "content": answer}]
     # a question in passing ("Did you see the match? ... I'm taking a pottery class now") is
     # no plan: the check reads what the message tells
-    messages.append({"role": "user", "content": fact_guards.told_sentences(message)})
+    return _first_letter_odds(llm, prompts.TOLD_AS_TRUE_PROMPT, prompts.TOLD_AS_TRUE_EXAMPLES,
+                              prompts.TOLD_AS_TRUE_ANSWERS, fact_guards.told_sentences(message))
+
+
+def _first_letter_odds(llm: ChatModel, prompt: str, examples: Sequence[tuple[str, str]],
+                       answers: Sequence[str], message: str) -> float | None:
+    """The model's odds of the first of ``answers`` for ``message``, asked ``prompt`` after the
+    ``examples`` (None: no odds to read, or the call failed: a failed check changes nothing)."""
+    messages: list[Message] = [{"role": "system", "content": prompt}]
+    for example, answer in examples:
+        messages += [{"role": "user", "content": example}, {"role": "assistant", "content": answer}]
+    messages.append({"role": "user", "content": message})
     try:
-        odds = llm.odds(messages, prompts.TOLD_AS_TRUE_ANSWERS)
+        odds = llm.odds(messages, answers)
     except LLMError:
-        return None  # the facts stand: a failed check never drops what the user said
-    return None if odds is None else odds[prompts.TOLD_AS_TRUE_ANSWERS[0]]
+        return None
+    return None if odds is None else odds[answers[0]]
 
 
 # A bare forget stands from these odds up (docs/benchmarks.md, sixth session; none of the messages
@@ -56,15 +66,9 @@ FORGET_ASKED = 0.6
 def asks_to_forget(llm: ChatModel, message: str) -> bool | None:
     """Whether the model, asked only that, reads ``message`` as a request to forget (None: no
     odds to read, and the first reading stands)."""
-    messages: list[Message] = [{"role": "system", "content": prompts.FORGET_ASKED_PROMPT}]
-    for example, answer in prompts.FORGET_ASKED_EXAMPLES:
-        messages += [{"role": "user", "content": example}, {"role": "assistant", "content": answer}]
-    messages.append({"role": "user", "content": message})
-    try:
-        odds = llm.odds(messages, prompts.FORGET_ASKED_ANSWERS)
-    except LLMError:
-        return None
-    return None if odds is None else odds[prompts.FORGET_ASKED_ANSWERS[0]] >= FORGET_ASKED
+    odds = _first_letter_odds(llm, prompts.FORGET_ASKED_PROMPT, prompts.FORGET_ASKED_EXAMPLES,
+                              prompts.FORGET_ASKED_ANSWERS, message)
+    return None if odds is None else odds >= FORGET_ASKED
 
 
 def not_told_as_true(llm: ChatModel, message: str) -> bool:
