@@ -51,11 +51,16 @@ class _Job(QRunnable):
         self._kwargs = kwargs
 
     def run(self) -> None:
+        # Taken out first: PySide can keep a finished runnable's wrapper alive for a while, and
+        # with it its arguments (a bulk commit's 40 events stayed alive after another commit
+        # was selected, tests/ui/test_timeline_held_rows.py).
+        fn, args, kwargs = self._fn, self._args, self._kwargs
+        del self._fn, self._args, self._kwargs
         if self._ticket.stale:  # a newer request with the same key was submitted meanwhile
             self._runner._finished.emit(self._task_id, None, None)
             return
         try:
-            result = self._fn(*self._args, **self._kwargs)
+            result = fn(*args, **kwargs)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the GUI thread
             self._runner._finished.emit(self._task_id, None, exc)
             return
