@@ -989,3 +989,29 @@ def test_news_read_as_forget_that_is_still_an_update_when_the_odds_say_no_forget
     _tell(chat_engine, "work", "Stell dir vor, ich habe beim Hotel Adler gekündigt und arbeite jetzt "
                                "bei der Lufthansa!")
     assert _live(chat_engine) == ["The user works as a cook at Lufthansa"]
+
+
+def test_news_the_model_reads_as_a_forget_of_a_name_deletes_nothing(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the long-use story with the 1.5B model: "Tomas burned the pancakes again." was read
+    as a forget, and the three facts naming Tomas were deleted. Any forget the model reads where
+    the message, asked only that, asks none, deletes nothing; one it asks stands."""
+    from tests.llm_roles import FORGET_ASKED
+    from tests.scripted_llm import Odds
+
+    tomas = ["The user lives in Ghent with their partner Tomas", "Tomas ran a half marathon in Brussels"]
+    for text in tomas:
+        chat_engine.add(text, conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("pancakes", {"asks_to_forget": True, "forget": ["Tomas"]}))
+    scripted_llm.script(*_understood("marathon", {"language": "nl", "asks_to_forget": True,
+                                                  "forget": ["the half marathon in Brussels"]}))
+    scripted_llm.script(lambda body: FORGET_ASKED in json.dumps(body)
+                        and "marathon" in json.dumps(body["messages"][-1]),
+                        Odds({"A": 0.97, "B": 0.02, "C": 0.01}))
+    scripted_llm.script(FORGET_ASKED, Odds({"A": 0.45, "B": 0.5, "C": 0.05}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "home", "Tomas burned the pancakes again.")
+    assert _live(chat_engine) == sorted(tomas)
+    _tell(chat_engine, "home", "Vergeet die halve marathon in Brussels maar.")
+    assert _live(chat_engine) == [tomas[0]]

@@ -18,11 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from desktop_mem.engine.chat.currency import from_turns
-from desktop_mem.engine.chat.fact_guards import STOP, forget_request
+from desktop_mem.engine.chat.fact_guards import STOP
 from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.ports import Search
-from desktop_mem.engine.chat.told_as_true import asks_to_forget
 from desktop_mem.engine.chat.understanding import Understood, in_english, in_english_words
 from desktop_mem.engine.index.retrieval import SearchFilters, SearchResult
 from desktop_mem.engine.models import Memory
@@ -82,17 +81,14 @@ def forget_named(
     clearly, their English (the model translates them) and the model's restatement."""
     translate = None if llm is None or in_english(understood, message) else (
         lambda phrases: in_english_words(llm, phrases))
-    asked = None if llm is None or forget_request(message) is not None else (
-        lambda: asks_to_forget(llm, message) is not False)
     return forget_targets(search, conversation_id, live, understood.forget or (), previous_user,
-                          understood.restated, translate, asked)
+                          understood.restated, translate)
 
 
 def forget_targets(
     search: Search, conversation_id: str, live: Sequence[Memory], phrases: Sequence[str],
     previous_user: str | None, restated: Sequence[str] = (),
     translate: Callable[[Sequence[str]], list[str]] | None = None,
-    asked: Callable[[], bool] | None = None,
 ) -> Named:
     """What a request to forget names (``phrases``: what the model read it names, in the user's
     words). "Forget that" (nothing named) means the facts the previous user message
@@ -100,9 +96,7 @@ def forget_targets(
     nothing by keywords and little by our vectors (a Dutch "konijn" against the English "has a
     rabbit named Snuf"): then ``translate`` gives their English, searched with ``restated`` (the
     model's restatement of the message in English) under the same measured thresholds, so a
-    wrong translation names nothing rather than the wrong fact. A forget whose words mean "that"
-    only in their English deletes the last message's facts only when ``asked`` (the model, asked
-    only whether the message asks to forget) says so: the understanding step checked the others."""
+    wrong translation names nothing rather than the wrong fact."""
     named = find_named(search, conversation_id, live, [p for p in phrases if p.strip()])
     if named.clear:
         return named
@@ -114,8 +108,6 @@ def forget_targets(
     bare = all(not words_of(p) - STOP for p in phrases)
     english = [] if bare or translate is None else translate(phrases)
     if bare or (english and all(not words_of(t) - STOP for t in english)):
-        if not bare and asked is not None and not asked():
-            return named  # "dat", "ça" read from a message that, asked only that, asks no forget
         stored = [m for m in live if previous_user and previous_user in from_turns(m)]
         return Named(tuple(stored)) if stored else named
     if translate is None or not live:

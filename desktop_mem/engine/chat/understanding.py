@@ -171,13 +171,13 @@ def understand(
         forget = None
     if forget and hint is None:
         facts, forget = _read_as_forget(facts, forget, text, known)
-    if (forget and hint is None and all(not words_of(p) - fact_guards.STOP for p in forget)
-            and told_as_true.asks_to_forget(llm, text) is False):
-        # a forget naming nothing deletes what the previous message stored: the 1.5B model read
-        # "Ugh, Mondays." so, and the birthday told just before was gone. Asked only whether the
-        # message asks to forget, it says no to such messages. (News read as a forget is known
-        # by its new names first, above: "ich habe beim Hotel Adler gekündigt und arbeite jetzt
-        # bei der Lufthansa" is an update.)
+    if forget and hint is None and told_as_true.asks_to_forget(llm, text) is False:
+        # a forget the model reads where none was asked deletes what it names, or (naming
+        # nothing) what the previous message stored: the 1.5B model read "Ugh, Mondays." so, and
+        # the birthday told just before was gone; "Tomas burned the pancakes again." deleted the
+        # three facts naming Tomas. Asked only whether the message asks to forget, it says no to
+        # such messages. (News read as a forget is known by its new names first, above: "ich
+        # habe beim Hotel Adler gekündigt und arbeite jetzt bei der Lufthansa" is an update.)
         forget = None
         if not first_reading:
             facts, rejected = _follow_up(llm, follow, facts, rejected)
