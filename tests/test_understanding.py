@@ -12,7 +12,8 @@ from typing import Any
 
 from desktop_mem.engine.api import MemoryEngine
 from desktop_mem.engine.chat.context import FORGET_NOTE
-from tests.llm_roles import FACTS, RECONCILE, SUMMARY, is_chat
+from tests.llm_roles import FACTS, FORGET_ASKED, RECONCILE, SUMMARY, is_chat
+from tests.scripted_llm import Odds
 
 
 def _understood(words: str, answer: dict[str, Any]) -> tuple[Any, str]:
@@ -22,6 +23,13 @@ def _understood(words: str, answer: dict[str, Any]) -> tuple[Any, str]:
     return (lambda body: FACTS in json.dumps(body["messages"][0])
             and words in body["messages"][-1]["content"].rsplit("LAST message:", 1)[-1],
             json.dumps(full))
+
+
+def _asked_to_forget(words: str, yes: float) -> tuple[Any, Odds]:
+    """A rule: the one-letter "does it ask to forget?" check of a message holding ``words``
+    gets odds ``yes`` for "A"."""
+    return (lambda body: FORGET_ASKED in json.dumps(body) and words in json.dumps(body["messages"][-1]),
+            Odds({"A": yes, "B": 1 - yes, "C": 0.0}))
 
 
 def _fact(text: str, about: str = "user", relation: str = "", replaces: str = "") -> dict[str, str]:
@@ -942,9 +950,6 @@ def test_small_talk_the_model_reads_as_forget_that_deletes_nothing(
     asked only whether the message asks to forget, says so (its odds, language-free); the same
     holds for a forget whose words mean "that" in their English ("dat"). A real "forget that"
     still forgets, and the reply is not told of a forget."""
-    from tests.llm_roles import FORGET_ASKED
-    from tests.scripted_llm import Odds
-
     scripted_llm.script(*_understood("birthday", {"facts": [_fact("The user's birthday is on March 14")]}))
     scripted_llm.script(*_understood("allergic", {"facts": [_fact("The user is allergic to peanuts")]}))
     scripted_llm.script(*_understood("Mondays", {"asks_to_forget": True, "forget": []}))
@@ -952,9 +957,7 @@ def test_small_talk_the_model_reads_as_forget_that_deletes_nothing(
                                                   "language": "nl"}))
     scripted_llm.script(*_translated("dat", "that"))
     scripted_llm.script(*_understood("Vergeet", {"language": "nl", "forget": [""]}))
-    scripted_llm.script(lambda body: FORGET_ASKED in json.dumps(body)
-                        and "Vergeet" in json.dumps(body["messages"][-1]),
-                        Odds({"A": 0.99, "B": 0.005, "C": 0.005}))
+    scripted_llm.script(*_asked_to_forget("Vergeet", 0.99))
     scripted_llm.script(FORGET_ASKED, Odds({"A": 0.07, "B": 0.83, "C": 0.1}))
     _script_rest(scripted_llm)
     _tell(chat_engine, "life", "My birthday is on March 14.")
@@ -975,9 +978,6 @@ def test_news_read_as_forget_that_is_still_an_update_when_the_odds_say_no_forget
     Lufthansa" came back as a forget naming nothing, with the old job said again and the new
     one. Its new names make it news (the old job said again is not); the odds check, which says
     it asks no forget, must not turn it back into both jobs, one of them re-added."""
-    from tests.llm_roles import FORGET_ASKED
-    from tests.scripted_llm import Odds
-
     chat_engine.add("The user works as a cook at Hotel Adler", conversation_id="global", role="memory")
     old, new = "The user works as a cook at Hotel Adler", "The user works as a cook at Lufthansa"
     scripted_llm.script(*_understood("Lufthansa", {"language": "de", "asks_to_forget": True, "forget": [],
@@ -997,18 +997,13 @@ def test_news_the_model_reads_as_a_forget_of_a_name_deletes_nothing(
     """Seen in the long-use story with the 1.5B model: "Tomas burned the pancakes again." was read
     as a forget, and the three facts naming Tomas were deleted. Any forget the model reads where
     the message, asked only that, asks none, deletes nothing; one it asks stands."""
-    from tests.llm_roles import FORGET_ASKED
-    from tests.scripted_llm import Odds
-
     tomas = ["The user lives in Ghent with their partner Tomas", "Tomas ran a half marathon in Brussels"]
     for text in tomas:
         chat_engine.add(text, conversation_id="global", role="memory")
     scripted_llm.script(*_understood("pancakes", {"asks_to_forget": True, "forget": ["Tomas"]}))
     scripted_llm.script(*_understood("marathon", {"language": "nl", "asks_to_forget": True,
                                                   "forget": ["the half marathon in Brussels"]}))
-    scripted_llm.script(lambda body: FORGET_ASKED in json.dumps(body)
-                        and "marathon" in json.dumps(body["messages"][-1]),
-                        Odds({"A": 0.97, "B": 0.02, "C": 0.01}))
+    scripted_llm.script(*_asked_to_forget("marathon", 0.97))
     scripted_llm.script(FORGET_ASKED, Odds({"A": 0.45, "B": 0.5, "C": 0.05}))
     _script_rest(scripted_llm)
     _tell(chat_engine, "home", "Tomas burned the pancakes again.")
