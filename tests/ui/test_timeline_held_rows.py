@@ -131,8 +131,9 @@ def test_the_rows_of_a_bulk_commit_go_when_another_commit_is_selected(
         qtbot.waitUntil(lambda: not threaded.busy and alive(sha) <= before, timeout=30000)
     except Exception:  # say what still holds a row, so a leak is told from a slow machine
         rows = [o for o in gc.get_objects() if isinstance(o, TimelineEvent) and o.commit == sha]
-        held = [f"{type(r).__name__}<-{[type(rr).__name__ for rr in gc.get_referrers(r) if rr is not rows][:4]}"
-                for o in rows for r in gc.get_referrers(o) if r is not rows]
+        holders = [r for o in rows for r in gc.get_referrers(o) if r is not rows]
+        held = [f"{type(r).__name__} held by {[type(h).__name__ for h in gc.get_referrers(r)][:4]}"
+                for r in holders]
         pytest.fail(f"{alive(sha) - before} rows of the bulk commit still alive, held by {sorted(set(held))}")
 
 
