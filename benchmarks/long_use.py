@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from long_use_story import FACTS, PEOPLE, STORY, answer_key  # noqa: E402
+from long_use_story import FACTS, PEOPLE, STORY, AnswerKey, answer_key  # noqa: E402
 from phrasing import matches as _matches  # noqa: E402
 from write_path import store_engine  # noqa: E402
 
@@ -59,13 +59,16 @@ def matches(key: str, fact: str) -> bool:
     return any(_matches(alt.strip(), fact) for alt in key.split("|"))
 
 
-def classify(fact: str, live_keys: list[str], gone_keys: list[str]) -> str:
+def classify(fact: str, key: AnswerKey) -> str:
     """What one live fact is, by the answer key: "good", "stale", "other" (someone else's news)
-    or "junk"."""
-    if any(matches(FACTS[k].key, fact) for k in live_keys):
+    or "junk". A fact holding one made untrue is stale even when it holds a true one too ("Noor,
+    the user's daughter, is 5"), unless it also holds what was said instead (history)."""
+    for k in key.gone:
+        still = FACTS[k].still or FACTS[k].key  # "sold the Volvo" is history, "drives a Volvo" stale
+        if matches(still, fact) and not any(matches(FACTS[n].key, fact) for n in key.instead[k]):
+            return "stale"
+    if any(matches(FACTS[k].key, fact) for k in key.live):
         return "good"
-    if any(matches(FACTS[k].key, fact) for k in gone_keys):
-        return "stale"
     if any(matches(k, fact) for k in FACTS_KEYS_EVER):
         return "good"  # a fact of the story said at another point (e.g. a checkpoint before it)
     if any(matches(p, fact) for p in PEOPLE):
@@ -79,7 +82,7 @@ FACTS_KEYS_EVER = [f.key for f in FACTS.values()]
 def measure(texts: list[str], upto: int | None) -> dict[str, Any]:
     """The figures for these live facts against the story's first `upto` turns."""
     key = answer_key(upto)
-    kinds = [classify(t, key.live, key.gone) for t in texts]
+    kinds = [classify(t, key) for t in texts]
     per_fact = {k: sum(1 for t in texts if matches(FACTS[k].key, t)) for k in key.live}
     duplicates = sum(max(n - 1, 0) for n in per_fact.values())
     n = len(texts)
@@ -122,7 +125,7 @@ def tidy_precision(engine: MemoryEngine, proposals: list[Any]) -> dict[str, Any]
             wrong_items.append(f"merge lost a fact: {p.target_text!r} -> {p.text!r}")
             continue
         for text in dropped:
-            kind = classify(text, key.live, key.gone)
+            kind = classify(text, key)
             duplicate = kind == "good" and sum(1 for t in live if _same_fact(t, text, key.live)) > 1
             merged = survivor is not None and not _lost(text, survivor)
             if kind in ("junk", "stale") or duplicate or merged:

@@ -5,7 +5,9 @@ facts it makes untrue (moved, changed job, forgot). Between them: small talk, qu
 for work and other people's news, which must leave no fact about the user behind. A fact's key is
 matched against the live facts by names and numbers (benchmarks/phrasing.py's `matches`), never by
 wording: "|" separates alternatives, "+" joins terms that must all be there, a trailing "*"
-matches a word's start.
+matches a word's start, a leading "!" must not be there. A key names one fact, not a person: with
+"noor" alone, "Noor starts at a new school" counted as a second copy of "our daughter is Noor",
+and "Noor is 5" (untrue since she turned 6) as that fact's copy instead of as stale.
 """
 
 from __future__ import annotations
@@ -25,35 +27,37 @@ class Turn:
 class Fact:
     key: str
     about: str = "user"  # or the other person's name: such a fact must stay theirs
+    still: str = ""  # once untrue, what a live fact claiming it still holds matches (default: key)
 
 
 FACTS: dict[str, Fact] = {
     "name": Fact("Ilse"),
     "home_gent": Fact("ghent"),
-    "home_leuven": Fact("leuven"),
+    "home_leuven": Fact("live*+leuven|leuven+flat|leuven+home"),
     "job_nurse": Fact("nurse"),
-    "job_teacher": Fact("teacher*"),
-    "partner": Fact("tomas"),
-    "daughter": Fact("noor"),
+    "job_teacher": Fact("teacher*+!noor+!pieter"),
+    "partner": Fact("tomas+partner|partner+tomas|tomas+live*|live*+tomas"),
+    "daughter": Fact("noor+daughter|daughter+noor"),
     "daughter_age_5": Fact("noor+5"),
     "daughter_age_6": Fact("noor+6"),
-    "cat": Fact("pixel"),
-    "dog": Fact("bram"),
+    "cat": Fact("pixel+cat|cat+pixel"),
+    "dog": Fact("bram+dog|dog+bram"),
     "tea": Fact("tea"),
     "coffee": Fact("coffee"),
     "cello": Fact("cello"),
     "piano": Fact("piano"),
-    "vegetarian": Fact("vegetarian"),
+    "vegetarian": Fact("vegetarian|meat"),
     "allergy": Fact("peanut*"),
     "birthday": Fact("march+14|14+march"),
-    "car": Fact("volvo"),
-    "bike": Fact("bike|bicycle|cycl*"),
-    "running": Fact("run*|marathon"),
-    "brother": Fact("jonas"),
+    "car": Fact("volvo", still="volvo+!sold"),
+    "bike": Fact("cycl*"),
+    "running": Fact("run*"),
+    "brother": Fact("jonas+brother|brother+jonas|jonas+antwerp"),
     "language": Fact("spanish"),
     "book_club": Fact("book club|book+club"),
     "diabetes_mum": Fact("greta+diabet*", about="greta"),
     "garden": Fact("tomato*"),
+    "flat_garden": Fact("garden+flat|flat+garden"),
     "climbing": Fact("climb*"),
     "newsletter": Fact("newsletter"),
 }
@@ -113,7 +117,7 @@ STORY: tuple[Turn, ...] = (
     _f(4, "Make me a packing checklist for a move."),
     _f(4, "Can you recommend a novel for the book club?"),
     _f(4, "We moved, we live in Leuven now.", ("home_leuven",), ("home_gent",)),
-    _f(4, "The new flat has a tiny garden."),
+    _f(4, "The new flat has a tiny garden.", ("flat_garden",)),
     _f(4, "How do I register my new address in Belgium?"),
     _f(4, "Jonas came over to help us move. Super kind."),
     _f(4, "Where can I recycle old cardboard boxes?"),
@@ -228,17 +232,20 @@ class AnswerKey:
 
     live: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
+    # what the turn that made a fact untrue said instead ("noor turned 6" for "noor is 5"): a
+    # live fact holding the new one ("moved from Ghent to Leuven") is history, not stale
+    instead: dict[str, list[str]] = field(default_factory=dict)
 
 
 def answer_key(upto: int | None = None) -> AnswerKey:
     """The facts true after the first `upto` turns (all: the end), and the ones made untrue."""
     true: dict[str, None] = {}
-    ended: dict[str, None] = {}
+    ended: dict[str, list[str]] = {}
     for turn in STORY[:upto]:
         for fid in turn.ends:
             true.pop(fid, None)
-            ended[fid] = None
+            ended[fid] = list(turn.adds)
         for fid in turn.adds:
             true[fid] = None
             ended.pop(fid, None)
-    return AnswerKey(live=list(true), gone=list(ended))
+    return AnswerKey(live=list(true), gone=list(ended), instead=ended)
