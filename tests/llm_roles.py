@@ -13,10 +13,11 @@ TRANSLATE = prompts.TRANSLATE_PROMPT.splitlines()[0].rstrip(".")
 # (the two one-letter checks share their first line: each is told apart by its first letter's)
 TOLD_AS_TRUE = prompts.TOLD_AS_TRUE_PROMPT.splitlines()[1]
 FORGET_ASKED = prompts.FORGET_ASKED_PROMPT.splitlines()[1]
+PASSING = prompts.PASSING_PROMPT.splitlines()[1]
 
 
 def is_chat(body: dict[str, Any]) -> bool:
     """True for the chat reply call (not extraction, reconciliation or summary)."""
     system = " ".join(str(m.get("content", "")) for m in body["messages"] if m["role"] == "system")
     return all(role not in system for role in (FACTS, RECONCILE, SUMMARY, TRANSLATE, TOLD_AS_TRUE,
-                                                      FORGET_ASKED))
+                                                      FORGET_ASKED, PASSING))

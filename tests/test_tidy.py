@@ -18,7 +18,7 @@ import pytest
 from desktop_mem.engine.chat import tidy
 from desktop_mem.engine.facade import MemoryEngine
 from desktop_mem.engine.models import ValidationError, utc_now
-from tests.llm_roles import TOLD_AS_TRUE
+from tests.llm_roles import PASSING, TOLD_AS_TRUE
 from tests.scripted_llm import Odds
 
 PAIR = "Compare fact A and fact B"
@@ -295,6 +295,49 @@ def test_a_fact_the_model_calls_a_request_stays_when_its_message_tells_it(
     told = Odds({"A": 0.6, "B": 0.3, "C": 0.1})
     assert not _proposed(tidy_engine, scripted_llm, "Ich spiele seit Jahren Cello im Orchester.",
                          "The user plays the cello in an orchestra", "request", told)
+
+
+def _passing_proposed(engine: MemoryEngine, llm: Any, message: str, fact: str, odds: Odds | str) -> bool:
+    """Whether tidy-up proposes dropping `fact` (drawn from `message`, which no junk reading names)
+    when the model's answer to "is this message a passing remark?" is `odds`."""
+    llm.script(PASSING, odds)
+    _turn, stored = _said(engine, message, fact)
+    report = engine.tidy_up()
+    return stored.id in {m.id for f in report.findings for m in f.targets}
+
+
+def test_small_talk_told_as_true_is_proposed_as_a_passing_remark(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Seen in the 101-turn long-use store: "The user had a bad day." from "Meh, what a day.",
+    kept by every other check (the message tells it as true)."""
+    sure = Odds({"A": 0.04, "B": 0.93, "C": 0.03})
+    assert _passing_proposed(tidy_engine, scripted_llm, "Meh, what a day.", "The user had a bad day.", sure)
+    [proposal] = _tidy(tidy_engine)
+    assert proposal.event == "DELETE" and proposal.target_text == "The user had a bad day."
+    assert proposal.extra[tidy.TIDY_KEY]["reason"].startswith("a passing remark")
+
+
+def test_a_passing_remark_that_names_someone_or_a_number_is_kept(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """The 1.5B model read "Hi! I'm Ilse, nice to meet you." as a passing remark (0.70)."""
+    sure = Odds({"A": 0.02, "B": 0.96, "C": 0.02})
+    assert not _passing_proposed(tidy_engine, scripted_llm, "Hallo! Ik ben Ilse.", "The user is Ilse",
+                                 sure)
+    assert not _passing_proposed(tidy_engine, scripted_llm, "Ugh, 38 degrees.", "It is 38 degrees", sure)
+
+
+def test_a_lasting_fact_without_a_name_is_kept_below_the_measured_odds(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """"I drink my coffee black." scored 0.71 as a passing remark on the dev set."""
+    below = Odds({"A": 0.27, "B": 0.71, "C": 0.02})
+    assert not _passing_proposed(tidy_engine, scripted_llm, "I drink my coffee black.",
+                                 "The user drinks their coffee black", below)
+
+
+def test_without_odds_at_the_endpoint_no_passing_remark_is_proposed(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    assert not _passing_proposed(tidy_engine, scripted_llm, "Meh, what a day.", "The user had a bad day.",
+                                 "B")
 
 
 def _no_merge_of(engine: MemoryEngine, llm: Any, a: str, b: str, merged: str) -> None:

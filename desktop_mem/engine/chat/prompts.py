@@ -108,6 +108,29 @@ FORGET_ASKED_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
     ("Wie spät ist es in Tokio?", "C"),
 )
 
+# Whether a message only says how things are at the moment (chat/told_as_true.py,
+# ``passing_remark``): read as the model's odds for "B" by tidy-up, for facts with no name or
+# number. The write path stored "The user had a bad day.", "The weather is warm." and "The user
+# is thanking the assistant for their help" from the long-use story's small talk: each is told as
+# true, so the told-as-true check keeps it.
+PASSING_PROMPT: Final = """\
+Classify the user's message. Answer with one letter:
+A - it tells something lasting about the user's life: who they are, their family, home, work, \
+health, what they have, like or usually do
+B - it only says how things are at this moment: a mood, the weather, thanks, a greeting, what is \
+happening today
+C - it asks the assistant for something: a question, or a request to write, explain, list or give"""
+PASSING_ANSWERS: Final = ("B", "A", "C")
+PASSING_EXAMPLES: Final[tuple[tuple[str, str], ...]] = (
+    ("My grandmother is 94 and still bakes bread.", "A"),
+    ("Wat een regen vandaag, zeg.", "B"),
+    ("Erklär mir, wie ein Kühlschrank funktioniert.", "C"),
+    ("Je joue au tennis le samedi.", "A"),
+    ("Gracias, muy útil.", "B"),
+    ("I'm so tired today, long meeting.", "B"),
+    ("Ich bin Diabetikerin.", "A"),
+)
+
 # What a request to forget names, in the language facts are stored in (chat/named_facts.py): for
 # when the user's own words, in another language, find no stored fact by search.
 TRANSLATE_PROMPT: Final = """\

@@ -12,7 +12,8 @@ does, among the live facts:
 - **junk**: a model-made fact grounded in none of the turns it came from (no name or number of it
   in them), or one the model reads as no lasting fact at all (a question, a request, the
   assistant's own words), when nothing the user said speaks for it (tidy_junk.py: a fact drawn
-  from the user's own message needs a second check to agree).
+  from the user's own message needs a second check to agree); or small talk told as true ("The
+  user had a bad day."): no name or number, from messages the model reads as passing remarks.
 - **gaps**: a sentence of a conversation's summary that no live fact holds and no forgotten fact
   explains.
 
@@ -48,7 +49,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     pairs,
     similar_pairs,
 )
-from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, ungrounded
+from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, passing, ungrounded
 from desktop_mem.engine.models import Decision, Operation, utc_now
 from desktop_mem.engine.store.markdown_store import atomic_write
 
@@ -117,6 +118,8 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     if model is not None:
         try:
             findings += junk_by_model(source, model, [m for m in facts if m.id not in claimed], step)
+            claimed = {m.id for f in findings for m in f.targets}
+            findings += passing(source, model, [m for m in facts if m.id not in claimed], step)
             claimed = {m.id for f in findings for m in f.targets}
             rest = [m for m in facts if m.id not in claimed]
             findings += pairs(source, model, rest, step) if len(rest) > 1 else []

@@ -14,6 +14,11 @@ model's reading AND a language-free check agree:
 
 A fact whose turn is not stored (an import, an MCP add, a turn deleted since) has nothing to
 speak for it, and the model's reading decides. Facts the user wrote by hand are never offered.
+
+Small talk told as true ("Ugh, what a day." stored as "The user had a bad day.") passes every
+check above: the message tells something true, only nothing lasting. Such a fact is proposed when
+it holds no name or number and the model, asked only that about each message it came from, reads
+the message as a passing remark (chat/told_as_true.py, ``passing_remark``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from desktop_mem.engine.chat.fact_guards import QUESTION_MARKS
 from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
-from desktop_mem.engine.chat.told_as_true import not_told_as_true
+from desktop_mem.engine.chat.told_as_true import PASSING_WHY, not_told_as_true, passing_remark
 from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
@@ -100,6 +105,23 @@ def junk_by_model(source: TidySource, model: ChatModel, facts: Sequence[Memory],
             log.info("tidy-up: kept %r: the model read it as %s, but the user said it", m.text, why)
             continue
         found.append(Finding("junk", reason, m.conversation_id, (m,), sources=sources(m)))
+    return found
+
+
+def passing(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: Stepper) -> list[Finding]:
+    """Model-made facts with no name or number, drawn only from messages the model reads as a
+    passing remark (module docstring). One model call per message; none without odds to read."""
+    read: dict[str, bool | None] = {}
+    candidates = [(m, turns) for m in facts if m.source in MODEL_MADE and not names_and_numbers(m.text)
+                  for turns in [[t.text for t in _turns(source, m)]] if turns]
+    found: list[Finding] = []
+    for n, (m, said) in enumerate(candidates):
+        step("looking for small talk", n, len(candidates))
+        for text in said:
+            if text not in read:
+                read[text] = passing_remark(model, text)
+        if all(read[t] for t in said):
+            found.append(Finding("junk", PASSING_WHY, m.conversation_id, (m,), sources=sources(m)))
     return found
 
 
