@@ -102,6 +102,19 @@ def test_facts_about_different_people_are_never_the_same_topic() -> None:
     assert fact_guards.same_topic("The user's sister lives in Rome", "The user's sister lives in Paris")
 
 
+def test_news_about_a_person_is_not_the_same_topic_as_another_fact_about_them() -> None:
+    """Seen in the 150-turn long-use replay: "Greta is visiting us for two weeks." replaced "The
+    user's mother Greta was diagnosed with diabetes." (both name Greta, nothing else)."""
+    diabetes = "The user's mother Greta was diagnosed with diabetes."
+    assert not fact_guards.same_topic(diabetes, "The user's mother Greta is visiting us for two weeks.")
+    assert not fact_guards.same_topic("Jonas lives in Antwerp.", "Jonas and his wife are expecting a baby.")
+    assert fact_guards.same_topic(diabetes, "The user's mother Greta has her diabetes under control.")
+    assert fact_guards.same_topic("Noor is 5 years old.", "Noor turned 6 last week.")
+    assert fact_guards.same_topic("Jonas lives in Antwerp.", "Jonas moved to Ghent.")
+    assert fact_guards.same_topic("The user's sister Ana works at a bank.",
+                                  "The user's sister Ana works at a school.")
+
+
 def test_drop_invented_numbers_keeps_numbers_from_the_sources_only() -> None:
     from desktop_mem.engine.chat.summary_cleanup import drop_invented_numbers
 
