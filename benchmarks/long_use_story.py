@@ -58,7 +58,7 @@ FACTS: dict[str, Fact] = {
     "diabetes_mum": Fact("greta+diabet*", about="greta"),
     "garden": Fact("tomato*"),
     "flat_garden": Fact("garden+flat|flat+garden"),
-    "climbing": Fact("climb*"),
+    "climbing": Fact("climb*|boulder*"),
     "newsletter": Fact("newsletter"),
 }
 
