@@ -90,13 +90,14 @@ def not_told_as_true(llm: ChatModel, message: str) -> bool:
     return True
 
 
-# A message only says how things are at the moment from these odds up (docs/benchmarks.md,
-# seventh session). Dev set, 28 messages in five languages: passing remarks 0.63-0.98 (12 of 14 at
-# 0.85 or more), lasting facts 0.08-0.38 but "I drink my coffee black." 0.71. Held out, the
-# long-use story's own messages: 25 lasting facts 0.03-0.70 ("Hi! I'm Ilse" 0.70, a name: never
-# dropped this way; then "I sold the Volvo, we cycle everywhere now." 0.52); 28 passing remarks
-# 0.09-0.98, 14 at 0.85 or more. Tidy-up only proposes, but a lasting fact proposed in error costs
-# the user's trust in every proposal: the threshold sits above every lasting fact seen.
+# A message only says how things are at the moment from these odds up (benchmarks/
+# passing_remark.py; docs/benchmarks.md, seventh session). Dev set, 28 messages in five
+# languages: passing remarks 13 of 14 at 0.85 or more, lasting facts at most 0.72 ("I drink my
+# coffee black."). Held out, the long-use story's own messages: 27 lasting facts at most 0.67
+# ("Hi! I'm Ilse", a name: never dropped this way), then "I sold the Volvo, we cycle everywhere
+# now." 0.52; 13 of 28 passing remarks at 0.85 or more. Tidy-up only proposes, but a lasting fact
+# proposed in error costs the user's trust in every proposal: the threshold sits well above
+# every lasting fact seen.
 PASSING = 0.85
 PASSING_WHY = "a passing remark (a mood, the weather, thanks), no lasting fact"
 
