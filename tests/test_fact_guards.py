@@ -102,6 +102,17 @@ def test_facts_about_different_people_are_never_the_same_topic() -> None:
     assert fact_guards.same_topic("The user's sister lives in Rome", "The user's sister lives in Paris")
 
 
+def test_a_person_named_with_and_without_their_relation_is_one_person() -> None:
+    """"Noor turned 6 last week!" is written "Noor is now 6 years old.": the same daughter as in
+    "The user's daughter Noor is 5.", so an update (or tidy-up's contradiction) may join them."""
+    assert fact_guards.same_person("The user's daughter Noor is 5.", "Noor is now 6 years old.")
+    assert fact_guards.same_topic("The user's daughter Noor is 5 years old.", "Noor is now 6 years old.")
+    assert not fact_guards.same_person("The user's daughter Noor is 5.", "The user's daughter Ines is 8.")
+    assert not fact_guards.same_person("The user's daughter Noor is 5.", "The user is 41 years old.")
+    assert fact_guards.same_person("The user's sister lives in Rome", "The user's sister lives in Paris")
+    assert fact_guards.same_subject("The user's brother Jonas lives in Antwerp.", "Jonas lives in Ghent.")
+
+
 def test_news_about_a_person_is_not_the_same_topic_as_another_fact_about_them() -> None:
     """Seen in the 150-turn long-use replay: "Greta is visiting us for two weeks." replaced "The
     user's mother Greta was diagnosed with diabetes." (both name Greta, nothing else)."""

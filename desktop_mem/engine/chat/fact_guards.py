@@ -330,6 +330,30 @@ def subject(fact: str) -> str:
     return "user"
 
 
+def same_person(a: str, b: str) -> bool:
+    """Whether two stored facts are about the same person: by name when both name one ("The
+    user's daughter Noor is 5" and "Noor is now 6 years old"), else by whom they are about
+    ("The user's sister ..." twice; the user's own)."""
+    name_a, name_b = _named_person(a), _named_person(b)
+    if name_a and name_b:
+        return name_a == name_b
+    return subject(a) == subject(b)
+
+
+def _named_person(fact: str) -> str:
+    """The name of the person ``fact`` is about ("noor" of "The user's daughter Noor ..." and of
+    "Noor is 6"), or "" when it names none (the user's own facts, "The user's sister ...")."""
+    who = subject(fact)
+    if who == "user":
+        return ""
+    if who not in _PEOPLE:
+        return who  # a name: "Noor is 6", "The user's voisin Gérard ..."
+    match = _RELATIVE.match(fact.strip())
+    rest = fact.strip()[match.end():].split(maxsplit=1) if match else []
+    name = rest[0].strip(",.:;!?'’") if rest else ""
+    return name.casefold().split("'")[0] if name[:1].isupper() else ""
+
+
 def _subject_stems(fact: str) -> set[str]:
     """The content words that only say whom ``fact`` is about: "mother" and "greta" of "The
     user's mother Greta ...", "helga" of "Helga is 70 years old"; none for the user's own."""
@@ -353,7 +377,7 @@ def same_topic(old: str, new: str, said: str = "") -> bool:
     old fact ("started at the Royal Mint on Monday" after "works as a bookkeeper at Hartley &
     Sons", from "I handed in my notice at Hartley's ..."), and never otherwise: "has an
     appointment with the psychologist on Tuesdays" replaced "lives in Lille"."""
-    if subject(old) != subject(new):
+    if not same_person(old, new):
         return False
     # whom both are about is not a shared topic: "The user's mother Greta is visiting for two
     # weeks" replaced "The user's mother Greta was diagnosed with diabetes" in the long-use replay
@@ -372,7 +396,7 @@ def same_subject(old: str, new: str) -> bool:
     """Whether ``new`` speaks about what ``old`` states (for a DELETE): the same person, and a
     name, number or content word in common that is not just the kind of statement ("likes",
     "lives"). "The user likes green tea" never deletes "The user likes jazz"."""
-    if subject(old) != subject(new):
+    if not same_person(old, new):
         return False
     if specifics(old) & specifics(new):
         return True
