@@ -316,6 +316,25 @@ def test_forget_that_with_nothing_named_forgets_what_the_previous_message_stored
     assert _live(chat_engine) == ["The user likes jazz"]
 
 
+def test_forget_that_naming_an_older_fact_in_the_message_finds_it_by_search(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """Seen in the long-use replay: "Actually, scratch what I said about learning Spanish, I
+    gave that up." came back as a forget naming nothing, long after the fact was told, and the
+    last message stored nothing: the fact stayed. The message itself is searched then, and only a
+    clear match is acted on: "Forget that." after a question still deletes nothing."""
+    chat_engine.add("The user is learning Spanish on the side", conversation_id="global", role="memory")
+    chat_engine.add("The user has a cat named Miso", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("scratch what I said", {"forget": [""]}))
+    scripted_llm.script(*_understood("Forget that.", {"forget": [""]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "life", "What are some autumn soups without meat?")
+    _tell(chat_engine, "life", "Forget that.")
+    assert _live(chat_engine) == ["The user has a cat named Miso", "The user is learning Spanish on the side"]
+    _tell(chat_engine, "life", "Actually, scratch what I said about learning Spanish, I gave that up.")
+    assert _live(chat_engine) == ["The user has a cat named Miso"]
+
+
 def test_an_unclear_forget_deletes_nothing_and_the_reply_asks_which_fact(
     chat_engine: MemoryEngine, scripted_llm: Any
 ) -> None:

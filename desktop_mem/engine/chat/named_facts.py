@@ -82,13 +82,13 @@ def forget_named(
     translate = None if llm is None or in_english(understood, message) else (
         lambda phrases: in_english_words(llm, phrases))
     return forget_targets(search, conversation_id, live, understood.forget or (), previous_user,
-                          understood.restated, translate)
+                          understood.restated, translate, message)
 
 
 def forget_targets(
     search: Search, conversation_id: str, live: Sequence[Memory], phrases: Sequence[str],
     previous_user: str | None, restated: Sequence[str] = (),
-    translate: Callable[[Sequence[str]], list[str]] | None = None,
+    translate: Callable[[Sequence[str]], list[str]] | None = None, message: str = "",
 ) -> Named:
     """What a request to forget names (``phrases``: what the model read it names, in the user's
     words). "Forget that" (nothing named) means the facts the previous user message
@@ -96,7 +96,10 @@ def forget_targets(
     nothing by keywords and little by our vectors (a Dutch "konijn" against the English "has a
     rabbit named Snuf"): then ``translate`` gives their English, searched with ``restated`` (the
     model's restatement of the message in English) under the same measured thresholds, so a
-    wrong translation names nothing rather than the wrong fact."""
+    wrong translation names nothing rather than the wrong fact. When nothing is named and the
+    last message stored nothing, the ``message`` itself is searched, with ``restated``: the 1.5B
+    model named nothing in "Actually, scratch what I said about learning Spanish, I gave that
+    up.", said 80 turns after the fact; only a clear match is acted on."""
     named = find_named(search, conversation_id, live, [p for p in phrases if p.strip()])
     if named.clear:
         return named
@@ -109,7 +112,10 @@ def forget_targets(
     english = [] if bare or translate is None else translate(phrases)
     if bare or (english and all(not words_of(t) - STOP for t in english)):
         stored = [m for m in live if previous_user and previous_user in from_turns(m)]
-        return Named(tuple(stored)) if stored else named
+        if stored:
+            return Named(tuple(stored))
+        said = find_named(search, conversation_id, live, [*restated, message])
+        return Named(said.clear) if said.clear else named
     if translate is None or not live:
         return named
     again = find_named(search, conversation_id, live, [*english, *restated])
