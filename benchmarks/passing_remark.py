@@ -16,20 +16,17 @@ drop (the cost) and how many passing remarks it would catch. The last line is on
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from long_use_story import STORY  # noqa: E402
+from told_as_true import ask_all, odds_model  # noqa: E402
 
 from desktop_mem.engine.chat import prompts  # noqa: E402
 from desktop_mem.engine.chat.llm_client import LLMClient  # noqa: E402
-from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint  # noqa: E402
 from desktop_mem.engine.chat.told_as_true import PASSING, _first_letter_odds  # noqa: E402
 
 LASTING, PASSING_REMARK = "lasting", "passing"
@@ -95,32 +92,15 @@ def table(rows: list[tuple[str, str, float]]) -> dict[str, dict[str, int]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--llm-url", default=os.environ.get("OPENAI_BASE_URL"))
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "local"))
-    parser.add_argument("--json", action="store_true", help="only the JSON line on stdout")
-    parser.add_argument("--smoke", action="store_true", help="two messages against any server")
-    args = parser.parse_args()
-    if not args.llm_url:
-        parser.error("--llm-url (or OPENAI_BASE_URL) is needed")
-    llm = LLMClient(LLMEndpoint(args.llm_url, os.environ.get("OPENAI_API_KEY", "local"), args.model,
-                                timeout=600))
+    args, llm = odds_model(__doc__.splitlines()[0])
     sets = {"dev": DEV[:1] + DEV[-1:]} if args.smoke else {"dev": DEV, "held_out": HELD_OUT}
     out: dict[str, dict[str, dict[str, int]]] = {}
     seconds: list[float] = []
     for name, messages in sets.items():
-        rows: list[tuple[str, str, float]] = []
-        for message, kind in messages:
-            t0 = time.perf_counter()
-            odds = odds_passing(llm, message)
-            seconds.append(time.perf_counter() - t0)
-            if odds is None:
-                print(json.dumps({"error": f"no odds for {message!r}: the endpoint sends no logprobs",
-                                  "messages_asked": len(seconds)}))
-                return 0 if args.smoke else 1
-            rows.append((message, kind, odds))
-            if not args.json:
-                print(f"{name:8}  {odds:.3f}  {kind:8}  {message}", flush=True)
+        label = None if args.json else f"{name:8}  "
+        rows = ask_all(lambda m: odds_passing(llm, m), messages, seconds, label)
+        if rows is None:
+            return 0 if args.smoke else 1
         out[name] = table(rows)
         if not args.json:
             for t, row in out[name].items():

@@ -19,6 +19,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Sequence
 
 from desktop_mem.engine.chat.llm_client import LLMClient
 from desktop_mem.engine.chat.llm_endpoint import LLMEndpoint
@@ -84,8 +85,9 @@ MESSAGES: list[tuple[str, str]] = [  # (message, what it tells)
 THRESHOLDS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def odds_model(description: str) -> tuple[argparse.Namespace, LLMClient]:
+    """The arguments of a one-letter odds benchmark (this one, passing_remark.py) and its model."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--llm-url", default=os.environ.get("OPENAI_BASE_URL"))
     parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "local"))
     parser.add_argument("--json", action="store_true", help="only the JSON line on stdout")
@@ -93,21 +95,36 @@ def main() -> int:
     args = parser.parse_args()
     if not args.llm_url:
         parser.error("--llm-url (or OPENAI_BASE_URL) is needed")
-    llm = LLMClient(LLMEndpoint(args.llm_url, os.environ.get("OPENAI_API_KEY", "local"), args.model,
-                                timeout=600))
+    return args, LLMClient(LLMEndpoint(args.llm_url, os.environ.get("OPENAI_API_KEY", "local"), args.model,
+                                       timeout=600))
+
+
+def ask_all(odds_of: Callable[[str], float | None], messages: Sequence[tuple[str, str]], seconds: list[float],
+            label: str | None) -> list[tuple[str, str, float]] | None:
+    """(message, kind, odds) of each message, timed into ``seconds`` and printed after ``label``
+    (None: quiet); None, once the JSON error line is printed, when the endpoint sends no odds."""
     rows: list[tuple[str, str, float]] = []
-    seconds: list[float] = []
-    for message, kind in (MESSAGES[:1] + MESSAGES[-1:]) if args.smoke else MESSAGES:
+    for message, kind in messages:
         t0 = time.perf_counter()
-        odds = odds_told_as_true(llm, message)
+        odds = odds_of(message)
         seconds.append(time.perf_counter() - t0)
         if odds is None:
             print(json.dumps({"error": f"no odds for {message!r}: the endpoint sends no logprobs",
                               "messages_asked": len(seconds)}))
-            return 0 if args.smoke else 1
+            return None
         rows.append((message, kind, odds))
-        if not args.json:
-            print(f"{odds:.3f}  {kind:8}  {message}")
+        if label is not None:
+            print(f"{label}{odds:.3f}  {kind:8}  {message}", flush=True)
+    return rows
+
+
+def main() -> int:
+    args, llm = odds_model(__doc__.splitlines()[0])
+    seconds: list[float] = []
+    messages = (MESSAGES[:1] + MESSAGES[-1:]) if args.smoke else MESSAGES
+    rows = ask_all(lambda m: odds_told_as_true(llm, m), messages, seconds, "" if not args.json else None)
+    if rows is None:
+        return 0 if args.smoke else 1
     facts = sorted(o for _m, k, o in rows if k == FACT)
     not_now = sorted(o for _m, k, o in rows if k == NOT_NOW)
     table = {f"{t:.2f}": {"facts_dropped": sum(o < t for o in facts),
