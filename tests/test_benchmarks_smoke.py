@@ -51,6 +51,8 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "mcp_session.py": ["--memories", "5"],
     "memory_qa.py": ["--smoke"],
     "multilingual_retrieval.py": ["--smoke"],
+    # its --smoke is declared by told_as_true.odds_model, which it shares
+    "passing_remark.py": ["--llm-url", "{llm}", "--model", "test-model", "--smoke"],
     "phrasing.py": ["--smoke"],
     "read_before_after.py": ["--store", "{store}", "--queries", "2", "--rerank-queries", "1"],
     "read_latency.py": ["--sizes", "20", "--queries", "2", "--rerank-queries", "1", "--dir", "{tmp}"],
