@@ -354,6 +354,26 @@ def test_an_unclear_forget_deletes_nothing_and_the_reply_asks_which_fact(
     assert any(n.startswith("Not forgotten") for n in outcomes[-1].notes)
 
 
+def test_a_question_gives_no_fact_unless_it_names_what_the_fact_holds() -> None:
+    """Seen in the window with the 1.5B model: "Does my mother have any health condition?" was
+    stored as "The user's mother has a health condition." A question that names something still
+    tells it ("Did you know I moved to Berlin?"), in any script. The cost, kept on purpose: a
+    fact told only inside a question and naming nothing ("Did you remember I'm vegetarian?") is
+    not stored from that message; a question stored as a fact would be in every reply after."""
+    from desktop_mem.engine.chat.understanding import ASKED, _RawFact, ground
+
+    said = "Does my mother have any health condition?"
+    facts, rejected = ground([_RawFact("The user's mother has a health condition", "mother", "mother")],
+                             said, said)
+    assert facts == [] and [why for _f, why in rejected] == [ASKED]
+    said = "Weet je al dat ik naar Berlijn ben verhuisd?"
+    facts, _rejected = ground([_RawFact("The user moved to Berlijn")], said, said, english=False)
+    assert [f.text for f in facts] == ["The user moved to Berlijn"]
+    said = "Heb je onthouden dat ik vegetariër ben?"
+    facts, _rejected = ground([_RawFact("The user is vegetarian")], said, said, english=False)
+    assert facts == []
+
+
 def test_a_question_about_someone_gives_no_fact_about_them() -> None:
     """With no statement in an English message, a fact about another person must be in the
     user's own words too: "Is my sister Anna coming over?" is not "Anna is coming over"."""
