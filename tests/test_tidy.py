@@ -324,6 +324,8 @@ def test_a_passing_remark_that_names_someone_or_a_number_is_kept(
     assert not _passing_proposed(tidy_engine, scripted_llm, "Hallo! Ik ben Ilse.", "The user is Ilse",
                                  sure)
     assert not _passing_proposed(tidy_engine, scripted_llm, "Ugh, 38 degrees.", "It is 38 degrees", sure)
+    assert not _passing_proposed(tidy_engine, scripted_llm, "Pixel caught a mouse, gross.",
+                                 "Pixel caught a mouse", sure)
 
 
 def test_a_lasting_fact_without_a_name_is_kept_below_the_measured_odds(

@@ -112,7 +112,8 @@ def passing(source: TidySource, model: ChatModel, facts: Sequence[Memory], step:
     """Model-made facts with no name or number, drawn only from messages the model reads as a
     passing remark (module docstring). One model call per message; none without odds to read."""
     read: dict[str, bool | None] = {}
-    candidates = [(m, turns) for m in facts if m.source in MODEL_MADE and not names_and_numbers(m.text)
+    # ("x " counts a first word too: "Pixel caught a mouse." names Pixel)
+    candidates = [(m, turns) for m in facts if m.source in MODEL_MADE and not names_and_numbers(f"x {m.text}")
                   for turns in [[t.text for t in _turns(source, m)]] if turns]
     found: list[Finding] = []
     for n, (m, said) in enumerate(candidates):
