@@ -372,6 +372,9 @@ def test_a_question_gives_no_fact_unless_it_names_what_the_fact_holds() -> None:
     said = "Heb je onthouden dat ik vegetariër ben?"
     facts, _rejected = ground([_RawFact("The user is vegetarian")], said, said, english=False)
     assert facts == []
+    said = "I'm a nurse, can you help me with a rota?"  # a clause before the question tells
+    facts, _rejected = ground([_RawFact("The user is a nurse")], said, said)
+    assert [f.text for f in facts] == ["The user is a nurse"]
 
 
 def test_a_question_about_someone_gives_no_fact_about_them() -> None:

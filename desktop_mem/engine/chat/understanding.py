@@ -62,6 +62,7 @@ OWN_WORDS = "says what the user did not (the model's own words or knowledge)"
 HEADING = "a task written as a heading, not as a statement about the user"
 REPEATED = "a stored fact said again by the model, with names the message does not hold"
 ASKED = "asked, not told: a question that names nothing for the fact to hold"
+CLAUSE_BREAK = re.compile(r"[,;:，；、،؛]")  # a clause may tell before a question asks (any script)
 # A fact with more content words than this that none of the user's words (the message, the recent
 # turns, what memory holds) hold is the model's own: "Summarise the causes of the French
 # Revolution" became two facts of 17 and 7 such words, "lol ok" a stretching tip of 8; the most a
@@ -498,6 +499,7 @@ def ground(
     # every sentence ends in a question mark (any script's): asking is no work in progress, so the
     # "task" a small model reads from it ("The user wants to know about their gym") is not kept
     only_questions = asks_only(message)
+    one_question = only_questions and not CLAUSE_BREAK.search(message)
     for item in raw:
         text = item.text.strip().strip("\"'")
         # a fact that says "The user ..." is the user's, whatever "about" says ("other person")
@@ -536,10 +538,11 @@ def ground(
                 why = None  # it is about someone else, and says so
         if why is None and strict and not fact_guards.stems(text) <= fact_guards.stems(message):
             why = "not stated in the message (a question or a request)"
-        if why is None and only_questions and not names_and_numbers(f"x {text}") & said:
-            # a message that only asks tells a fact only with what it names ("Did you know I
-            # moved to Berlin?"): "Does my mother have any health condition?" was stored as "The
-            # user's mother has a health condition." (the 1.5B model's odds: told as true, 0.67)
+        if why is None and one_question and not names_and_numbers(f"x {text}") & said:
+            # a single question tells a fact only with what it names ("Did you know I moved to
+            # Berlin?"): "Does my mother have any health condition?" was stored as "The user's
+            # mother has a health condition." (the 1.5B model's odds: told as true, 0.67). A
+            # question with a clause before it may tell one: "I'm a nurse, can you help me?"
             why = ASKED
         if why is not None:
             rejected.append((text, why))
