@@ -344,29 +344,31 @@ def _named_person(fact: str) -> str:
     """The name of the person ``fact`` is about ("noor" of "The user's daughter Noor ..." and of
     "Noor is 6"), or "" when it names none (the user's own facts, "The user's sister ...")."""
     who = subject(fact)
-    if who == "user":
-        return ""
-    if who not in _PEOPLE:
-        return who  # a name: "Noor is 6", "The user's voisin Gérard ..."
-    match = _RELATIVE.match(fact.strip())
-    rest = fact.strip()[match.end():].split(maxsplit=1) if match else []
-    name = rest[0].strip(",.:;!?'’") if rest else ""
-    return name.casefold().split("'")[0] if name[:1].isupper() else ""
+    if who in _PEOPLE:
+        return _subject_phrase(fact)[1]
+    return "" if who == "user" else who  # a name: "Noor is 6", "The user's voisin Gérard ..."
 
 
 def _subject_stems(fact: str) -> set[str]:
     """The content words that only say whom ``fact`` is about: "mother" and "greta" of "The
     user's mother Greta ...", "helga" of "Helga is 70 years old"; none for the user's own."""
+    return stems(_subject_phrase(fact)[0])
+
+
+def _subject_phrase(fact: str) -> tuple[str, str]:
+    """(the words of ``fact`` that say whom it is about, the name after its relation word):
+    ("The user's mother Greta", "greta"), ("Helga", ""); ("", "") for the user's own."""
     text = fact.strip()
+    if subject(text) == "user":
+        return "", ""
     match = _RELATIVE.match(text) or _USERS_OWN.match(text)
-    if match is not None and subject(text) != "user":
-        head = text[:match.end()]
-        rest = text[match.end():].split(maxsplit=1)
-        if rest and rest[0][:1].isupper():
-            head += " " + rest[0]  # "The user's mother Greta"
-        return stems(head)
-    first = text.split(maxsplit=1)[0] if text else ""
-    return stems(first) if subject(text) == first.strip(",.:;!?'’").casefold() else set()
+    if match is None:
+        first = text.split(maxsplit=1)[0] if text else ""
+        return (first, "") if subject(text) == first.strip(",.:;!?'’").casefold() else ("", "")
+    head, rest = text[:match.end()], text[match.end():].split(maxsplit=1)
+    if not rest or not rest[0][:1].isupper():
+        return head, ""
+    return f"{head} {rest[0]}", rest[0].strip(",.:;!?'’").casefold().split("'")[0]
 
 
 def same_topic(old: str, new: str, said: str = "") -> bool:
