@@ -465,6 +465,52 @@ def test_a_wrong_translation_of_a_forget_deletes_nothing(
     assert FORGET_NOTE not in _last_chat_request(scripted_llm).system_text
 
 
+def test_a_forget_is_found_in_the_users_own_words_when_its_translation_is_wrong(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The facts are English, the user Dutch, and the 1.5B model translates "konijn" as "dog".
+    The turn the rabbit was taken from says "konijn": searched in the user's own words, it names
+    the rabbit, and only the rabbit is forgotten."""
+    told = {"Rabobank": "The user works at Rabobank", "konijn, hij": "The user has a rabbit named Snuf",
+            "Zwolle": "The user lives in Zwolle"}
+    for words, fact in told.items():
+        scripted_llm.script(*_understood(words, {"language": "nl", "facts": [_fact(fact)]}))
+    scripted_llm.script(*_understood("niks bijhoudt", {"language": "nl", "forget": ["mijn konijn"]}))
+    scripted_llm.script(*_translated("mijn konijn", "my dog"))
+    _script_rest(scripted_llm)
+    for said in ("Ik werk bij de Rabobank.", "Ik heb een konijn, hij heet Snuf.", "Ik woon in Zwolle."):
+        _tell(chat_engine, "earlier", said)
+    _tell(chat_engine, "nl", "Ik heb liever dat je niks bijhoudt over mijn konijn.")
+    assert _live(chat_engine) == ["The user lives in Zwolle", "The user works at Rabobank"]
+    assert FORGET_NOTE in _last_chat_request(scripted_llm).system_text
+
+
+def test_a_word_every_turn_shares_names_no_turn(chat_engine: MemoryEngine) -> None:
+    """On Dutch the cross-encoder scores the shared "mijn": "mijn werk" reached 0.5 for "Mijn
+    zoon Pieter is 6." Only a word no other turn of the pool holds names a turn, and a turn
+    that gave two facts names neither for sure."""
+    from desktop_mem.engine.chat.currency import FROM_TURNS
+    from desktop_mem.engine.chat.named_facts import named_in_own_words
+
+    facts = {}
+    for said, texts in {"Mijn zoon Pieter is 6.": ["The user's son Pieter is 6 years old"],
+                        "Mijn nummer is 0612345678.": ["The user's phone number is 0612345678"],
+                        "Mijn zus Anna woont in Lyon.": ["The user's sister Anna lives in Lyon"],
+                        "Ik ben 52 en speel tennis in Breda.": ["The user is 52 years old",
+                                                                "The user plays tennis in Breda"]}.items():
+        turn = chat_engine.add(said, conversation_id="earlier", role="user")
+        for text in texts:
+            facts[text] = chat_engine.add(text, conversation_id="global", role="memory",
+                                          meta={FROM_TURNS: [turn.id]})
+    live = list(facts.values())
+    assert named_in_own_words(chat_engine.search, live, ["mijn werk"]).clear == ()
+    assert [m.text for m in named_in_own_words(chat_engine.search, live, ["mijn zoon"]).clear] == [
+        "The user's son Pieter is 6 years old"]
+    tennis = named_in_own_words(chat_engine.search, live, ["tennis"])
+    assert tennis.clear == ()
+    assert {m.text for m in tennis.maybe} == {"The user is 52 years old", "The user plays tennis in Breda"}
+
+
 def test_a_fact_said_again_with_another_number_updates_the_old_one(
     chat_engine: MemoryEngine, scripted_llm: Any
 ) -> None:
