@@ -35,10 +35,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from llm_cache import cached_endpoint  # noqa: E402
-from phrasing_scenarios import CATEGORIES, SCENARIOS, Scenario  # noqa: E402
+from phrasing_scenarios import CATEGORIES, SAID, SCENARIOS, Scenario  # noqa: E402
 from write_path import show_write_path_notes, story_engine  # noqa: E402
 
 from desktop_mem.engine.chat import prompts  # noqa: E402
+from desktop_mem.engine.chat.currency import FROM_TURNS  # noqa: E402
 from desktop_mem.engine.facade import MemoryEngine  # noqa: E402
 from desktop_mem.engine.models import GLOBAL_CONVERSATION  # noqa: E402
 
@@ -85,11 +86,16 @@ def judge(sc: Scenario, live: list[str], added: int) -> list[tuple[str, str]]:
     return misses
 
 
-def run_scenario(engine: MemoryEngine, sc: Scenario) -> dict[str, Any]:
+def run_scenario(engine: MemoryEngine, sc: Scenario, *, bare: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
-    setup = {
-        engine.add(text, conversation_id=GLOBAL_CONVERSATION, source="llm").id for text, _key in sc.facts
-    }
+    said = () if bare else SAID.get(sc.name, ())
+    setup = set()
+    for i, (text, _key) in enumerate(sc.facts):
+        meta = None
+        if i < len(said):  # the fact with the turn it was taken from, as the write path stores it
+            turn = engine.add(said[i], conversation_id=f"phrasing-{sc.name}-earlier", role="user")
+            meta = {FROM_TURNS: [turn.id]}
+        setup.add(engine.add(text, conversation_id=GLOBAL_CONVERSATION, source="llm", meta=meta).id)
     conversation = f"phrasing-{sc.name}"
     errors = []
     replies = []
@@ -240,6 +246,9 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="progress on stderr; the result as the last line")
     parser.add_argument("--preamble", choices=sorted(prompts.DATA_PREAMBLES),
                         help="the chat turn's answer instruction (default: the product's)")
+    parser.add_argument("--bare-setup", action="store_true",
+                        help="store the setup facts without the turns they were taken from "
+                        "(phrasing_scenarios.SAID)")
     parser.add_argument("--rejudge", type=Path, help="judge a recorded run's output again (no model)")
     args = parser.parse_args()
     if args.rejudge:
@@ -266,7 +275,7 @@ def main() -> int:
             with story_engine(url, args.model, prefix="phrasing-bench-", settings=NO_SUMMARY) as engine:
                 if args.preamble:
                     engine._parts.chat.data_preamble = prompts.DATA_PREAMBLES[args.preamble]
-                r = run_scenario(engine, sc)
+                r = run_scenario(engine, sc, bare=args.bare_setup)
             results.append(r)
             mark = "PASS" if r["passed"] else "FAIL"
             log(f"  {mark} {sc.name} ({r['seconds']} s) {r['misses']} live={r['live']}")

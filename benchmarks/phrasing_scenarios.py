@@ -242,3 +242,32 @@ SCENARIOS: tuple[Scenario, ...] = (
     _s("es-requests-books", "requests", [("The user lives in Oviedo", "oviedo")],
        "Hazme una lista de cinco libros de García Márquez.", absent=("garcia|marquez",)),
 )
+
+# What the user had said that each setup fact of a forget scenario was taken from, in the
+# scenario's language, in the order of its ``facts``. The write path stores every fact it takes
+# from a message with that message's turn, and a forget is also searched among those turns, in
+# the user's own words (chat/named_facts.py). Written as a user would first say each fact, not to
+# echo the forget request ("Ik sport bij SportCity", not "... de sportschool ..."). Stored in an
+# earlier conversation before the scenario runs; ``--bare-setup`` leaves them out, as before.
+SAID: dict[str, tuple[str, ...]] = {
+    "en-forget-wish": ("I'm a dentist.", "I have a cat called Tiger.", "I live in Leeds."),
+    "en-forget-question": ("I go to FitZone in Harlow to work out.", "I play the cello.", "Radiohead is my favourite band."),
+    "en-forget-passing": ("I still owe my brother 300 pounds.", "I love hiking."),
+    "en-forget-stop": ("I live in Norwich.",),
+    "nl-forget-wish": ("Ik werk bij de Rabobank.", "Ik heb een konijn, hij heet Snuf.", "Ik woon in Zwolle."),
+    "nl-forget-question": ("Ik sport bij SportCity in Almere.", "Ik speel trompet."),
+    "nl-forget-stop": ("Ik verdien 4200 euro per maand.", "Ik fiets graag."),
+    "nl-forget-that": ("Ik woon in Deventer.",),
+    "de-forget-wish": ("Ich arbeite bei Bosch.", "Ich habe eine Schildkröte, sie heißt Kurt.", "Ich wohne in Kassel."),
+    "de-forget-question": ("Mein Hausarzt ist Dr. Albers.", "Ich spiele Handball."),
+    "de-forget-passing": ("Ich habe 8000 Euro Schulden.", "Ich spiele gern Schach."),
+    "de-forget-that": ("Ich wohne in Jena.",),
+    "fr-forget-wish": ("Je travaille chez Renault.", "J'ai un perroquet qui s'appelle Coco.", "J'habite à Nantes."),
+    "fr-forget-question": ("Ma banque, c'est le Crédit Agricole.", "Je joue du violon."),
+    "fr-forget-stop": ("Je pèse 92 kilos.", "J'adore jardiner."),
+    "fr-forget-that": ("J'habite à Lille.",),
+    "es-forget-wish": ("Trabajo en Telefónica.", "Tengo un hámster que se llama Pipo.", "Vivo en Sevilla."),
+    "es-forget-question": ("Mi terapeuta es la doctora Ortega.", "Juego al pádel."),
+    "es-forget-stop": ("Gano 2300 euros al mes.", "Me gusta el flamenco."),
+    "es-forget-that": ("Vivo en Bilbao.",),
+}
