@@ -39,11 +39,13 @@ def similarities(model: str, rows: int) -> list[tuple[list[float], list[float]]]
     out: list[tuple[list[float], list[float]]] = []
     for question, wanted in questions:
         sims = [float(s) for s in matrix @ embedder.embed_query(question)]
-        out.append(([s for i, s in enumerate(sims) if i in wanted], [s for i, s in enumerate(sims) if i not in wanted]))
+        out.append(([s for i, s in enumerate(sims) if i in wanted],
+                    [s for i, s in enumerate(sims) if i not in wanted]))
     return out
 
 
-def near_best(per_question: list[tuple[list[float], list[float]]], margin: float, floor: float) -> tuple[float, float]:
+def near_best(per_question: list[tuple[list[float], list[float]]], margin: float, floor: float
+              ) -> tuple[float, float]:
     """A fact shown when it reaches `floor`, or is within `margin` of the question's best fact and
     reaches `floor` - `margin` (ui/memories/memory_browser.py's rule): (share of relevant facts kept, other
     facts shown per question)."""
@@ -58,7 +60,8 @@ def near_best(per_question: list[tuple[list[float], list[float]]], margin: float
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="e5-small-v2", choices=sorted(LOCAL_MODELS))
     parser.add_argument("--smoke", action="store_true", help="four facts: that the script runs")
     args = parser.parse_args()

@@ -230,7 +230,8 @@ class Model:
     def _first_model(self) -> str:
         return str(self._post("/models", None)["data"][0]["id"])
 
-    def answer(self, messages: list[dict[str, Any]], max_tokens: int | None = None) -> tuple[str, int | None, float]:
+    def answer(self, messages: list[dict[str, Any]], max_tokens: int | None = None
+               ) -> tuple[str, int | None, float]:
         """(reply, the server's prompt token count, seconds; 0 when cached)."""
         body = {"model": self.model, "messages": messages, "temperature": 0,
                 "max_tokens": max_tokens or self.max_tokens}
@@ -418,7 +419,8 @@ SMOKE_SAMPLE: dict[str, Any] = {
     "qa": [
         {"question": "What pets does Bo have?", "answer": "dog, cat", "category": 1},
         {"question": "When did Ann go to a pottery class?", "answer": "7 May 2023", "category": 2},
-        {"question": "Would Ann likely work in a hospital?", "answer": "Likely yes; she is a nurse", "category": 3},
+        {"question": "Would Ann likely work in a hospital?", "answer": "Likely yes; she is a nurse",
+         "category": 3},
         {"question": "What is Bo's dog called?", "answer": "Rex", "category": 4},
         {"question": "What did Bo say about his pottery class?", "adversarial_answer": "fun", "category": 5},
     ],
@@ -436,7 +438,8 @@ def build_engine(turns: dict[str, list[Turn]], flags: dict[str, Any]) -> tuple[M
     return engine, time.perf_counter() - start
 
 
-def smoke_check(engine: MemoryEngine, methods: Methods, conv: str, message: str, strategy: str | None) -> None:
+def smoke_check(engine: MemoryEngine, methods: Methods, conv: str, message: str, strategy: str | None
+                ) -> None:
     """The desktop_mem messages are what a real temporary turn sends, and it stores nothing."""
     def state() -> tuple[int, int, int]:
         retriever = engine._parts.search_index.retriever
@@ -469,12 +472,14 @@ def summarise(rows: list[dict[str, Any]], methods: Sequence[str]) -> dict[str, A
         for cat in sorted({r["category"] for r in mine}):
             those = [r for r in mine if r["category"] == cat]
             key = "abstention" if cat == 5 else "f1"
-            by_category[str(cat)] = {"n": len(those), key: round(statistics.fmean(r["score"] for r in those), 4)}
+            by_category[str(cat)] = {"n": len(those),
+                                     key: round(statistics.fmean(r["score"] for r in those), 4)}
             if any("judge" in r for r in those):
                 by_category[str(cat)]["judge"] = round(statistics.fmean(r.get("judge", 0) for r in those), 4)
         entry: dict[str, Any] = {
             "f1": round(statistics.fmean(r["score"] for r in answerable), 4) if answerable else None,
-            "abstention": round(statistics.fmean(r["score"] for r in adversarial), 4) if adversarial else None,
+            "abstention": (round(statistics.fmean(r["score"] for r in adversarial), 4)
+                           if adversarial else None),
             "abstained_answerable": round(statistics.fmean(abstains(r["reply"]) for r in answerable), 4)
             if answerable else None,
             "by_category": by_category,
