@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from desktop_mem.engine.chat.currency import FROM_TURNS
@@ -122,7 +124,9 @@ def main() -> int:
             named = find_named(engine.search, conv, live, [phrase])
             row = {"phrase": phrase, "lang": lang, "want": want, "target": target, "best_other": other}
             if args.own_words:
+                started = time.perf_counter()
                 own = named_in_own_words(engine.search, live, [phrase])
+                row["own_words_ms"] = round((time.perf_counter() - started) * 1000, 1)
                 row["own_words"] = {"clear": [names[m.id] for m in own.clear],
                                     "maybe": [names[m.id] for m in own.maybe]}
                 if not named.clear:  # what forget_targets does: the facts first, then the turns
@@ -133,6 +137,7 @@ def main() -> int:
     summary = _tally(rows)
     if args.own_words:
         summary["own_words_alone"] = _tally([{**r, **r["own_words"]} for r in rows])
+        summary["own_words_ms_p50"] = statistics.median(r["own_words_ms"] for r in rows)
         summary["by_language"] = {lang: _tally([r for r in rows if r["lang"] == lang]) for lang in dict.fromkeys(LANGS)}
     if args.json:
         print(json.dumps({"rows": rows, **summary}))
