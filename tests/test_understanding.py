@@ -506,6 +506,10 @@ def test_a_word_every_turn_shares_names_no_turn(chat_engine: MemoryEngine) -> No
     assert named_in_own_words(chat_engine.search, live, ["mijn werk"]).clear == ()
     assert [m.text for m in named_in_own_words(chat_engine.search, live, ["mijn zoon"]).clear] == [
         "The user's son Pieter is 6 years old"]
+    # the request says the word again in a turn of its own, which gave no fact
+    chat_engine.add("Vergeet wat je weet over mijn zoon.", conversation_id="now", role="user")
+    assert [m.text for m in named_in_own_words(chat_engine.search, live, ["mijn zoon"]).clear] == [
+        "The user's son Pieter is 6 years old"]
     tennis = named_in_own_words(chat_engine.search, live, ["tennis"])
     assert tennis.clear == ()
     assert {m.text for m in tennis.maybe} == {"The user is 52 years old", "The user plays tennis in Breda"}

@@ -86,7 +86,7 @@ def named_in_own_words(search: Search, live: Sequence[Memory], phrases: Sequence
             continue
         results = _search(search, None, phrase, roles=("user",), pool=TURN_POOL)
         hits, near = _picked(results, taken)
-        own = _own_words(phrase, results)
+        own = _own_words(phrase, [r for r in results if r.memory.id in taken])
         near += [i for i in hits if i not in own]
         for turn_id in (i for i in hits if i in own):
             facts = taken[turn_id]
@@ -106,7 +106,8 @@ def _own_words(phrase: str, turns: Sequence[SearchResult]) -> set[str]:
     """The ids of ``turns`` that hold a word of ``phrase`` no other of them holds. On text it was
     not trained for, the cross-encoder scores a shared function word: "mijn werk" reached 0.5 for
     "Mijn zoon Pieter is 6." (benchmarks/forget_match.py --own-words); a word only one turn of
-    the pool has is what names it, in any language, with no word list."""
+    the pool has is what names it, in any language, with no word list. ``turns`` are those facts
+    were taken from: the request itself, a turn too, says the word again and gave no fact."""
     wanted = words_of(phrase)
     held = [(r.memory.id, words_of(r.memory.text) & wanted) for r in turns]
     count: dict[str, int] = {}
