@@ -99,7 +99,7 @@ def named_in_own_words(search: Search, live: Sequence[Memory], phrases: Sequence
                     maybe.setdefault(m.id, m)
     if clear:
         return Named(tuple(list(clear.values())[:MAX_NAMED]))
-    return Named((), tuple(m for m in maybe.values() if m.id not in clear)[:MAX_NAMED])
+    return Named((), tuple(list(maybe.values())[:MAX_NAMED]))
 
 
 def _own_words(phrase: str, turns: Sequence[SearchResult]) -> set[str]:
