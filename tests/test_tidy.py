@@ -519,16 +519,18 @@ def _commits_at(root: Any) -> int:
 def test_a_summary_gap_written_as_a_what_if_or_a_question_is_not_proposed(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """Seen in the long-use run with the 1.5B model: the summary sentence about a lottery joke came
-    back as the fact "If you win the lottery, you might buy a boat." and was proposed to be added.
-    A gap follows the same form rules as a fact the write path stores."""
+    back as the fact "If you win the lottery, you might buy a boat." and was proposed to be added,
+    and one about a request as "Draft a polite email asking landlord to fix heating.". A gap
+    follows the same form rules as a fact the write path stores."""
     tidy_engine.add("The user lives in Ghent", source="llm")
     tidy_engine._parts.store.write_summary(
         "home", "The user joked about winning the lottery and buying a boat. The user keeps bees in "
-        "the garden.", 2)
+        "the garden. The user asked for a polite email to the landlord about the heating.", 2)
 
     def fact_of(body: dict[str, Any]) -> str:
         sentence = body["messages"][-1]["content"]
         fact = ("If you win the lottery, you might buy a boat." if "lottery" in sentence
+                else "Draft a polite email asking landlord to fix heating." if "landlord" in sentence
                 else "The user keeps bees in the garden")
         return json.dumps({"fact": fact})
 

@@ -27,6 +27,7 @@ from desktop_mem.engine.chat.currency import FROM_TURNS
 from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
+from desktop_mem.engine.chat.understanding import ABOUT_USER
 from desktop_mem.engine.config import Config
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, ListFilters, Memory, Message, Role, utc_now
 from desktop_mem.engine.store.ports import Writer
@@ -351,8 +352,13 @@ def gaps(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: St
             fact = str(ask(model, _GAP_PROMPT, sentence, GAP_SCHEMA, 80).get("fact") or "").strip()
             # the same form rules as a fact the write path stores: no question, request or what-if
             # ("If you win the lottery, you might buy a boat." was proposed from a joke)
+            # and, as the write path files a fact, it is the user's ("The user ...") or names
+            # what the summary names: "Draft a polite email asking landlord to fix heating." (the
+            # long-use run, from a summary that told of the request) is neither
             if (fact and names_and_numbers(fact) <= names_and_numbers(sentence) | words_of(sentence)
-                    and not fact_guards.written_as_no_fact(fact)):
+                    and not fact_guards.written_as_no_fact(fact)
+                    and (ABOUT_USER.match(fact)
+                         or names_and_numbers(f"x {fact}") & names_and_numbers(sentence))):
                 found.append(Finding("gap", "the summary says it; no live fact holds it", conv,
                                      (), text=fact, sources=(summary.id,)))
     return found
