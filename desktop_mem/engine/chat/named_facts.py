@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -110,10 +111,7 @@ def _own_words(phrase: str, turns: Sequence[SearchResult]) -> set[str]:
     were taken from: the request itself, a turn too, says the word again and gave no fact."""
     wanted = words_of(phrase)
     held = [(r.memory.id, words_of(r.memory.text) & wanted) for r in turns]
-    count: dict[str, int] = {}
-    for _id, words in held:
-        for w in words:
-            count[w] = count.get(w, 0) + 1
+    count = Counter(w for _id, words in held for w in words)
     return {i for i, words in held if any(count[w] == 1 for w in words)}
 
 
