@@ -334,13 +334,13 @@ def same_person(a: str, b: str) -> bool:
     """Whether two stored facts are about the same person: by name when both name one ("The
     user's daughter Noor is 5" and "Noor is now 6 years old"), else by whom they are about
     ("The user's sister ..." twice; the user's own)."""
-    name_a, name_b = _named_person(a), _named_person(b)
+    name_a, name_b = named_person(a), named_person(b)
     if name_a and name_b:
         return name_a == name_b
     return subject(a) == subject(b)
 
 
-def _named_person(fact: str) -> str:
+def named_person(fact: str) -> str:
     """The name of the person ``fact`` is about ("noor" of "The user's daughter Noor ..." and of
     "Noor is 6"), or "" when it names none (the user's own facts, "The user's sister ...")."""
     who = subject(fact)

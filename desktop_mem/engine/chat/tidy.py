@@ -8,7 +8,9 @@ does, among the live facts:
   original's text is kept as it is). What is kept must hold every name and number of every
   fact merged into it, else nothing is proposed: a merge never loses one.
 - **stale**: past `expires_at`, or contradicted by a newer live fact about the same thing (the
-  model says which pairs contradict; the newer one wins, the older is retired with `replaced_by`).
+  model says which pairs contradict; the newer one wins, the older is retired with `replaced_by`),
+  or made untrue by what the user said later (tidy_later.py: "Noor turned 6 last week!" after
+  "Noor is 5"): updated to what holds now, or retired.
 - **junk**: a model-made fact grounded in none of the turns it came from (no name or number of it
   in them), or one the model reads as no lasting fact at all (a question, a request, the
   assistant's own words), when nothing the user said speaks for it (tidy_junk.py: a fact drawn
@@ -50,6 +52,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     similar_pairs,
 )
 from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, passing, ungrounded
+from desktop_mem.engine.chat.tidy_later import said_later
 from desktop_mem.engine.models import Decision, Operation, utc_now
 from desktop_mem.engine.store.markdown_store import atomic_write
 
@@ -123,6 +126,8 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
             claimed = {m.id for f in findings for m in f.targets}
             rest = [m for m in facts if m.id not in claimed]
             findings += pairs(source, model, rest, step) if len(rest) > 1 else []
+            claimed = {m.id for f in findings for m in f.targets}
+            findings += said_later(source, model, [m for m in facts if m.id not in claimed], step)
             findings += gaps(source, model, facts, step)
         except LLMError as exc:
             report.model_error = str(exc)
@@ -163,6 +168,10 @@ def _proposal(f: Finding) -> review.Proposal:
         return review.Proposal(event=Decision.DELETE, text=first.text, target_id=first.id,
                                target_text=first.text, extra={TIDY_KEY: meta}, **common)
     target = f.targets[0]
+    if f.kind == "stale" and f.text:  # what holds now, said by the user later: the fact updated
+        return review.Proposal(event=Decision.UPDATE, text=f.text, target_id=target.id,
+                               target_text=target.text, kind=target.kind or "fact",
+                               extra={TIDY_KEY: meta}, **common)
     if f.replaced_by is not None:
         meta["replaced_by"] = f.replaced_by.id
     return review.Proposal(event=Decision.DELETE, text=target.text, target_id=target.id,

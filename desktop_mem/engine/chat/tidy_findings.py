@@ -82,7 +82,7 @@ class Finding:
     reason: str
     conversation_id: str
     targets: tuple[Memory, ...] = ()  # the facts it changes (a duplicate: the kept one first)
-    text: str | None = None  # merged text (duplicate), the new fact (gap)
+    text: str | None = None  # merged text (duplicate), the new fact (gap), what holds now (stale)
     replaced_by: Memory | None = None  # stale: the newer fact that holds now
     sources: tuple[str, ...] = ()  # the turns the facts came from
 
@@ -98,6 +98,8 @@ class Finding:
             return f"Merge {len(self.targets)} duplicates → {clip(self.text or '', 90)} ({self.reason})"
         if self.kind == "gap":
             return f"Add {clip(self.text or '', 100)} ({self.reason})"
+        if self.kind == "stale" and self.text:
+            return f"Update {clip(self.targets[0].text, 60)} → {clip(self.text, 60)} ({self.reason})"
         if self.kind == "stale" and self.replaced_by is not None:
             return (f"Retire {clip(self.targets[0].text, 60)} (now: {clip(self.replaced_by.text, 60)}; "
                     f"{self.reason})")
@@ -216,6 +218,13 @@ def ask(model: ChatModel, system: str, user: str, schema: Mapping[str, Any],
         raise LLMError(f"the memory model could not be asked: {exc}") from exc
 
 
+def compare(model: ChatModel, a: str, b: str) -> tuple[str, str]:
+    """The model's relation of two facts ("same", "contradicts", "different"; "" unusable) and,
+    for "same", their merged text."""
+    answer = ask(model, _PAIR_PROMPT, f"A: {a}\nB: {b}", PAIR_SCHEMA, 120)
+    return str(answer.get("relation", "")).strip().lower(), str(answer.get("merged") or "").strip()
+
+
 def pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: Stepper) -> list[Finding]:
     """Duplicates (merged) and contradictions (the older retired), confirmed by the model."""
     pairs = similar_pairs(source, facts, PAIR_SIMILARITY)[:MAX_PAIRS]
@@ -232,13 +241,11 @@ def pairs(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: S
         step("comparing similar facts", n, len(pairs))
         if a.id in retired or b.id in retired:
             continue
-        answer = ask(model, _PAIR_PROMPT, f"A: {a.text}\nB: {b.text}", PAIR_SCHEMA, 120)
-        relation = str(answer.get("relation", "")).strip().lower()
+        relation, merged = compare(model, a.text, b.text)
         if relation == "same":
             ra, rb = root(a.id), root(b.id)
             if ra != rb:
                 parent[rb] = ra
-            merged = str(answer.get("merged") or "").strip()
             if merged:
                 merged_text[frozenset((a.id, b.id))] = merged
         elif relation == "contradicts" and a.conversation_id == b.conversation_id:

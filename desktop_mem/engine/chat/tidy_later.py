@@ -1,0 +1,199 @@
+"""Stale facts the user's own later words made untrue, for tidy-up to update or retire.
+
+The write path reads each message once, with a few recent turns, and it can miss a change: in the
+long-use replay (docs/benchmarks.md) "Noor turned 6 last week!" was written as an ADD beside "Noor
+is 5", "I switched from tea to coffee" stored nothing (told-as-true odds 0.097), and "We moved, we
+live in Leuven now." left "The user lives in Ghent with partner Tomas" live. No newer *fact*
+contradicts those, so tidy-up's pairs never see them; the user's later *turn* does.
+
+So each live fact is read against the user turn said after it that is closest to it by meaning
+(the stored vectors): the model says whether that message makes the fact untrue, and what holds
+now. What the model may do is bounded by language-free checks:
+
+- the turn is the user's, said after the fact, where the fact can be read (its conversation, or
+  any for the user's own scope), and not the turn the fact was taken from;
+- the turn is at least LATER_SIMILARITY alike (closest pairs first, MAX_LATER model calls a run);
+- the message names the person the fact is about when that is someone else, and shares a word
+  with the fact (or with what holds now) that few of the user's messages hold;
+- the fact as it holds now is about the same person, names no name or number that neither the
+  fact nor the message says, and is not the fact again, nor the fact with words added (its
+  negation: "The user is no longer learning Spanish."); without one the fact is only retired;
+- asked as two facts (tidy-up's pair question), the old fact and what holds now (else the
+  message) contradict each other: the model's "changed" alone is not trusted;
+- when a live fact already says what holds now, the stale one is retired in its favour
+  (``replaced_by``), not rewritten into a second copy.
+
+Each finding is a review proposal like any other: an UPDATE (the new text, the old one tombstoned
+with ``replaced_by``) or a DELETE, both restorable on the Timeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from desktop_mem.engine.chat import fact_guards
+from desktop_mem.engine.chat.fact_words import WORD, fold_word, names_and_numbers, words_of
+from desktop_mem.engine.chat.tidy_findings import (
+    MERGE_SIMILARITY,
+    Finding,
+    Stepper,
+    TidySource,
+    ask,
+    compare,
+    sources,
+)
+from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
+from desktop_mem.engine.store.transaction import clip
+
+log = logging.getLogger(__name__)
+
+# e5-small-v2 cosines between a fact and the later message that changed it, on the long-use
+# story (benchmarks/tidy_later.py, docs/benchmarks.md)
+LATER_SIMILARITY = 0.77
+PER_FACT = 2  # the later turns read per fact, closest first
+MAX_LATER = 80
+REASON = "the user said otherwise later"
+
+LATER_SCHEMA: Mapping[str, Any] = {"name": "later", "schema": {
+    "type": "object",
+    "properties": {"changed": {"type": "boolean"}, "now": {"type": "string"}},
+    "required": ["changed", "now"],
+}}
+
+_LATER_PROMPT = (
+    "You keep a memory of facts about a user. FACT was stored earlier; MESSAGE is what the user "
+    "wrote later. Does MESSAGE say that FACT is no longer true (for example the user moved, "
+    "changed jobs, switched to something else, stopped or sold something, or someone is older "
+    "now)? Answer \"changed\": true only then; a message that adds something new or talks about "
+    "something else leaves FACT true.\n"
+    "If true, write in \"now\" one short fact that holds after MESSAGE, in FACT's language and "
+    "style, using only names and numbers from FACT and MESSAGE (empty if nothing replaces FACT).\n"
+    "Answer with JSON only: {\"changed\": true or false, \"now\": \"...\"}"
+)
+
+
+def said_later(source: TidySource, model: Any, facts: Sequence[Memory], step: Stepper) -> list[Finding]:
+    """Facts a later user turn made untrue: updated to what holds now, or retired."""
+    turns = user_turns(source)
+    candidates = later_pairs(source, facts, turns)[:MAX_LATER]
+    rare = _rare_words(turns)
+    found: list[Finding] = []
+    for n, (_sim, fact, turn) in enumerate(candidates):
+        step("reading later messages", n, len(candidates))
+        user = f"FACT (stored {fact.created_at.date().isoformat()}): {fact.text}\n" \
+               f"MESSAGE (written {turn.created_at.date().isoformat()}): {turn.text}"
+        answer = ask(model, _LATER_PROMPT, user, LATER_SCHEMA, 100)
+        if answer.get("changed") is not True:
+            continue
+        now = str(answer.get("now") or "").strip()
+        text = now if now and _holds_now(fact, turn, now) else None
+        if not _speaks_of(fact, turn, text, rare):
+            log.info("tidy-up: %r not retired: %r does not speak of it", fact.text, turn.text)
+            continue
+        # the model's "changed" alone is not enough (a 1.5B model reads "We adopted a dog named
+        # Bram!" as changing "The user has a cat named Pixel"): asked as two facts, the old one and
+        # what holds now (else the message) must contradict each other
+        if compare(model, fact.text, text or turn.text)[0] != "contradicts":
+            log.info("tidy-up: %r not retired: %r does not contradict it", fact.text, text or turn.text)
+            continue
+        why = f"{REASON}: \u201c{clip(turn.text, 70)}\u201d ({turn.created_at.date().isoformat()})"
+        held = _already_held(source, text, facts, fact) if text else None
+        found.append(Finding("stale", why, fact.conversation_id, (fact,),
+                             text=None if held else text, replaced_by=held,
+                             sources=(*sources(fact), turn.id)))
+    return found
+
+
+def user_turns(source: TidySource) -> list[Memory]:
+    return [t for t in source.list_memories(role=Role.USER) if not t.deleted and t.text.strip()]
+
+
+def later_pairs(source: TidySource, facts: Sequence[Memory], turns: Sequence[Memory]
+                ) -> list[tuple[float, Memory, Memory]]:
+    """(cosine, fact, later user turn): each fact's PER_FACT closest later turns at least
+    LATER_SIMILARITY alike, closest first."""
+    if not facts or not turns:
+        return []
+    vectors = source.vectors([*facts, *turns])
+    have_f = [m for m in facts if m.id in vectors]
+    have_t = [t for t in turns if t.id in vectors]
+    if not have_f or not have_t:
+        return []
+    f_mat = _unit(np.stack([vectors[m.id] for m in have_f]))
+    t_mat = _unit(np.stack([vectors[t.id] for t in have_t]))
+    t_conv = np.array([t.conversation_id for t in have_t])
+    t_when = np.array([t.created_at.timestamp() for t in have_t])
+    out: list[tuple[float, Memory, Memory]] = []
+    for i, fact in enumerate(have_f):
+        sims = t_mat @ f_mat[i]
+        allowed = (t_when > fact.created_at.timestamp()) & (sims >= LATER_SIMILARITY)
+        if fact.conversation_id != GLOBAL_CONVERSATION:
+            allowed &= t_conv == fact.conversation_id
+        own = set(sources(fact))
+        allowed &= np.array([t.id not in own for t in have_t])
+        picked = np.nonzero(allowed)[0]
+        picked = picked[np.argsort(-sims[picked])][:PER_FACT]
+        out += [(float(sims[j]), fact, have_t[j]) for j in picked]
+    out.sort(key=lambda p: -p[0])
+    return out
+
+
+def _rare_words(turns: Sequence[Memory]) -> Callable[[str], bool]:
+    """Whether a word is rare among the user's turns (in at most a tenth of them, and in no more
+    than three when there are few): what a message shares with a fact must be more than the
+    words every message holds, in whatever language they are."""
+    counts = Counter(w for t in turns for w in words_of(t.text))
+    most = max(3, len(turns) // 10)
+    return lambda word: counts[word] <= most
+
+
+def _speaks_of(fact: Memory, turn: Memory, now: str | None, rare: Callable[[str], bool]) -> bool:
+    """The message names the person the fact is about, when it is someone else ("We moved, we live
+    in Leuven now." says nothing of "The user's brother Jonas lives in Antwerp."), and shares a
+    rare word with the fact or with what the model says holds now beyond the fact ("Yeah." was
+    read as "The user has stopped cycling.")."""
+    said = words_of(turn.text)
+    person = fact_guards.named_person(fact.text)
+    if person and not any(fold_word(w) in said for w in WORD.findall(person)):
+        return False
+    new = words_of(now) - words_of(fact.text) if now else set()
+    return any(rare(w) for w in said & (words_of(fact.text) | new))
+
+
+def _unit(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    m = matrix.astype(np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+def _holds_now(fact: Memory, turn: Memory, now: str) -> bool:
+    """The model's "now" is a fact about the same person, grounded in the fact and the message,
+    and not the old fact again (nor the old fact with words added)."""
+    said = words_of(fact.text) | words_of(turn.text)
+    # every word of the fact kept, words added: the fact negated ("The user is no longer learning
+    # Spanish."), not what holds now; the fact is retired instead, and nothing of it kept
+    return (not words_of(fact.text) <= words_of(now)
+            and names_and_numbers(now) <= names_and_numbers(fact.text) | said
+            and fact_guards.same_person(fact.text, now)
+            and not fact_guards.written_as_no_fact(now))
+
+
+def _already_held(source: TidySource, text: str, facts: Sequence[Memory], stale: Memory) -> Memory | None:
+    """A live fact (other than the stale one) that already says `text`, by meaning."""
+    others = [m for m in facts if m.id != stale.id and (
+        m.conversation_id == stale.conversation_id or GLOBAL_CONVERSATION in (m.conversation_id,
+                                                                              stale.conversation_id))]
+    vectors = source.vectors(others)
+    have = [m for m in others if m.id in vectors]
+    if not have:
+        return None
+    new = _unit(source.embed([text]))[0]
+    sims = _unit(np.stack([vectors[m.id] for m in have])) @ new
+    best = int(np.argmax(sims))
+    return have[best] if float(sims[best]) >= MERGE_SIMILARITY else None
