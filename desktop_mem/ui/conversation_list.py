@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt, Signal, Slot
+from PySide6.QtCore import QAbstractListModel, QDateTime, QModelIndex, QPersistentModelIndex, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
@@ -267,9 +267,12 @@ class ConversationList(QWidget):
 
     @Slot()
     def _on_new_button_clicked(self) -> None:
-        title, ok = QInputDialog.getText(self, "New conversation", "Title:")
-        if ok and title.strip():
-            self.create_conversation(title.strip())
+        # a title is offered and selected: Enter alone starts the conversation, and a title
+        # cleared to nothing gets the offered one (it used to create nothing and say nothing)
+        offered = f"Conversation of {QDateTime.currentDateTime().toString('d MMM yyyy, HH:mm')}"
+        title, ok = QInputDialog.getText(self, "New conversation", "Title:", text=offered)
+        if ok:
+            self.create_conversation(title.strip() or offered)
 
     @Slot()
     def _on_rename_button_clicked(self) -> None:

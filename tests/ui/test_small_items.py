@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QInputDialog, QLabel
 
 from desktop_mem.engine.models import GLOBAL_CONVERSATION
 from desktop_mem.ui.chat.chat_message import ChatMessage
@@ -48,6 +48,30 @@ def test_rename_and_delete_are_off_with_no_conversation(qtbot: Any, engine: Any,
     settle(runner)
     assert conversations.current is None or conversations.current == GLOBAL_CONVERSATION
     assert not conversations.rename_button.isEnabled()
+
+
+def test_a_new_conversation_is_offered_a_title_and_an_emptied_one_still_starts_it(
+        qtbot: Any, engine: Any, runner: Any, settle: Any, monkeypatch: Any) -> None:
+    conversations = ConversationList(engine, runner, lambda *_: True)
+    qtbot.addWidget(conversations)
+    offered: list[str] = []
+
+    def answer(typed: str) -> Any:
+        def get_text(_parent: Any, _title: str, _label: str, text: str = "") -> tuple[str, bool]:
+            offered.append(text)
+            return typed, True
+        return get_text
+
+    monkeypatch.setattr(QInputDialog, "getText", answer("  Trip to Crete "))
+    conversations.new_button.click()
+    settle(runner)
+    monkeypatch.setattr(QInputDialog, "getText", answer(""))
+    conversations.new_button.click()
+    settle(runner)
+
+    titles = sorted(engine.conversation_title(c) for c in engine.conversations() if c != GLOBAL_CONVERSATION)
+    assert len(offered) == 2 and all(offered)  # a title is offered each time
+    assert titles == sorted(["Trip to Crete", offered[1]])
 
 
 def test_the_status_bar_counts_facts_not_turns_and_summaries(qtbot: Any, engine: Any, runner: Any,
