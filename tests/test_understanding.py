@@ -975,6 +975,25 @@ def test_news_is_answered_without_the_rule_for_questions_and_a_question_keeps_it
     assert prompts.MEMORY_DATA_PREAMBLE in asked.used.system_prompt
 
 
+def test_a_question_the_model_reads_as_not_english_is_not_shown_an_english_i_dont_know(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """With only-notes' quoted "I don't know.", the 1.5B model answered "Welk huisdier heb ik?"
+    with "I don't know." beside "The user has a dog named Snuf.". A question the model tags with
+    another language is told to say so in the user's language; one it tags English keeps the
+    measured instruction. The model's tag decides, not the words."""
+    from desktop_mem.engine.chat import prompts
+
+    chat_engine.add("The user has a dog named Snuf.", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("huisdier", {"language": "nl"}))
+    _script_rest(scripted_llm)
+    dutch = _tell(chat_engine, "pets", "Welk huisdier heb ik?")
+    english = _tell(chat_engine, "pets", "Which pet do I have?")
+    assert prompts.DATA_PREAMBLE_ONLY_NOTES_LANG in dutch.used.system_prompt
+    assert prompts.MEMORY_DATA_PREAMBLE not in dutch.used.system_prompt
+    assert prompts.MEMORY_DATA_PREAMBLE in english.used.system_prompt
+
+
 def test_a_stored_fact_the_model_says_again_is_not_added_back_beside_its_update(
     chat_engine: MemoryEngine, scripted_llm: Any
 ) -> None:

@@ -50,7 +50,7 @@ from desktop_mem.engine.chat.turn_steps import (
     redacted_note,
     resent_turn,
 )
-from desktop_mem.engine.chat.understanding import Understood, understand_turn
+from desktop_mem.engine.chat.understanding import Understood, in_english, understand_turn
 from desktop_mem.engine.chat.write_progress import CANCELLED, FAILED, FINISHED, WriteProgressHub
 from desktop_mem.engine.index.retrieval import RetrievalOverrides, said_on
 from desktop_mem.engine.models import (
@@ -298,6 +298,11 @@ class ChatService:
         the notes without it, or a small model answers the news with "I don't know."."""
         if understood is not None and (understood.facts or understood.asks_forget):
             return prompts.DATA_PREAMBLE_TOLD
+        if understood is not None and understood.language and not in_english(understood, ""):
+            # a question the model read as not English: only-notes' quoted English "I don't
+            # know." drew the 1.5B model to answer "Welk huisdier heb ik?" with it, the fact
+            # beside it; "say in the user's language that you do not know" answers "Snuf"
+            return prompts.DATA_PREAMBLE_ONLY_NOTES_LANG
         return self.data_preamble
 
     def _stream(
