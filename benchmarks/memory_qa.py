@@ -32,7 +32,9 @@ the information is not there. `--judge URL` adds an LLM judge (prompt JUDGE_PROM
 
 The last stdout line (with --json) is one JSON object with every method. Replies are cached by
 the exact request (`--cache FILE`), so a run after a context change asks the model only what
-changed.
+changed. `--evidence` asks no model: it says how often what each method sends holds a turn
+LoCoMo labels as the answer's evidence, so a method's lost F1 is told apart as retrieval's (the
+evidence was not sent) or the answering model's (it was).
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ class Question:
     text: str
     answer: str  # "" for category 5
     category: int
+    evidence: tuple[str, ...] = ()  # the turns (ids) that hold the answer, LoCoMo's labels
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ def load(samples: list[dict[str, Any]]) -> tuple[dict[str, list[Turn]], list[Que
         for qa in sample["qa"]:
             category = int(qa["category"])
             answer = "" if category == 5 else str(qa.get("answer", ""))
-            questions.append(Question(conv, qa["question"], answer, category))
+            evidence = tuple(f"{conv}:{e}" for e in qa.get("evidence") or () if isinstance(e, str))
+            questions.append(Question(conv, qa["question"], answer, category, evidence))
     return turns, questions
 
 
@@ -282,6 +286,7 @@ class Methods:
         self.k = int(engine.config["retrieval.top_k"])
         self.text = {t.id: t.text for ts in turns.values() for t in ts}
         self.budget: int = 0  # desktop_mem's prompt tokens for the current question
+        self.sent: set[str] = set()  # the turns (ids) the last method's messages hold
 
     def tokens(self, messages: Messages) -> int:
         return count_messages(self.service.counter, messages)
@@ -293,41 +298,48 @@ class Methods:
         return [{"role": "system", "content": system}, {"role": "user", "content": message}]
 
     def none(self, conv: str, message: str) -> Messages:
+        self.sent = set()
         return [{"role": "system", "content": self.base}, {"role": "user", "content": message}]
 
     def desktop_mem(self, conv: str, message: str, strategy: str | None) -> Messages:
         if self.today == "last-session" and conv in self.asked_on:
             asked_on = self.asked_on[conv]
             self.service.today = lambda: asked_on
-        _used, context = self.service.prepare(conv, message, strategy=strategy)
+        used, context = self.service.prepare(conv, message, strategy=strategy)
+        self.sent = {r.memory.id for r in used.memories} | set(context.sent_ids)
         messages = [dict(m) for m in context.messages]
         self.budget = self.tokens(messages)
         return messages
 
     def recent(self, conv: str, message: str) -> Messages:
         lines: list[str] = []
+        self.sent = set()
         for turn in reversed(self.turns[conv]):
             trial = self._layout([turn.text, *lines], message)
             if lines and self.tokens(trial) > self.budget:
                 break
             lines.insert(0, turn.text)
+            self.sent.add(turn.id)
         return self._layout(lines, message)
 
     def bm25(self, conv: str, message: str) -> Messages:
         keywords = self.engine._parts.search_index.retriever.keywords
         hits = keywords.query(message, self.k, conversation_ids=[conv, "global"])
+        self.sent = {h.id for h in hits}
         return self._layout([self.text[h.id] for h in hits if h.id in self.text], message)
 
     def dense(self, conv: str, message: str) -> Messages:
         retriever = self.engine._parts.search_index.retriever
         where = {"$and": [{"conversation_id": {"$in": [conv, "global"]}}, {"deleted": False}]}
         hits = retriever.vectors.query(retriever.embedder.embed_query(message), self.k, where)
+        self.sent = {h.id for h in hits}
         return self._layout([self.text[h.id] for h in hits if h.id in self.text], message)
 
     def agent_cli_0112(self, conv: str, message: str) -> Messages:
         retrieval, summaries = self.agent_cli.retrieve_memory(
             _ChromaView(self.engine, conv), conversation_id=conv, query=message, top_k=self.k,
             reranker_model=_CrossEncoderView(self.engine))
+        self.sent = {str(e.id) for e in retrieval.entries if getattr(e, "id", None)}
         content = self.agent_cli.format_augmented_content(
             user_message=message, summaries=summaries, memories=retrieval.entries)
         return [{"role": "system", "content": self.base}, {"role": "user", "content": content}]
@@ -515,10 +527,13 @@ def main() -> int:
                         help="site-packages holding agent-cli 0.112 (default: .venv-agentcli's)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     parser.add_argument("--smoke", action="store_true", help="a tiny built-in conversation, every method")
+    parser.add_argument("--evidence", action="store_true",
+                        help="ask no model: for each method, how often what it sends holds a turn "
+                        "LoCoMo labels as the answer's evidence (retrieval or generation: where F1 is lost)")
     parser.add_argument("--out", type=Path, help="also write every reply with its score here (JSONL)")
     args = parser.parse_args()
     url = os.environ.get("OPENAI_BASE_URL", "")
-    if not url:
+    if not url and not args.evidence:
         parser.error("set OPENAI_BASE_URL (and OPENAI_MODEL, OPENAI_API_KEY) for the answering model")
     if args.data is None and not args.smoke:
         parser.error("give --data FILE (LoCoMo format) or --smoke")
@@ -531,7 +546,7 @@ def main() -> int:
     if agent_cli is None and "agent_cli" in wanted:
         wanted.remove("agent_cli")
     key = os.environ.get("OPENAI_API_KEY") or "local"
-    model = Model(url, os.environ.get("OPENAI_MODEL", ""), key, args.max_tokens, args.cache)
+    model = Model(url, os.environ.get("OPENAI_MODEL", ""), key, args.max_tokens, args.cache) if url else None
     judge_model = Model(args.judge, os.environ.get("JUDGE_MODEL", ""), os.environ.get("JUDGE_API_KEY") or key,
                         4, args.cache) if args.judge else None
 
@@ -539,7 +554,8 @@ def main() -> int:
     chosen = stratified(questions, args.limit)
     tmp = Path(tempfile.mkdtemp(prefix="memory-qa-"))
     flags: dict[str, Any] = {"store.path": str(tmp / "store"), "store.git_versioning": False,
-                             "watcher.enabled": False, "llm.base_url": url, "llm.model": model.model,
+                             "watcher.enabled": False, "llm.base_url": url,
+                             "llm.model": model.model if model else "",
                              "llm.api_key": key}
     for item in args.set:
         name, _, value = item.partition("=")
@@ -572,10 +588,16 @@ def main() -> int:
                 if m not in wanted:
                     continue
                 read_s = time.perf_counter() - start
+                held = any(e in methods.sent for e in q.evidence) if q.evidence else None
+                if args.evidence:
+                    rows.append({"method": m, "category": q.category, "evidence_in_context": held})
+                    continue
+                assert model is not None
                 reply, server_tokens, llm_s = model.answer(messages)
                 row = {"method": m, "category": q.category, "question": q.text, "gold": q.answer,
                        "reply": reply, "score": score(q, reply),
                        "prompt_tokens": server_tokens or methods.tokens(messages),
+                       "evidence_in_context": held,
                        "seconds": round(read_s + llm_s, 3)}
                 if judge_model is not None:
                     row["judge"] = judge(judge_model, q, reply)
@@ -583,12 +605,17 @@ def main() -> int:
                 if out is not None:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
                     out.flush()
+            if args.evidence:
+                continue
             print(f"[{n}/{len(chosen)}] cat {q.category} " + " ".join(
                 f"{r['method']}={r['score']:.2f}" for r in rows[-len(wanted):]), file=sys.stderr, flush=True)
     finally:
         if out is not None:
             out.close()
         engine.close()
+    if args.evidence:
+        return report_evidence(rows, wanted, len(chosen), args.json)
+    assert model is not None
     results = summarise(rows, wanted)
     load_avg = [round(x, 2) for x in os.getloadavg()]
     print(f"\n{len(chosen)} questions, model {model.model}, load {load_avg}, stemmer {STEMMER}, "
@@ -609,6 +636,26 @@ def main() -> int:
         if judge_model is not None:
             payload["judge_prompt"] = JUDGE_PROMPT_NAME
         print(json.dumps(payload))
+    return 0
+
+
+def report_evidence(rows: list[dict[str, Any]], methods: Sequence[str], questions: int, as_json: bool) -> int:
+    """How often each method's messages hold an evidence turn, overall and per category."""
+    out: dict[str, Any] = {}
+    for m in methods:
+        mine = [r for r in rows if r["method"] == m and r["evidence_in_context"] is not None]
+        cats = sorted({r["category"] for r in mine})
+        held = round(statistics.fmean(r["evidence_in_context"] for r in mine), 4) if mine else None
+        out[m] = {"held": held,
+                  "by_category": {str(c): {"n": len([r for r in mine if r["category"] == c]), "held": round(
+                      statistics.fmean(r["evidence_in_context"] for r in mine if r["category"] == c), 4)}
+                      for c in cats}}
+    print(f"\n{questions} questions; the share whose evidence turn is in what each method sends")
+    for m, e in out.items():
+        print(f"{m:<12} {_f(e['held'])} " + " ".join(
+            f"c{c} {_f(v['held'])}" for c, v in e["by_category"].items()))
+    if as_json:
+        print(json.dumps({"questions": questions, "evidence_in_context": out}))
     return 0
 
 
