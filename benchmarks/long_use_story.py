@@ -54,7 +54,7 @@ FACTS: dict[str, Fact] = {
     "running": Fact("run*"),
     "brother": Fact("jonas+brother|brother+jonas|jonas+antwerp"),
     "language": Fact("spanish"),
-    "book_club": Fact("book club|book+club"),
+    "book_club": Fact("book club|book+club", still="book+club+!left+!longer+!quit+!stopped"),
     "diabetes_mum": Fact("greta+diabet*", about="greta"),
     "garden": Fact("tomato*"),
     "flat_garden": Fact("garden+flat|flat+garden"),

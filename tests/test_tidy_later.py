@@ -85,27 +85,42 @@ def test_the_models_changed_alone_retires_nothing(engine: MemoryEngine, scripted
 
 
 @pytest.mark.parametrize(("told", "fact", "later", "now"), [
-    # names nobody said: nothing invented
+    # names nobody said
     ("I drive an old Volvo.", "The user drives an old Volvo.", "I sold the Volvo, we cycle everywhere now.",
      "The user drives a Tesla in Brussels."),
-    # the fact negated is not what holds now: the fact is retired, and nothing of it kept
+    # the fact negated: not what holds now (a message that only ends a fact is a forget)
     ("I'm learning Spanish on the side.", "The user is learning Spanish.",
      "I gave up Spanish, no time for learning it.", "The user is no longer learning Spanish."),
+    # the fact dressed up (what a 1.5B model said of "Pixel caught a mouse, gross.")
+    ("We have a cat called Pixel.", "The user has a cat named Pixel.", "Pixel caught a mouse, gross.",
+     "The user has a cat named Pixel and the mouse is gone."),
+    # nothing said of what holds now
+    ("We have a cat called Pixel.", "The user has a cat named Pixel.", "Pixel caught a mouse, gross.", ""),
 ])
-def test_a_fact_is_retired_not_rewritten_when_what_holds_now_is_not_grounded_or_is_its_negation(
+def test_nothing_is_proposed_when_what_holds_now_is_not_grounded_or_is_the_fact_again(
         engine: MemoryEngine, scripted_llm: Any, told: str, fact: str, later: str, now: str) -> None:
-    _, stored = _told(engine, told, fact, 200)
+    _told(engine, told, fact, 200)
     _told(engine, later, None, 20)
     scripted_llm.script(LATER, _later(True, now))
+    scripted_llm.script(PAIR, '{"relation": "contradicts", "merged": ""}')
+
+    report = engine.tidy_up()
+
+    assert report.counts()["stale"] == 0, report.findings
+    assert _live(engine) == [fact]
+
+
+def test_what_holds_now_in_the_users_voice_is_stored_in_the_third_person(
+        engine: MemoryEngine, scripted_llm: Any) -> None:
+    _told(engine, "I drink green tea every morning.", "The user drinks green tea every morning.", 200)
+    _told(engine, "I switched from tea to coffee, I need the caffeine now.", None, 20)
+    scripted_llm.script(LATER, _later(True, "I'm drinking coffee every morning now."))
     scripted_llm.script(PAIR, '{"relation": "contradicts", "merged": ""}')
 
     engine.tidy_up()
 
     [proposal] = _proposals(engine)
-    assert proposal.target_id == stored.id and proposal.event == "DELETE"
-    assert now not in proposal.describe()
-    engine.accept_proposal(proposal.id)
-    assert _live(engine) == []
+    assert proposal.event == "UPDATE" and proposal.text.startswith("The user ") and "coffee" in proposal.text
 
 
 def test_what_holds_now_already_held_retires_the_old_fact_in_its_favour(

@@ -1,4 +1,4 @@
-"""Stale facts the user's own later words made untrue, for tidy-up to update or retire.
+"""Stale facts the user's own later words made untrue, for tidy-up to update (or retire).
 
 The write path reads each message once, with a few recent turns, and it can miss a change: in the
 long-use replay (docs/benchmarks.md) "Noor turned 6 last week!" was written as an ADD beside "Noor
@@ -6,25 +6,27 @@ is 5", "I switched from tea to coffee" stored nothing (told-as-true odds 0.097),
 live in Leuven now." left "The user lives in Ghent with partner Tomas" live. No newer *fact*
 contradicts those, so tidy-up's pairs never see them; the user's later *turn* does.
 
-So each live fact is read against the user turn said after it that is closest to it by meaning
-(the stored vectors): the model says whether that message makes the fact untrue, and what holds
-now. What the model may do is bounded by language-free checks:
+So each live fact is read against the two user turns said after it that are closest to it by
+meaning (the stored vectors): the model says whether the message makes the fact untrue, and what
+holds now. What the model may do is bounded by language-free checks:
 
 - the turn is the user's, said after the fact, where the fact can be read (its conversation, or
   any for the user's own scope), and not the turn the fact was taken from;
 - the turn is at least LATER_SIMILARITY alike (closest pairs first, MAX_LATER model calls a run);
 - the message names the person the fact is about when that is someone else, and shares a word
   with the fact (or with what holds now) that few of the user's messages hold;
-- the fact as it holds now is about the same person, names no name or number that neither the
-  fact nor the message says, and is not the fact again, nor the fact with words added (its
-  negation: "The user is no longer learning Spanish."); without one the fact is only retired;
-- asked as two facts (tidy-up's pair question), the old fact and what holds now (else the
-  message) contradict each other: the model's "changed" alone is not trusted;
+- what holds now is about the same person, names no name or number that neither the fact nor
+  the message says, and is neither the fact again nor the fact with words added (negated: "The
+  user is no longer learning Spanish.", or dressed up: "The user has a cat named Pixel and the
+  mouse is gone."); without such a text nothing is proposed (a message that only ends a fact is
+  a forget, and the write path's);
+- asked as two facts (tidy-up's pair question), the old fact and what holds now contradict each
+  other: the model's "changed" alone is not trusted;
 - when a live fact already says what holds now, the stale one is retired in its favour
   (``replaced_by``), not rewritten into a second copy.
 
-Each finding is a review proposal like any other: an UPDATE (the new text, the old one tombstoned
-with ``replaced_by``) or a DELETE, both restorable on the Timeline.
+Each finding is a review proposal like any other: an UPDATE (what holds now; the old fact
+tombstoned with ``replaced_by``) or a DELETE in favour of the live fact, restorable on the Timeline.
 """
 
 from __future__ import annotations
@@ -91,21 +93,26 @@ def said_later(source: TidySource, model: Any, facts: Sequence[Memory], step: St
         answer = ask(model, _LATER_PROMPT, user, LATER_SCHEMA, 100)
         if answer.get("changed") is not True:
             continue
-        now = str(answer.get("now") or "").strip()
-        text = now if now and _holds_now(fact, turn, now) else None
-        if not _speaks_of(fact, turn, text, rare):
+        now = fact_guards.as_user_subject(str(answer.get("now") or "").strip())
+        if not now or not _holds_now(fact, turn, now):
+            # nothing the checks can hold the model to: the fact stays ("The user has a cat named
+            # Pixel and the mouse is gone." from "Pixel caught a mouse, gross." would have retired
+            # the cat); a forget is the write path's, when it is said
+            log.info("tidy-up: %r kept: the model's %r is not what holds now", fact.text, now)
+            continue
+        if not _speaks_of(fact, turn, now, rare):
             log.info("tidy-up: %r not retired: %r does not speak of it", fact.text, turn.text)
             continue
         # the model's "changed" alone is not enough (a 1.5B model reads "We adopted a dog named
         # Bram!" as changing "The user has a cat named Pixel"): asked as two facts, the old one and
         # what holds now (else the message) must contradict each other
-        if compare(model, fact.text, text or turn.text)[0] != "contradicts":
-            log.info("tidy-up: %r not retired: %r does not contradict it", fact.text, text or turn.text)
+        if compare(model, fact.text, now)[0] != "contradicts":
+            log.info("tidy-up: %r not retired: %r does not contradict it", fact.text, now)
             continue
         why = f"{REASON}: \u201c{clip(turn.text, 70)}\u201d ({turn.created_at.date().isoformat()})"
-        held = _already_held(source, text, facts, fact) if text else None
+        held = _already_held(source, now, facts, fact)
         found.append(Finding("stale", why, fact.conversation_id, (fact,),
-                             text=None if held else text, replaced_by=held,
+                             text=None if held else now, replaced_by=held,
                              sources=(*sources(fact), turn.id)))
     return found
 
@@ -153,7 +160,7 @@ def _rare_words(turns: Sequence[Memory]) -> Callable[[str], bool]:
     return lambda word: counts[word] <= most
 
 
-def _speaks_of(fact: Memory, turn: Memory, now: str | None, rare: Callable[[str], bool]) -> bool:
+def _speaks_of(fact: Memory, turn: Memory, now: str, rare: Callable[[str], bool]) -> bool:
     """The message names the person the fact is about, when it is someone else ("We moved, we live
     in Leuven now." says nothing of "The user's brother Jonas lives in Antwerp."), and shares a
     rare word with the fact or with what the model says holds now beyond the fact ("Yeah." was
@@ -162,7 +169,7 @@ def _speaks_of(fact: Memory, turn: Memory, now: str | None, rare: Callable[[str]
     person = fact_guards.named_person(fact.text)
     if person and not any(fold_word(w) in said for w in WORD.findall(person)):
         return False
-    new = words_of(now) - words_of(fact.text) if now else set()
+    new = words_of(now) - words_of(fact.text)
     return any(rare(w) for w in said & (words_of(fact.text) | new))
 
 
@@ -174,10 +181,10 @@ def _unit(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
 
 def _holds_now(fact: Memory, turn: Memory, now: str) -> bool:
     """The model's "now" is a fact about the same person, grounded in the fact and the message,
-    and not the old fact again (nor the old fact with words added)."""
+    and neither the old fact again nor the old fact with words added."""
     said = words_of(fact.text) | words_of(turn.text)
     # every word of the fact kept, words added: the fact negated ("The user is no longer learning
-    # Spanish."), not what holds now; the fact is retired instead, and nothing of it kept
+    # Spanish.") or dressed up ("... and the mouse is gone."), not what holds now
     return (not words_of(fact.text) <= words_of(now)
             and names_and_numbers(now) <= names_and_numbers(fact.text) | said
             and fact_guards.same_person(fact.text, now)
