@@ -88,6 +88,9 @@ def test_the_models_changed_alone_retires_nothing(engine: MemoryEngine, scripted
     # names nobody said
     ("I drive an old Volvo.", "The user drives an old Volvo.", "I sold the Volvo, we cycle everywhere now.",
      "The user drives a Tesla in Brussels."),
+    # words neither the fact nor the message holds (what the 1.5B model wrote)
+    ("I drive an old Volvo.", "The user drives an old Volvo.", "I sold the Volvo, we cycle everywhere now.",
+     "The user now drives a new electric bike."),
     # the fact negated: not what holds now (a message that only ends a fact is a forget)
     ("I'm learning Spanish on the side.", "The user is learning Spanish.",
      "I gave up Spanish, no time for learning it.", "The user is no longer learning Spanish."),

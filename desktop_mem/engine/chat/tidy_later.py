@@ -16,7 +16,7 @@ holds now. What the model may do is bounded by language-free checks:
 - the message names the person the fact is about when that is someone else, and shares a word
   with the fact (or with what holds now) that few of the user's messages hold;
 - what holds now is about the same person, names no name or number that neither the fact nor
-  the message says, and is neither the fact again nor the fact with words added (negated: "The
+  the message says, holds at most MAX_UNSAID other words neither of them holds, and is neither the fact again nor the fact with words added (negated: "The
   user is no longer learning Spanish.", or dressed up: "The user has a cat named Pixel and the
   mouse is gone."); without such a text nothing is proposed (a message that only ends a fact is
   a forget, and the write path's);
@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 LATER_SIMILARITY = 0.77
 PER_FACT = 2  # the later turns read per fact, closest first
 MAX_LATER = 80
+MAX_UNSAID = 2  # words of "what holds now" that neither the fact nor the message holds
 REASON = "the user said otherwise later"
 
 LATER_SCHEMA: Mapping[str, Any] = {"name": "later", "schema": {
@@ -183,10 +184,13 @@ def _holds_now(fact: Memory, turn: Memory, now: str) -> bool:
     """The model's "now" is a fact about the same person, grounded in the fact and the message,
     and neither the old fact again nor the old fact with words added."""
     said = words_of(fact.text) | words_of(turn.text)
+    # more than a word or two that neither the fact nor the message holds is the model's own:
+    # "The user now drives a new electric bike." from "I sold the Volvo, we cycle everywhere now."
     # every word of the fact kept, words added: the fact negated ("The user is no longer learning
     # Spanish.") or dressed up ("... and the mouse is gone."), not what holds now
     return (not words_of(fact.text) <= words_of(now)
             and names_and_numbers(now) <= names_and_numbers(fact.text) | said
+            and len(words_of(now) - said) <= MAX_UNSAID
             and fact_guards.same_person(fact.text, now)
             and not fact_guards.written_as_no_fact(now))
 
