@@ -16,10 +16,11 @@ holds now. What the model may do is bounded by language-free checks:
 - the message names the person the fact is about when that is someone else, and shares a word
   with the fact (or with what holds now) that few of the user's messages hold;
 - what holds now is about the same person, names no name or number that neither the fact nor
-  the message says, holds at most MAX_UNSAID other words neither of them holds, and is neither the fact again nor the fact with words added (negated: "The
-  user is no longer learning Spanish.", or dressed up: "The user has a cat named Pixel and the
-  mouse is gone."); without such a text nothing is proposed (a message that only ends a fact is
-  a forget, and the write path's);
+  the message says, holds at most MAX_UNSAID other words neither of them holds, and is neither
+  the fact again nor the fact with words added (negated: "The user is no longer learning
+  Spanish.", or dressed up: "The user has a cat named Pixel and the mouse is gone."); without
+  such a text nothing is proposed (a message that only ends a fact is a forget, and the write
+  path's);
 - asked as two facts (tidy-up's pair question), the old fact and what holds now contradict each
   other: the model's "changed" alone is not trusted;
 - when a live fact already says what holds now, the stale one is retired in its favour
