@@ -328,7 +328,8 @@ def test_a_passing_remark_that_names_someone_or_a_number_is_kept(
                                  "Pixel caught a mouse", sure)
 
 
-def test_small_talk_is_proposed_from_the_measured_odds_up(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+def test_small_talk_is_proposed_from_the_measured_odds_up(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """0.8 sits 0.08 above the highest lasting fact of the dev and held-out sets (0.72)."""
     just = Odds({"A": 0.17, "B": 0.82, "C": 0.01})
     assert _passing_proposed(tidy_engine, scripted_llm, "The weather here has been grey all week.",
