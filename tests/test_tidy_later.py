@@ -50,7 +50,7 @@ def test_a_fact_the_users_later_words_changed_is_updated_to_what_holds_now(
         engine: MemoryEngine, scripted_llm: Any) -> None:
     _, noor = _told(engine, "Our daughter Noor is 5.", "The user's daughter Noor is 5.", 200)
     turn, _ = _told(engine, "Noor turned 6 last week!", None, 20)
-    scripted_llm.script(LATER, _later(True, "The user's daughter Noor is 6."))
+    scripted_llm.script(LATER, _later(True, "Noor is now 6."))  # what the 1.5B model wrote
     scripted_llm.script(PAIR, '{"relation": "contradicts", "merged": ""}')
 
     report = engine.tidy_up()
@@ -58,13 +58,14 @@ def test_a_fact_the_users_later_words_changed_is_updated_to_what_holds_now(
     assert report.model_error is None and report.counts()["stale"] == 1, report.findings
     [proposal] = _proposals(engine)
     meta = proposal.extra[tidy.TIDY_KEY]
-    assert proposal.target_id == noor.id and proposal.text == "The user's daughter Noor is 6."
+    # whom it is about is kept as the fact said it: Noor is still the user's daughter
+    assert proposal.target_id == noor.id and proposal.text == "The user's daughter Noor is now 6."
     assert turn.id in meta["sources"] and "Noor turned 6" in proposal.describe()
     assert _live(engine) == ["The user's daughter Noor is 5."]  # nothing until accepted
 
     engine.accept_proposal(proposal.id)
 
-    assert _live(engine) == ["The user's daughter Noor is 6."]
+    assert _live(engine) == ["The user's daughter Noor is now 6."]
     [tomb] = engine.list_memories(role="memory", only_deleted=True)
     assert tomb.id == noor.id and tomb.replaced_by
     engine.restore(tomb.id)  # undone like any change

@@ -345,17 +345,17 @@ def named_person(fact: str) -> str:
     "Noor is 6"), or "" when it names none (the user's own facts, "The user's sister ...")."""
     who = subject(fact)
     if who in _PEOPLE:
-        return _subject_phrase(fact)[1]
+        return subject_phrase(fact)[1]
     return "" if who == "user" else who  # a name: "Noor is 6", "The user's voisin Gérard ..."
 
 
 def _subject_stems(fact: str) -> set[str]:
     """The content words that only say whom ``fact`` is about: "mother" and "greta" of "The
     user's mother Greta ...", "helga" of "Helga is 70 years old"; none for the user's own."""
-    return stems(_subject_phrase(fact)[0])
+    return stems(subject_phrase(fact)[0])
 
 
-def _subject_phrase(fact: str) -> tuple[str, str]:
+def subject_phrase(fact: str) -> tuple[str, str]:
     """(the words of ``fact`` that say whom it is about, the name after its relation word):
     ("The user's mother Greta", "greta"), ("Helga", ""); ("", "") for the user's own."""
     text = fact.strip()

@@ -95,7 +95,7 @@ def said_later(source: TidySource, model: Any, facts: Sequence[Memory], step: St
         answer = ask(model, _LATER_PROMPT, user, LATER_SCHEMA, 100)
         if answer.get("changed") is not True:
             continue
-        now = fact_guards.as_user_subject(str(answer.get("now") or "").strip())
+        now = _whom_kept(fact.text, fact_guards.as_user_subject(str(answer.get("now") or "").strip()))
         if not now or not _holds_now(fact, turn, now):
             # nothing the checks can hold the model to: the fact stays ("The user has a cat named
             # Pixel and the mouse is gone." from "Pixel caught a mouse, gross." would have retired
@@ -179,6 +179,17 @@ def _unit(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
     m = matrix.astype(np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+def _whom_kept(fact: str, now: str) -> str:
+    """What holds now, saying whom it is about as the fact did: "Noor is now 6." for "The user's
+    daughter Noor is 5." becomes "The user's daughter Noor is now 6." (the update would otherwise
+    lose that Noor is the user's daughter)."""
+    phrase, name = fact_guards.subject_phrase(fact)
+    first = now.split(maxsplit=1)
+    if name and first and first[0].casefold() == name and not now.casefold().startswith(phrase.casefold()):
+        return f"{phrase} {first[1]}" if len(first) > 1 else now
+    return now
 
 
 def _holds_now(fact: Memory, turn: Memory, now: str) -> bool:
