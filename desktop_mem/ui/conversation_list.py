@@ -269,7 +269,7 @@ class ConversationList(QWidget):
     def _on_new_button_clicked(self) -> None:
         # a title is offered and selected: Enter alone starts the conversation, and a title
         # cleared to nothing gets the offered one (it used to create nothing and say nothing)
-        offered = f"Conversation of {QDateTime.currentDateTime().toString('d MMM yyyy, HH:mm')}"
+        offered = f"Chat, {QDateTime.currentDateTime().toString('d MMM HH:mm')}"  # fits the list
         title, ok = QInputDialog.getText(self, "New conversation", "Title:", text=offered)
         if ok:
             self.create_conversation(title.strip() or offered)
