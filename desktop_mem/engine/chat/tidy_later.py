@@ -63,6 +63,7 @@ PER_FACT = 2  # the later turns read per fact, closest first
 MAX_LATER = 80
 MAX_UNSAID = 2  # words of "what holds now" that neither the fact nor the message holds
 REASON = "the user said otherwise later"
+_BLOCK = 256
 
 LATER_SCHEMA: Mapping[str, Any] = {"name": "later", "schema": {
     "type": "object",
@@ -83,7 +84,8 @@ _LATER_PROMPT = (
 
 
 def said_later(source: TidySource, model: Any, facts: Sequence[Memory], step: Stepper) -> list[Finding]:
-    """Facts a later user turn made untrue: updated to what holds now, or retired."""
+    """Facts a later user turn made untrue: updated to what holds now, or retired in favour of a
+    live fact that already says it."""
     turns = user_turns(source)
     candidates = later_pairs(source, facts, turns)[:MAX_LATER]
     rare = _rare_words(turns)
@@ -139,16 +141,20 @@ def later_pairs(source: TidySource, facts: Sequence[Memory], turns: Sequence[Mem
     t_conv = np.array([t.conversation_id for t in have_t])
     t_when = np.array([t.created_at.timestamp() for t in have_t])
     out: list[tuple[float, Memory, Memory]] = []
-    for i, fact in enumerate(have_f):
-        sims = t_mat @ f_mat[i]
-        allowed = (t_when > fact.created_at.timestamp()) & (sims >= LATER_SIMILARITY)
-        if fact.conversation_id != GLOBAL_CONVERSATION:
-            allowed &= t_conv == fact.conversation_id
-        own = set(sources(fact))
-        allowed &= np.array([t.id not in own for t in have_t])
-        picked = np.nonzero(allowed)[0]
-        picked = picked[np.argsort(-sims[picked])][:PER_FACT]
-        out += [(float(sims[j]), fact, have_t[j]) for j in picked]
+    for start in range(0, len(have_f), _BLOCK):  # blocks: 10k facts x 50k turns is never one matrix
+        block = have_f[start:start + _BLOCK]
+        sims_block = f_mat[start:start + _BLOCK] @ t_mat.T
+        for i, fact in enumerate(block):
+            sims = sims_block[i]
+            allowed = (t_when > fact.created_at.timestamp()) & (sims >= LATER_SIMILARITY)
+            if fact.conversation_id != GLOBAL_CONVERSATION:
+                allowed &= t_conv == fact.conversation_id
+            near = np.nonzero(allowed)[0]
+            own = set(sources(fact))
+            if len(near) > PER_FACT + len(own):  # the few closest, without sorting thousands
+                near = near[np.argpartition(-sims[near], PER_FACT + len(own))[:PER_FACT + len(own) + 1]]
+            picked = [j for j in near[np.argsort(-sims[near])] if have_t[j].id not in own][:PER_FACT]
+            out += [(float(sims[j]), fact, have_t[j]) for j in picked]
     out.sort(key=lambda p: -p[0])
     return out
 
