@@ -336,6 +336,15 @@ def test_small_talk_is_proposed_from_the_measured_odds_up(
                              "The weather here has been grey all week.", just)
 
 
+def test_a_weekday_or_a_month_names_no_one(tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """Left as junk after tidy-up in every long-use replay: the capitalised "Mondays" was taken
+    for a name. Weekday and month names come from dateparser's data, in each language it reads."""
+    sure = Odds({"A": 0.04, "B": 0.93, "C": 0.03})
+    assert _passing_proposed(tidy_engine, scripted_llm, "Ugh, Mondays.",
+                             "The user feels unenthusiastic about Mondays", sure)
+    assert _passing_proposed(tidy_engine, scripted_llm, "Pff, weer maandag.", "The user dreads Maandag", sure)
+
+
 def test_a_lasting_fact_without_a_name_is_kept_below_the_measured_odds(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """"I drink my coffee black." scored 0.71 as a passing remark on the dev set."""

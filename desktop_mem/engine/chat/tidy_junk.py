@@ -33,6 +33,7 @@ from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.told_as_true import PASSING_WHY, not_told_as_true, passing_remark
 from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only
+from desktop_mem.engine.index.relative_dates import is_calendar_name
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
 log = logging.getLogger(__name__)
@@ -112,8 +113,9 @@ def passing(source: TidySource, model: ChatModel, facts: Sequence[Memory], step:
     """Model-made facts with no name or number, drawn only from messages the model reads as a
     passing remark (module docstring). One model call per message; none without odds to read."""
     read: dict[str, bool | None] = {}
-    # ("x " counts a first word too: "Pixel caught a mouse." names Pixel)
-    candidates = [(m, turns) for m in facts if m.source in MODEL_MADE and not names_and_numbers(f"x {m.text}")
+    # ("x " counts a first word too: "Pixel caught a mouse." names Pixel; a weekday or a month is
+    # no one: "The user feels unenthusiastic about Mondays" names nobody)
+    candidates = [(m, turns) for m in facts if m.source in MODEL_MADE and not _names_someone(m.text)
                   for turns in [[t.text for t in _turns(source, m)]] if turns]
     found: list[Finding] = []
     for n, (m, said) in enumerate(candidates):
@@ -124,6 +126,10 @@ def passing(source: TidySource, model: ChatModel, facts: Sequence[Memory], step:
         if all(read[t] for t in said):
             found.append(Finding("junk", PASSING_WHY, m.conversation_id, (m,), sources=sources(m)))
     return found
+
+
+def _names_someone(fact: str) -> bool:
+    return any(not is_calendar_name(w) for w in names_and_numbers(f"x {fact}"))
 
 
 def _confirmed(not_told: Callable[[Sequence[str]], bool], fact: Memory, why: str,

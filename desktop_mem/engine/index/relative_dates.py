@@ -157,6 +157,30 @@ def _searcher() -> Any:
     return search_dates
 
 
+_CALENDAR_KEYS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                  "october", "november", "december", "monday", "tuesday", "wednesday", "thursday",
+                  "friday", "saturday", "sunday")  # dateparser's own keys, not words of the user's
+
+
+@lru_cache(maxsize=1)
+def calendar_names() -> frozenset[str]:
+    """The names of the weekdays and months in LANGUAGES (dateparser's locale data), folded:
+    capitalised like a person's name in some languages, and no one's."""
+    names: set[str] = set()
+    for language in LANGUAGES:
+        info = _locale(language).info
+        for key in _CALENDAR_KEYS:
+            names |= {str(n).casefold() for n in info.get(key, ()) if len(str(n)) >= 3}
+    return frozenset(names)
+
+
+def is_calendar_name(word: str) -> bool:
+    """Whether ``word`` is a weekday or month name, or one with a short ending ("Mondays")."""
+    folded = word.casefold()
+    return folded in calendar_names() or any(
+        folded.startswith(n) and len(n) >= 5 and len(folded) - len(n) <= 2 for n in calendar_names())
+
+
 @lru_cache(maxsize=len(LANGUAGES))
 def _locale(language: str) -> Any:
     from dateparser.languages.loader import LocaleDataLoader
