@@ -119,6 +119,15 @@ def tidy_precision(engine: MemoryEngine, proposals: list[Any]) -> dict[str, Any]
         survivor = None
         if meta.get("kind") == "duplicate":
             survivor = p.text if p.event == "UPDATE" else texts.get(str(meta.get("replaced_by")), "")
+        if p.event == "UPDATE" and meta.get("kind") == "stale":
+            # what the user said later: the old fact must be stale, and what holds now must keep
+            # every true fact the old one held ("Ghent with partner Tomas" -> "Leuven with ...")
+            ok = classify(p.target_text, key) == "stale" and not any(
+                matches(FACTS[k].key, p.target_text) and not matches(FACTS[k].key, p.text) for k in key.live)
+            right, wrong = right + ok, wrong + (not ok)
+            if not ok:
+                wrong_items.append(f"stale update: {p.target_text!r} -> {p.text!r}")
+            continue
         # a merge rewrites the kept one: it must say the same
         if p.event == "UPDATE" and p.target_text and _lost(p.target_text, p.text):
             wrong += 1
