@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from desktop_mem.engine.chat import fact_guards
+from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import WORD, fold_word, names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import (
     MERGE_SIMILARITY,
@@ -83,7 +84,8 @@ _LATER_PROMPT = (
 )
 
 
-def said_later(source: TidySource, model: Any, facts: Sequence[Memory], step: Stepper) -> list[Finding]:
+def said_later(source: TidySource, model: ChatModel, facts: Sequence[Memory], step: Stepper
+               ) -> list[Finding]:
     """Facts a later user turn made untrue: updated to what holds now, or retired in favour of a
     live fact that already says it."""
     turns = user_turns(source)
@@ -109,7 +111,7 @@ def said_later(source: TidySource, model: Any, facts: Sequence[Memory], step: St
             continue
         # the model's "changed" alone is not enough (a 1.5B model reads "We adopted a dog named
         # Bram!" as changing "The user has a cat named Pixel"): asked as two facts, the old one and
-        # what holds now (else the message) must contradict each other
+        # what holds now must contradict each other
         if compare(model, fact.text, now)[0] != "contradicts":
             log.info("tidy-up: %r not retired: %r does not contradict it", fact.text, now)
             continue
