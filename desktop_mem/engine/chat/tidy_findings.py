@@ -164,6 +164,13 @@ def _shared_scope(a: Memory, b: Memory) -> bool:
         a.conversation_id, b.conversation_id)
 
 
+def unit_rows(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    """Each row scaled to length 1 (a zero row stays zero): dot products are then cosines."""
+    m = matrix.astype(np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
 def similar_pairs(source: TidySource, facts: Sequence[Memory], threshold: float
                    ) -> list[tuple[float, Memory, Memory]]:
     """Pairs of facts at least `threshold` alike by their stored vectors, closest first."""
@@ -171,9 +178,7 @@ def similar_pairs(source: TidySource, facts: Sequence[Memory], threshold: float
     have = [m for m in facts if m.id in vectors]
     if len(have) < 2:
         return []
-    matrix = np.stack([vectors[m.id] for m in have]).astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
+    matrix = unit_rows(np.stack([vectors[m.id] for m in have]))
     pairs: list[tuple[float, Memory, Memory]] = []
     for start in range(0, len(have), _BLOCK):  # blocks: 10k facts never make a 10k x 10k matrix
         sims = matrix[start:start + _BLOCK] @ matrix.T

@@ -38,7 +38,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from desktop_mem.engine.chat import fact_guards
 from desktop_mem.engine.chat.fact_types import ChatModel
@@ -51,6 +50,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     ask,
     compare,
     sources,
+    unit_rows,
 )
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 from desktop_mem.engine.store.transaction import clip
@@ -138,8 +138,8 @@ def later_pairs(source: TidySource, facts: Sequence[Memory], turns: Sequence[Mem
     have_t = [t for t in turns if t.id in vectors]
     if not have_f or not have_t:
         return []
-    f_mat = _unit(np.stack([vectors[m.id] for m in have_f]))
-    t_mat = _unit(np.stack([vectors[t.id] for t in have_t]))
+    f_mat = unit_rows(np.stack([vectors[m.id] for m in have_f]))
+    t_mat = unit_rows(np.stack([vectors[t.id] for t in have_t]))
     t_conv = np.array([t.conversation_id for t in have_t])
     t_when = np.array([t.created_at.timestamp() for t in have_t])
     out: list[tuple[float, Memory, Memory]] = []
@@ -183,12 +183,6 @@ def _speaks_of(fact: Memory, turn: Memory, now: str, rare: Callable[[str], bool]
     return any(rare(w) for w in said & (words_of(fact.text) | new))
 
 
-def _unit(matrix: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
-    m = matrix.astype(np.float32)
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
-
-
 def _whom_kept(fact: str, now: str) -> str:
     """What holds now, saying whom it is about as the fact did: "Noor is now 6." for "The user's
     daughter Noor is 5." becomes "The user's daughter Noor is now 6." (the update would otherwise
@@ -224,7 +218,7 @@ def _already_held(source: TidySource, text: str, facts: Sequence[Memory], stale:
     have = [m for m in others if m.id in vectors]
     if not have:
         return None
-    new = _unit(source.embed([text]))[0]
-    sims = _unit(np.stack([vectors[m.id] for m in have])) @ new
+    new = unit_rows(source.embed([text]))[0]
+    sims = unit_rows(np.stack([vectors[m.id] for m in have])) @ new
     best = int(np.argmax(sims))
     return have[best] if float(sims[best]) >= MERGE_SIMILARITY else None
