@@ -1121,3 +1121,40 @@ def test_news_the_model_reads_as_a_forget_of_a_name_deletes_nothing(
     assert _live(chat_engine) == sorted(tomas)
     _tell(chat_engine, "home", "Vergeet die halve marathon in Brussels maar.")
     assert _live(chat_engine) == [tomas[0]]
+
+
+def test_a_persons_news_written_as_the_users_stays_the_persons(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The long-use replay stored "The user got a new job at a bakery." from "Tomas got a new job
+    at a bakery.", with the partner Tomas in memory: the job is Tomas's news, not the user's."""
+    chat_engine.add("The user lives in Ghent with their partner Tomas.", conversation_id="global",
+                    role="memory")
+    scripted_llm.script(*_understood("bakery", {"facts": [_fact("The user got a new job at a bakery.")]}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "home", "Tomas got a new job at a bakery.")
+    assert _live(chat_engine) == ["The user lives in Ghent with their partner Tomas.",
+                                  "Tomas got a new job at a bakery."]
+
+
+def test_whose_news_a_fact_is_reads_words_not_a_language() -> None:
+    """A person is a name the user's words write inside a sentence (or the model's "about"),
+    followed by the fact's own verb; a sentence's first word alone is no person, and a fact
+    about the user that only leaves a name out stays the user's."""
+    from desktop_mem.engine.chat.understanding import _RawFact, ground, news_of
+
+    job = "Tomas got a new job at a bakery."
+    assert news_of("The user got a new job at a bakery.", job, f"{job} My partner Tomas.") == "Tomas"
+    assert news_of("The user got a new job at a bakery.", job, job, about="Tomas") == "Tomas"
+    assert news_of("The user got a new job at a bakery.", job, job) == ""  # nobody known as a name
+    assert news_of("The user got a new job!", "Finally got a new job!", "Finally got a new job!") == ""
+    said = "I live in Ghent with my partner Tomas."
+    assert news_of("The user lives in Ghent.", said, said) == ""
+    said = "Tomas and I had dinner at Anke's."
+    assert news_of("The user had dinner.", said, f"{said} With Tomas.") == ""
+    said = "Tomas a trouvé un travail."  # the fact's English verb follows no name
+    assert news_of("The user found a job.", said, f"{said} Avec Tomas.") == ""
+    assert news_of("The user's partner Tomas got a new job.", job, f"{job} With Tomas.") == ""
+    facts, _rejected = ground([_RawFact("The user caught a mouse.")], "Our cat Pixel caught a mouse.",
+                              "Our cat Pixel caught a mouse.")
+    assert [f.text for f in facts] == ["Pixel caught a mouse."]

@@ -502,6 +502,10 @@ def ground(
     one_question = only_questions and not CLAUSE_BREAK.search(message)
     for item in raw:
         text = item.text.strip().strip("\"'")
+        person = news_of(text, message, context, item.about)
+        if person:
+            # "Tomas got a new job at a bakery." was stored as "The user got a new job at a bakery."
+            text, item = person + text[len("the user"):], replace(item, about=person)
         # a fact that says "The user ..." is the user's, whatever "about" says ("other person")
         about_user = item.about.casefold() in _USER_WORDS or _USER_FACT.match(text) is not None
         if about_user:
@@ -626,6 +630,38 @@ def asks_only(message: str) -> bool:
     """Whether each sentence of ``message`` ends in a question mark (?, ？, ؟)."""
     said = fact_guards.sentences(message)
     return bool(said) and all(s.rstrip()[-1:] in "?？؟" for s in said)
+
+
+def news_of(text: str, message: str, context: str, about: str = "") -> str:
+    """The person whose news a fact written "The user <does> ..." is, when the message says
+    "<Person> <does> ..." (the same word, or one word between), and the fact names nobody
+    else; "" when it is the user's. The 1.5B model wrote "Tomas got a new job at a bakery." as
+    "The user got a new job at a bakery." with the partner Tomas in memory.
+
+    A person is a capitalised word that ``context`` (the message, the recent turns and what
+    memory holds) writes inside a sentence, or the one the model named in "about": a sentence's
+    first word alone may be any word ("Finally got a new job!"). Words, not a language: in a
+    message in another language than the fact, no word of the fact follows the name."""
+    match = _USER_FACT.match(text.strip())
+    if match is None:
+        return ""
+    rest = WORD.findall(text.strip()[match.end():])
+    if not rest or names_and_numbers(f"x {' '.join(rest)}"):
+        return ""
+    verb = rest[0].casefold()
+    known = {w.casefold() for sentence in fact_guards.sentences(context)
+             for w in WORD.findall(sentence)[1:] if w[:1].isupper()}
+    named = about.casefold() if about.casefold() not in _USER_WORDS else ""
+    for sentence in fact_guards.sentences(message):
+        words: list[str] = WORD.findall(sentence)
+        for i, word in enumerate(words):
+            if not word[:1].isupper() or word.casefold() in fact_guards.STOP:
+                continue
+            if word.casefold() not in known and word.casefold() != named:
+                continue
+            if verb in (w.casefold() for w in words[i + 1:i + 3]):
+                return word
+    return ""
 
 
 def _without_unsaid_relation(text: str, said: set[str], known: set[str], english: bool) -> str:
