@@ -128,6 +128,13 @@ def tidy_precision(engine: MemoryEngine, proposals: list[Any]) -> dict[str, Any]
             if not ok:
                 wrong_items.append(f"stale update: {p.target_text!r} -> {p.text!r}")
             continue
+        if p.event == "UPDATE" and meta.get("kind") == "junk":
+            # a wrong fact set right (another person's news as the user's): wrong before, not after
+            ok = classify(p.target_text, key) == "junk" and classify(p.text, key) != "junk"
+            right, wrong = right + ok, wrong + (not ok)
+            if not ok:
+                wrong_items.append(f"junk update: {p.target_text!r} -> {p.text!r}")
+            continue
         # a merge rewrites the kept one: it must say the same
         if p.event == "UPDATE" and p.target_text and _lost(p.target_text, p.text):
             wrong += 1

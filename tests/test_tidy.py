@@ -199,6 +199,30 @@ def test_a_fact_naming_what_its_turn_never_said_is_junk(tidy_engine: MemoryEngin
     assert junk == ["not said in its source turn (7, delft)"]
 
 
+def test_a_persons_news_written_as_the_users_is_proposed_as_theirs(
+    tidy_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """The long-use replay stored "The user got a new job at a bakery." from "Tomas got a new job
+    at a bakery." (the partner Tomas in memory): tidy-up proposes it as Tomas's, without the model,
+    and accepting it changes that fact alone."""
+    tidy_engine.add("The user lives in Ghent with their partner Tomas.", source="llm")
+    _turn, wrong = _said(tidy_engine, "Tomas got a new job at a bakery.",
+                         "The user got a new job at a bakery.")
+    _said(tidy_engine, "Finally got a new job!", "The user got a new job.")  # no person: the user's
+    assert tidy_engine.memory_health().likely_junk == 1
+
+    tidy_engine.tidy_up()
+
+    [proposal] = [p for p in _tidy(tidy_engine) if p.target_id == wrong.id]
+    assert (proposal.event, proposal.text) == ("UPDATE", "Tomas got a new job at a bakery.")
+    assert proposal.extra[tidy.TIDY_KEY]["reason"] == "another person's news, written as the user's"
+    assert not [p for p in _tidy(tidy_engine) if p.target_text == "The user got a new job."]
+    tidy_engine.accept_proposal(proposal.id)
+    assert _live(tidy_engine) == ["The user got a new job.",
+                                  "The user lives in Ghent with their partner Tomas.",
+                                  "Tomas got a new job at a bakery."]
+
+
 def test_a_fact_the_user_said_is_not_dropped_on_the_models_reading_of_the_fact_alone(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     _cat_turn, cat = _said(tidy_engine, "We have a cat called Pixel.", "The user has a cat named Pixel.")

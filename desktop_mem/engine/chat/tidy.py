@@ -51,7 +51,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     pairs,
     similar_pairs,
 )
-from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, passing, ungrounded
+from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, others_news, passing, ungrounded
 from desktop_mem.engine.chat.tidy_later import said_later
 from desktop_mem.engine.models import Decision, Operation, utc_now
 from desktop_mem.engine.store.markdown_store import atomic_write
@@ -117,6 +117,8 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     claimed = {m.id for f in findings for m in f.targets}
     findings += ungrounded(source, [m for m in facts if m.id not in claimed])
     claimed = {m.id for f in findings for m in f.targets}
+    findings += others_news(source, [m for m in facts if m.id not in claimed])
+    claimed = {m.id for f in findings for m in f.targets}
     # junk first: a junk fact is dropped, not merged with its like (nor taken as the newer fact)
     if model is not None:
         try:
@@ -168,7 +170,8 @@ def _proposal(f: Finding) -> review.Proposal:
         return review.Proposal(event=Decision.DELETE, text=first.text, target_id=first.id,
                                target_text=first.text, extra={TIDY_KEY: meta}, **common)
     target = f.targets[0]
-    if f.kind == "stale" and f.text:  # what holds now, said by the user later: the fact updated
+    if f.kind in ("stale", "junk") and f.text:
+        # what holds now, said by the user later, or another person's news set right: the fact updated
         return review.Proposal(event=Decision.UPDATE, text=f.text, target_id=target.id,
                                target_text=target.text, kind=target.kind or "fact",
                                extra={TIDY_KEY: meta}, **common)
@@ -225,6 +228,8 @@ def health(source: TidySource) -> Health:
     headed = headings(facts)
     named = {m.id for f in headed for m in f.targets}
     junk = [*headed, *ungrounded(source, [m for m in facts if m.id not in named])]
+    named |= {m.id for f in junk for m in f.targets}
+    junk += others_news(source, [m for m in facts if m.id not in named])
     waiting = sum(1 for p in review.pending(source.root)[0] if TIDY_KEY in p.extra)
     return Health(facts=len(facts), likely_duplicates=duplicates,
                   likely_junk=len(junk), stale=len(stale), waiting=waiting, last_run=last_run(source.root))

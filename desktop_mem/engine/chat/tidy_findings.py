@@ -98,7 +98,7 @@ class Finding:
             return f"Merge {len(self.targets)} duplicates → {clip(self.text or '', 90)} ({self.reason})"
         if self.kind == "gap":
             return f"Add {clip(self.text or '', 100)} ({self.reason})"
-        if self.kind == "stale" and self.text:
+        if self.kind in ("stale", "junk") and self.text:
             return f"Update {clip(self.targets[0].text, 60)} → {clip(self.text, 60)} ({self.reason})"
         if self.kind == "stale" and self.replaced_by is not None:
             return (f"Retire {clip(self.targets[0].text, 60)} (now: {clip(self.replaced_by.text, 60)}; "

@@ -32,7 +32,7 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.told_as_true import PASSING_WHY, not_told_as_true, passing_remark
-from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only
+from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only, news_of
 from desktop_mem.engine.index.relative_dates import is_calendar_name
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
@@ -57,6 +57,29 @@ def ungrounded(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
         if missing:
             found.append(Finding("junk", f"not said in its source turn ({', '.join(sorted(missing))})",
                                  m.conversation_id, (m,), sources=sources(m)))
+    return found
+
+
+OTHERS_NEWS = "another person's news, written as the user's"
+
+
+def others_news(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
+    """A model-made fact "The user <does> ..." whose source turn says "<Person> <does> ...",
+    proposed as that person's fact (the check the write path makes since, ``news_of``): the
+    long-use replay stored "The user got a new job at a bakery." from "Tomas got a new job at a
+    bakery.". The names memory holds tell a person from a sentence's first word."""
+    names = " ".join(m.text for m in facts)
+    found: list[Finding] = []
+    for m in facts:
+        if m.source not in ("llm", "pattern"):
+            continue
+        for turn in _turns(source, m):
+            person = news_of(m.text, turn.text, f"{turn.text}\n{names}")
+            if person:
+                text = person + m.text.strip()[len("the user"):]
+                found.append(Finding("junk", OTHERS_NEWS, m.conversation_id, (m,), text=text,
+                                     sources=sources(m)))
+                break
     return found
 
 
