@@ -43,9 +43,10 @@ def rebuild_index(engine: MemoryEngine, progress: Callable[[int, int], None]) ->
     return engine.reindex(progress).embedded
 
 
-def tidy_memory(engine: MemoryEngine, progress: Callable[[int, int], None]) -> TidyReport:
-    """Run on the writer: propose a clean-up (review proposals, one commit); Cancel proposes nothing."""
-    return engine.tidy_up(progress=lambda _step, done, total: progress(done, total))
+def tidy_memory(engine: MemoryEngine, progress: Callable[[int, int, str], None]) -> TidyReport:
+    """Run on the writer: propose a clean-up (review proposals, one commit); Cancel proposes nothing.
+    Its steps are named ("reading later messages, 2 of 4")."""
+    return engine.tidy_up(progress=lambda step, done, total: progress(done, total, step))
 
 
 def describe_tidy(report: TidyReport) -> str:

@@ -25,6 +25,11 @@ def test_the_panel_shows_a_workers_progress_and_cancel_stops_it(qtbot: Any) -> N
     worker.join()
     qtbot.waitUntil(lambda: panel.bar.value() == 5, timeout=2000)
     assert panel.label.text() == "Importing facts.json: 5 of 10" and panel.bar.maximum() == 10
+    worker = threading.Thread(target=reporter, args=(2, 4, "reading later messages"))
+    worker.start()
+    worker.join()
+    qtbot.waitUntil(lambda: panel.bar.value() == 2, timeout=2000)
+    assert panel.label.text() == "Importing facts.json: reading later messages, 2 of 4"
     panel.cancel_button.click()
     assert "cancelling" in panel.label.text()
     with pytest.raises(Cancelled):

@@ -20,9 +20,10 @@ class Cancelled(Exception):  # noqa: N818 - what the user did, not an error
 
 
 class ProgressReporter(QObject):
-    """A thread-safe `progress(done, total)` for one operation."""
+    """A thread-safe `progress(done, total)` for one operation; `progress(done, total, step)`
+    also names the step ("reading later messages") when an operation has several."""
 
-    progressed = Signal(int, int)  # emitted from the worker; delivered queued on the GUI thread
+    progressed = Signal(int, int, str)  # emitted from the worker; delivered queued on the GUI thread
 
     def __init__(self, title: str, cancellable: bool, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -31,10 +32,10 @@ class ProgressReporter(QObject):
         self._cancel = threading.Event()
         self.finished = False  # set on the GUI thread when the operation's result arrived
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, step: str = "") -> None:
         if self._cancel.is_set():
             raise Cancelled(f"{self.title} was cancelled")
-        self.progressed.emit(done, total)
+        self.progressed.emit(done, total, step)
 
     def cancel(self) -> None:
         """Ask the operation to stop at its next report."""
@@ -88,15 +89,18 @@ class ProgressPanel(QWidget):
             self._reporter = None
             self.hide()
 
-    @Slot(int, int)
-    def _on_reporter_progressed(self, done: int, total: int) -> None:
+    @Slot(int, int, str)
+    def _on_reporter_progressed(self, done: int, total: int, step: str) -> None:
         reporter = self._reporter
         if reporter is None or self.sender() is not reporter:
             return
+        where = f"{step}, " if step else ""
         if total > 0:
             self.bar.setRange(0, total)
             self.bar.setValue(done)
-            self.label.setText(f"{reporter.title}: {done:,} of {total:,}")
+            self.label.setText(f"{reporter.title}: {where}{done:,} of {total:,}")
+        elif step:
+            self.label.setText(f"{reporter.title}: {step}…")
 
     @Slot()
     def _on_cancel_button_clicked(self) -> None:
