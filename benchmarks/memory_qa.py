@@ -45,6 +45,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import string
 import sys
@@ -613,6 +614,7 @@ def main() -> int:
         if out is not None:
             out.close()
         engine.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     if args.evidence:
         return report_evidence(rows, wanted, len(chosen), args.json)
     assert model is not None

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             out["recall"] = round(right / len(stale), 3) if stale else None
     finally:
         engine.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     if not args.json:
         for r in sorted(out["rows"], key=lambda r: -(r["cosine"] or 0)):
             mark = "ENDED" if r["ended_by"] else "     "

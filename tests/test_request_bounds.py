@@ -4,7 +4,6 @@ nested 100,000 deep, or a flood of tiny items, is a 400 with a JSON error, never
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,8 @@ HUGE = "[" + ",".join(["{}"] * (MAX_BODY_BYTES // 3 + 10)) + "]"
 
 
 @pytest.mark.parametrize("route", ["/api/memories", "/v1/chat/completions", "/api/memories/batch"])
-def test_deep_flooding_or_huge_bodies_are_refused_with_json(route: str) -> None:
-    outer = Path(tempfile.mkdtemp(prefix="bounds-api-"))
+def test_deep_flooding_or_huge_bodies_are_refused_with_json(route: str, tmp_path: Path) -> None:
+    outer = tmp_path
     engine = MemoryEngine(load_config(flags={"store.path": str(outer / "store"), "watcher.enabled": False}))
     try:
         with TestClient(create_app(engine, None), base_url="http://127.0.0.1",
