@@ -387,7 +387,10 @@ def same_topic(old: str, new: str, said: str = "") -> bool:
     if a & b or _topics(a) & _topics(b):
         return True
     said_words = {w.casefold() for w in _WORD.findall(said.replace("’", "'"))}
-    named = [n for n in specifics(old) if len(n) >= 3 and not n.isdigit()]
+    # the message naming whom the old fact is about does not name the fact: "Greta is doing
+    # better with her diet." replaced "The user's mother Greta was diagnosed with diabetes."
+    whom = _subject_stems(old)
+    named = [n for n in specifics(old) if len(n) >= 3 and not n.isdigit() and _stem(n) not in whom]
     return not _topics(b) and any(any(w.startswith(n[:5]) for w in said_words) for n in named)
 
 
