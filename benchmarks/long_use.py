@@ -169,13 +169,20 @@ def _same_fact(a: str, b: str, keys: list[str]) -> bool:
 
 
 def replay(engine: MemoryEngine, state: dict[str, Any], turns: int, checkpoints: list[int],
-           reply_tokens: int, save: Callable[[dict[str, Any]], None], log: Any) -> None:
-    """Send the story's turns after `state["turns_done"]` up to `turns`, saving progress after each."""
+           reply_tokens: int, save: Callable[[dict[str, Any]], None], log: Any,
+           stop: Path | None = None) -> bool:
+    """Send the story's turns after `state["turns_done"]` up to `turns`, saving progress after each.
+    False when the file `stop` appeared: the replay then stops between two turns (a kill may fall
+    inside a turn's memory update, and that turn's facts are never written)."""
     stored = len(engine.list_memories(role="user", conversation_id=CONVERSATION))
     if stored > state["turns_done"]:  # stopped inside a turn's write path: its message is stored
         log(f"  turn {stored} was stopped during its memory update; it counts as sent")
         state["turns_done"] = stored
     for i, turn in enumerate(STORY[state["turns_done"]:turns], start=state["turns_done"] + 1):
+        if stop is not None and stop.exists():
+            stop.unlink()
+            log(f"  stopped before turn {i} ({stop.name} was found); the same command goes on")
+            return False
         t0 = time.perf_counter()
         reply = engine.chat(CONVERSATION, turn.text, **_capped(reply_tokens))
         engine.wait_idle(900)
@@ -190,6 +197,7 @@ def replay(engine: MemoryEngine, state: dict[str, Any], turns: int, checkpoints:
             log(f"  checkpoint {i}: " + json.dumps({k: v for k, v in figures.items()
                                                       if k not in ("stale", "junk")}))
         save(state)
+    return True
 
 
 def _capped(tokens: int) -> dict[str, Any]:
@@ -249,7 +257,8 @@ def main() -> int:
     parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "local"))
     parser.add_argument("--limit", type=int, default=len(STORY), help="turns to replay (default: all)")
     parser.add_argument("--checkpoints", default="50,100", help="turn numbers to measure at")
-    parser.add_argument("--store", type=Path, help="keep the store and progress here; go on if present")
+    parser.add_argument("--store", type=Path, help="keep the store and progress here; go on if present "
+                        "(a file named stop there ends the replay between two turns)")
     parser.add_argument("--tidy-only", action="store_true", help="send no turn: score and tidy the store")
     parser.add_argument("--reply-tokens", type=int, default=48, help="cut each reply after this many "
                         "streamed pieces (0: whole replies); the score reads only the write path")
@@ -275,7 +284,9 @@ def main() -> int:
             log(f"long use: turns {state['turns_done'] + 1}..{turns} of {len(STORY)}, model {args.model} "
                 f"at {args.llm_url}, store {folder / 'store'}")
             with store_engine(folder / "store", args.llm_url, args.model) as engine:
-                replay(engine, state, turns, checkpoints, args.reply_tokens, save, log)
+                if not replay(engine, state, turns, checkpoints, args.reply_tokens, save, log,
+                              folder / "stop"):
+                    return 0
         done = state["turns_done"]
         log(f"tidy-up over the store after {done} turns (on a copy)")
         results = {"turns": done, "model": args.model, "checkpoints": state["checkpoints"],
