@@ -1158,3 +1158,24 @@ def test_whose_news_a_fact_is_reads_words_not_a_language() -> None:
     facts, _rejected = ground([_RawFact("The user caught a mouse.")], "Our cat Pixel caught a mouse.",
                               "Our cat Pixel caught a mouse.")
     assert [f.text for f in facts] == ["Pixel caught a mouse."]
+
+
+def test_news_the_model_files_as_a_task_heading_is_read_as_a_fact_when_it_names_someone(
+    chat_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """With "Noor is 5 years old." in memory, the 1.5B model put "Noor turned 6 last week!" (the
+    whole message) in "task", where a heading is dropped: the age 6 was never stored in three
+    replays. The whole message naming someone is news; a request copied there is not told as
+    true, and stays out."""
+    from tests.llm_roles import TOLD_AS_TRUE
+
+    chat_engine.add("Noor is 5 years old.", conversation_id="global", role="memory")
+    scripted_llm.script(*_understood("Noor turned", {"task": ["Noor turned 6 last week!"]}))
+    scripted_llm.script(*_understood("thank-you", {"task": ["Write a thank-you note for Noor's teacher."]}))
+    scripted_llm.script(lambda body: TOLD_AS_TRUE in json.dumps(body) and "thank-you" in json.dumps(body),
+                        Odds({"A": 0.02, "B": 0.03, "C": 0.95}))
+    scripted_llm.script(TOLD_AS_TRUE, Odds({"A": 0.7, "B": 0.2, "C": 0.1}))
+    _script_rest(scripted_llm)
+    _tell(chat_engine, "kids", "Noor turned 6 last week!")
+    _tell(chat_engine, "kids", "Write a thank-you note for Noor's teacher.")
+    assert _live(chat_engine) == ["Noor is 5 years old.", "Noor turned 6 last week!"]
