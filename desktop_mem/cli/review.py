@@ -20,8 +20,8 @@ Opener = Callable[[Config, str], MemoryEngine]
 def register(subparsers: Any, handlers: MutableMapping[str, Handler], open_engine: Opener) -> None:
     """Add `review` to the `desktop-mem` parser and its handler to `handlers`; `open_engine` is
     how the commands open the store (cli/main.py's: read-only for a listing)."""
-    p = subparsers.add_parser("review", help="changes the model proposed under review mode "
-                              "(memory.review): list them, or accept / reject one (one commit each)")
+    p = subparsers.add_parser("review", help="changes proposed under review mode (memory.review) "
+                              "or by tidy-up: list them, or accept / reject one (one commit each)")
     p.add_argument("action", nargs="?", choices=["list", "accept", "reject"], default="list")
     p.add_argument("id", nargs="?", help="the proposal's id (or a unique prefix), as `review` lists it")
     p.add_argument("--all", action="store_true",

@@ -38,7 +38,7 @@ class ReviewBadge(QPushButton):
         self.dialog: ReviewDialog | None = None
         self.setObjectName("reviewBadge")
         self.setFlat(True)
-        self.setToolTip("Changes to memory the model proposed wait for you (review mode)")
+        self.setToolTip("Proposed changes to memory wait for you (review mode, tidy-up)")
         self.hide()
         self.clicked.connect(self.open_review)
         self.refresh()
@@ -130,7 +130,7 @@ class ReviewDialog(ListDialog):
                                    f"{proposal.conversation_id}")
             item.setData(PROPOSAL_ROLE, proposal)
             self.list.addItem(item)
-        notes = [f"{len(found)} change(s) the model proposed wait for you. Each answer is one commit."
+        notes = [f"{len(found)} proposed change(s) wait for you. Each answer is one commit."
                  if found else "Nothing waits for review."]
         notes += [f"Unreadable (left as it is): {b}" for b in broken]
         self.note_label.setText("\n".join(notes))
