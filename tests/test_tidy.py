@@ -163,6 +163,30 @@ def test_an_expired_fact_is_proposed_as_stale_without_the_model(
         engine.close()
 
 
+def test_a_fact_told_of_a_day_or_week_that_has_passed_is_proposed_as_stale_without_the_model(
+    tidy_engine: MemoryEngine, scripted_llm: Any
+) -> None:
+    """"The user is tired today." a month later tells nothing about now; the time words are read
+    in any language dateparser reads. A plan ("next month") may have come true, the past ("last
+    week") is history, a day not over yet still holds, and a fact written by hand is the user's."""
+    month_ago = utc_now() - timedelta(days=40)
+    tired = tidy_engine.add("The user is tired today.", source="llm", created_at=month_ago)
+    holiday = tidy_engine.add("De gebruiker is deze week op vakantie in de Ardennen.", source="llm",
+                              created_at=month_ago)
+    for text in ("The user is moving to Leuven next month!", "Noor turned 6 last week."):
+        tidy_engine.add(text, source="llm", created_at=month_ago)
+    tidy_engine.add("The user is busy today.", source="llm")
+    tidy_engine.add("The user is on call today.", created_at=month_ago)  # by hand
+
+    report = tidy_engine.tidy_up()
+
+    stale = {f.targets[0].id: f.reason for f in report.findings if f.kind == "stale"}
+    assert set(stale) == {tired.id, holiday.id}
+    assert "which has passed" in stale[tired.id]
+    [proposal] = [p for p in _tidy(tidy_engine) if p.target_id == tired.id]
+    assert proposal.event == "DELETE"
+
+
 def test_junk_the_model_names_is_proposed_but_hand_written_facts_are_never_offered(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     tidy_engine.add("Can you write me a poem about autumn?", source="llm")

@@ -49,6 +49,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     live_facts,
     over_limit,
     pairs,
+    passed,
     similar_pairs,
 )
 from desktop_mem.engine.chat.tidy_junk import headings, junk_by_model, others_news, passing, ungrounded
@@ -112,6 +113,8 @@ def propose(source: TidySource, model: ChatModel | None, *, progress: Progress |
     facts = live_facts(source)
     step("reading facts", 0, 1)
     findings: list[Finding] = [*expired(facts), *over_limit(source, facts)]
+    claimed = {m.id for f in findings for m in f.targets}
+    findings += passed([m for m in facts if m.id not in claimed])
     claimed = {m.id for f in findings for m in f.targets}
     findings += headings([m for m in facts if m.id not in claimed])
     claimed = {m.id for f in findings for m in f.targets}

@@ -29,6 +29,7 @@ from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.llm_json import LLMJSONError, parse_object
 from desktop_mem.engine.chat.understanding import ABOUT_USER
 from desktop_mem.engine.config import Config
+from desktop_mem.engine.index import relative_dates
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, ListFilters, Memory, Message, Role, utc_now
 from desktop_mem.engine.store.ports import Writer
 from desktop_mem.engine.store.transaction import clip
@@ -132,6 +133,27 @@ def expired(facts: Sequence[Memory]) -> list[Finding]:
     return [Finding("stale", f"expired on {m.expires_at.date().isoformat() if m.expires_at else '?'}",
                     m.conversation_id, (m,), sources=sources(m))
             for m in facts if m.expired(now)]
+
+
+def passed(facts: Sequence[Memory]) -> list[Finding]:
+    """A model-made fact told as holding for the day, week, month or year it was said in, once
+    that time has passed: "The user is tired today.", "The user is on holiday in the Ardennes this
+    week." (the time words are read by dateparser's data for each language it reads; no word list
+    here). A plan ("moving to Leuven next month") is not proposed this way: it may have come true,
+    which only a later message tells (tidy_later)."""
+    now = datetime.now()  # local, as relative_dates counts
+    found: list[Finding] = []
+    for m in facts:
+        if m.source not in ("llm", "pattern") or m.expired():
+            continue
+        said = m.created_at.astimezone().replace(tzinfo=None)
+        spans = [(end, written) for start, end, written in relative_dates.periods(m.text, m.created_at)
+                 if start <= said < end]
+        if spans and all(end <= now for end, _written in spans):
+            when = ", ".join(dict.fromkeys(written for _end, written in spans))
+            found.append(Finding("stale", f"told of {when} only, which has passed", m.conversation_id, (m,),
+                                 sources=sources(m)))
+    return found
 
 
 def over_limit(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -63,11 +63,45 @@ def _with_dates(text: str, base: datetime) -> str:
 
 def _search(text: str, base: datetime) -> list[tuple[int, int, str]]:
     """(start, end, the day or period it means) of each relative expression in ``text``."""
+    return [(start, end, _as_written(when, period)) for start, end, when, period in _found(text, base)]
+
+
+def periods(text: str, said: datetime) -> list[tuple[datetime, datetime, str]]:
+    """The time each relative expression of ``text`` means, counted from ``said`` (local time), as
+    [first moment, end) and as written out: "today" the day it was said, "this week" that week,
+    "next month" the month after. Empty when there is none (or no date library)."""
+    if not text.strip() or len(text) > MAX_CHARS:
+        return []
+    base = said.astimezone().replace(tzinfo=None)
+    try:
+        found = _found(text, base)
+    except Exception:  # a library fault finds nothing
+        log.exception("reading the dates of %r failed", text[:80])
+        return []
+    return [(*_span(when, period), _as_written(when, period)) for _start, _end, when, period in found]
+
+
+def _span(when: datetime, period: str | None) -> tuple[datetime, datetime]:
+    day = when.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "year":
+        return day.replace(month=1, day=1), day.replace(year=day.year + 1, month=1, day=1)
+    if period == "month":
+        first = day.replace(day=1)
+        return first, (first.replace(year=first.year + 1, month=1) if first.month == 12
+                       else first.replace(month=first.month + 1))
+    if period == "week":
+        start = day - timedelta(days=day.weekday())
+        return start, start + timedelta(days=7)
+    return day, day + timedelta(days=1)
+
+
+def _found(text: str, base: datetime) -> list[tuple[int, int, datetime, str | None]]:
+    """(start, end, date, dateparser's period) of each relative expression in ``text``."""
     search = _searcher()
     if search is None:
         return []
     settings = {"RELATIVE_BASE": base, "RETURN_AS_TIMEZONE_AWARE": False}
-    spans: dict[tuple[int, int], str] = {}
+    spans: dict[tuple[int, int], tuple[datetime, str | None]] = {}
     for language in LANGUAGES:
         for phrase, _when in search(text, languages=[language], settings=settings) or []:
             phrase = _trimmed(_unpunctuated(phrase), language)
@@ -75,7 +109,7 @@ def _search(text: str, base: datetime) -> list[tuple[int, int, str]]:
                 continue
             for start in _word_starts(text, phrase):
                 spans.setdefault((start, start + len(phrase)), meant)
-    return [(start, end, meant) for (start, end), meant in spans.items()]
+    return [(start, end, when, period) for (start, end), (when, period) in spans.items()]
 
 
 def _relative(phrase: str, language: str) -> str | None:
@@ -100,9 +134,9 @@ def _trimmed(phrase: str, language: str) -> str | None:
     return _unpunctuated(" ".join(words))
 
 
-def _meaning(phrase: str, language: str, base: datetime) -> str | None:
+def _meaning(phrase: str, language: str, base: datetime) -> tuple[datetime, str | None] | None:
     data = _parser(language, base).get_date_data(phrase)
-    return None if data.date_obj is None else _as_written(data.date_obj, data.period)
+    return None if data.date_obj is None else (data.date_obj, data.period)
 
 
 def _unpunctuated(phrase: str) -> str:
