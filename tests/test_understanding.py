@@ -1152,6 +1152,8 @@ def test_whose_news_a_fact_is_reads_words_not_a_language() -> None:
     assert news_of("The user lives in Ghent.", said, said) == ""
     said = "Tomas and I had dinner at Anke's."
     assert news_of("The user had dinner.", said, f"{said} With Tomas.") == ""
+    said = "I met Anna and went to the zoo."
+    assert news_of("The user went to the zoo.", said, said) == ""
     said = "Tomas a trouvé un travail."  # the fact's English verb follows no name
     assert news_of("The user found a job.", said, f"{said} Avec Tomas.") == ""
     assert news_of("The user's partner Tomas got a new job.", job, f"{job} With Tomas.") == ""

@@ -645,8 +645,8 @@ def asks_only(message: str) -> bool:
 
 def news_of(text: str, message: str, context: str, about: str = "") -> str:
     """The person whose news a fact written "The user <does> ..." is, when the message says
-    "<Person> <does> ..." (the same word, or one word between), and the fact names nobody
-    else; "" when it is the user's. The 1.5B model wrote "Tomas got a new job at a bakery." as
+    "<Person> <does> ..." (the same word right after the name), and the fact names nobody else;
+    "" when it is the user's ("I met Anna and went to the zoo" stays the user's). The 1.5B model wrote "Tomas got a new job at a bakery." as
     "The user got a new job at a bakery." with the partner Tomas in memory.
 
     A person is a capitalised word that ``context`` (the message, the recent turns and what
@@ -670,7 +670,7 @@ def news_of(text: str, message: str, context: str, about: str = "") -> str:
                 continue
             if word.casefold() not in known and word.casefold() != named:
                 continue
-            if verb in (w.casefold() for w in words[i + 1:i + 3]):
+            if i + 1 < len(words) and words[i + 1].casefold() == verb:
                 return word
     return ""
 
