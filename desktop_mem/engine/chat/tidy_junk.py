@@ -32,7 +32,7 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.told_as_true import PASSING_WHY, not_told_as_true, passing_remark
-from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only, news_of
+from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only, names_within, news_of
 from desktop_mem.engine.index.relative_dates import is_calendar_name
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
@@ -68,13 +68,13 @@ def others_news(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
     proposed as that person's fact (the check the write path makes since, ``news_of``): the
     long-use replay stored "The user got a new job at a bakery." from "Tomas got a new job at a
     bakery.". The names memory holds tell a person from a sentence's first word."""
-    names = " ".join(m.text for m in facts)
+    held = set().union(*(names_within(m.text) for m in facts))
     found: list[Finding] = []
     for m in facts:
-        if m.source not in ("llm", "pattern"):
+        if m.source not in ("llm", "pattern") or not ABOUT_USER.match(m.text):
             continue
         for turn in _turns(source, m):
-            person = news_of(m.text, turn.text, f"{turn.text}\n{names}")
+            person = news_of(m.text, turn.text, names_within(turn.text) | held)
             if person:
                 text = person + m.text.strip()[len("the user"):]
                 found.append(Finding("junk", OTHERS_NEWS, m.conversation_id, (m,), text=text,

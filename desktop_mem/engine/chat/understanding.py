@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -500,9 +500,10 @@ def ground(
     # "task" a small model reads from it ("The user wants to know about their gym") is not kept
     only_questions = asks_only(message)
     one_question = only_questions and not CLAUSE_BREAK.search(message)
+    names = names_within(context)
     for item in raw:
         text = item.text.strip().strip("\"'")
-        person = news_of(text, message, context, item.about)
+        person = news_of(text, message, names, item.about)
         if person:
             # "Tomas got a new job at a bakery." was stored as "The user got a new job at a bakery."
             text, item = person + text[len("the user"):], replace(item, about=person)
@@ -643,16 +644,17 @@ def asks_only(message: str) -> bool:
     return bool(said) and all(s.rstrip()[-1:] in "?？؟" for s in said)
 
 
-def news_of(text: str, message: str, context: str, about: str = "") -> str:
+def news_of(text: str, message: str, names: Collection[str], about: str = "") -> str:
     """The person whose news a fact written "The user <does> ..." is, when the message says
-    "<Person> <does> ..." (the same word right after the name), and the fact names nobody else;
-    "" when it is the user's ("I met Anna and went to the zoo" stays the user's). The 1.5B model wrote "Tomas got a new job at a bakery." as
-    "The user got a new job at a bakery." with the partner Tomas in memory.
+    "<Person> <does> ..." (the fact's first word right after the name), and the fact names nobody
+    else; "" when it is the user's ("I met Anna and went to the zoo" stays the user's). The 1.5B
+    model wrote "Tomas got a new job at a bakery." as "The user got a new job at a bakery." with the
+    partner Tomas in memory.
 
-    A person is a capitalised word that ``context`` (the message, the recent turns and what
-    memory holds) writes inside a sentence, or the one the model named in "about": a sentence's
-    first word alone may be any word ("Finally got a new job!"). Words, not a language: in a
-    message in another language than the fact, no word of the fact follows the name."""
+    A person is one of ``names`` (``names_within`` the message, the recent turns and what memory
+    holds), or the one the model named in "about": a sentence's first word alone may be any word
+    ("Finally got a new job!"). Words, not a language: in a message in another language than the
+    fact, no word of the fact follows the name."""
     match = _USER_FACT.match(text.strip())
     if match is None:
         return ""
@@ -660,19 +662,22 @@ def news_of(text: str, message: str, context: str, about: str = "") -> str:
     if not rest or names_and_numbers(f"x {' '.join(rest)}"):
         return ""
     verb = rest[0].casefold()
-    known = {w.casefold() for sentence in fact_guards.sentences(context)
-             for w in WORD.findall(sentence)[1:] if w[:1].isupper()}
     named = about.casefold() if about.casefold() not in _USER_WORDS else ""
     for sentence in fact_guards.sentences(message):
         words: list[str] = WORD.findall(sentence)
-        for i, word in enumerate(words):
-            if not word[:1].isupper() or word.casefold() in fact_guards.STOP:
-                continue
-            if word.casefold() not in known and word.casefold() != named:
-                continue
-            if i + 1 < len(words) and words[i + 1].casefold() == verb:
+        for i, word in enumerate(words[:-1]):
+            if (words[i + 1].casefold() == verb and word[:1].isupper()
+                    and word.casefold() not in fact_guards.STOP
+                    and (word.casefold() in names or word.casefold() == named)):
                 return word
     return ""
+
+
+def names_within(text: str) -> set[str]:
+    """The capitalised words ``text`` writes inside a sentence (not as its first word), folded:
+    the names it holds, in any cased script."""
+    return {w.casefold() for sentence in fact_guards.sentences(text)
+            for w in WORD.findall(sentence)[1:] if w[:1].isupper()}
 
 
 def _without_unsaid_relation(text: str, said: set[str], known: set[str], english: bool) -> str:
