@@ -10,12 +10,15 @@ does, among the live facts:
 - **stale**: past `expires_at`, or contradicted by a newer live fact about the same thing (the
   model says which pairs contradict; the newer one wins, the older is retired with `replaced_by`),
   or made untrue by what the user said later (tidy_later.py: "Noor turned 6 last week!" after
-  "Noor is 5"): updated to what holds now, or retired.
+  "Noor is 5"): updated to what holds now, or retired; or told of a day, week, month or year that
+  has passed ("The user is tired today.": the time words read by dateparser, no model).
 - **junk**: a model-made fact grounded in none of the turns it came from (no name or number of it
   in them), or one the model reads as no lasting fact at all (a question, a request, the
   assistant's own words), when nothing the user said speaks for it (tidy_junk.py: a fact drawn
   from the user's own message needs a second check to agree); or small talk told as true ("The
-  user had a bad day."): no name or number, from messages the model reads as passing remarks.
+  user had a bad day."): no name or number, from messages the model reads as passing remarks; or
+  another person's news written as the user's ("The user got a new job" from "Tomas got a new
+  job"), proposed as that person's fact (no model).
 - **gaps**: a sentence of a conversation's summary that no live fact holds and no forgotten fact
   explains.
 
