@@ -328,6 +328,14 @@ def test_a_question_stored_as_a_fact_is_junk_in_any_script(
     assert "a question, stored as a fact" in said
 
 
+def test_the_users_words_quoted_as_a_fact_are_junk_when_the_model_says_so(
+        tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
+    """The long-use replay stored "The user said 'Thanks, bye!" (turn 90): its own words say it
+    is no fact, as the write path now reads them."""
+    said = _dropped(tidy_engine, scripted_llm, "Thanks, bye!", "The user said 'Thanks, bye!", "not a fact")
+    assert "written as what the user asked, said or would do" in said
+
+
 def test_a_request_stored_as_a_fact_is_junk_when_the_model_is_sure_its_message_asks(
         tidy_engine: MemoryEngine, scripted_llm: Any) -> None:
     """Most junk of the long-use story: requests restated as facts ("wants a list of ..."). The

@@ -828,6 +828,9 @@ def test_a_fact_the_model_writes_as_a_question_request_or_what_if_is_none() -> N
     facts, _rejected = ground([_RawFact("The user thanked the other person for yesterday"),
                                _RawFact("Noor moved to Porto last month", "Noor", "sister")], said, said)
     assert [f.text for f in facts] == ["Noor moved to Porto last month"]
+    said = "Thanks, bye!"  # the long-use replay, turn 90: the user's words quoted, no fact
+    facts, _rejected = ground([_RawFact("The user said 'Thanks, bye!")], said, said)
+    assert facts == []
 
 
 def test_another_persons_fact_is_kept_when_the_model_names_them_other_person() -> None:

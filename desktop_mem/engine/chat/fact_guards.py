@@ -225,7 +225,8 @@ def told_sentences(message: str) -> str:
 # reads the model's English output, never the user's words.
 _NOT_A_FACT = re.compile(
     r"^the user (?:(?:has |had )?(?:asked|asks|requested|requests|wonders|wondered|would|might|thanked|"
-    r"thanks|greeted|greets)\b|wants to know\b|is asking\b|is wondering\b)|\b(?:if|would|might)\b",
+    r"thanks|greeted|greets)\b|wants to know\b|is asking\b|is wondering\b"
+    r"|(?:said|says)\s*[:,]?\s*[\"'“‘«])|\b(?:if|would|might)\b",  # "The user said 'Thanks, bye!"
     re.I,
 )
 

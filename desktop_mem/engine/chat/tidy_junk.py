@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from desktop_mem.engine.chat.fact_guards import QUESTION_MARKS
+from desktop_mem.engine.chat.fact_guards import QUESTION_MARKS, written_as_no_fact
 from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
@@ -165,6 +165,9 @@ def _confirmed(not_told: Callable[[Sequence[str]], bool], fact: Memory, why: str
         return f"{why}; its message only asks"
     if fact.text.rstrip()[-1:] in QUESTION_MARKS:
         return "a question, stored as a fact"
+    if written_as_no_fact(fact.text):
+        # its own words say so, as the write path now reads them ("The user said 'Thanks, bye!")
+        return f"{why}; written as what the user asked, said or would do"
     # the model's odds that its message tells something true now (chat/told_as_true.py): "Hazme
     # una lista de cinco libros" stored as "The user wants a list of five books", "If I ever won
     # the lottery ..." copied. A copy alone is no evidence: "Anke just got engaged!" and "I took
