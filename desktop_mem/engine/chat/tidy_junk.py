@@ -165,15 +165,15 @@ def _confirmed(not_told: Callable[[Sequence[str]], bool], fact: Memory, why: str
         return f"{why}; its message only asks"
     if fact.text.rstrip()[-1:] in QUESTION_MARKS:
         return "a question, stored as a fact"
-    if written_as_no_fact(fact.text):
-        # its own words say so, as the write path now reads them ("The user said 'Thanks, bye!")
-        return f"{why}; written as what the user asked, said or would do"
     # the model's odds that its message tells something true now (chat/told_as_true.py): "Hazme
     # una lista de cinco libros" stored as "The user wants a list of five books", "If I ever won
     # the lottery ..." copied. A copy alone is no evidence: "Anke just got engaged!" and "I took
     # up the piano instead." were called a request and "not a fact".
     if why in NOT_TOLD_READINGS and not_told(said):
         return f"{why}; its message tells a plan, a wish, an 'if' or a request"
+    if written_as_no_fact(fact.text):
+        # its own words say so, as the write path now reads them ("The user said 'Thanks, bye!")
+        return f"{why}; written as what the user asked, said or would do"
     return None
 
 
