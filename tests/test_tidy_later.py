@@ -100,6 +100,11 @@ def test_the_models_changed_alone_retires_nothing(engine: MemoryEngine, scripted
      "The user has a cat named Pixel and the mouse is gone."),
     # nothing said of what holds now
     ("We have a cat called Pixel.", "The user has a cat named Pixel.", "Pixel caught a mouse, gross.", ""),
+    # the fact's first clause kept whole, its tail swapped for the message's (the 150-turn replay)
+    ("I'm allergic to peanuts, so keep that in mind for recipes.",
+     "The user is allergic to peanuts, so keep that in mind for recipes.",
+     "I switched from tea to coffee, I need the caffeine now.",
+     "The user is allergic to peanuts and need caffeine now."),
 ])
 def test_nothing_is_proposed_when_what_holds_now_is_not_grounded_or_is_the_fact_again(
         engine: MemoryEngine, scripted_llm: Any, told: str, fact: str, later: str, now: str) -> None:

@@ -52,6 +52,7 @@ from desktop_mem.engine.chat.tidy_findings import (
     sources,
     unit_rows,
 )
+from desktop_mem.engine.chat.understanding import CLAUSE_BREAK
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 from desktop_mem.engine.store.transaction import clip
 
@@ -203,10 +204,21 @@ def _holds_now(fact: Memory, turn: Memory, now: str) -> bool:
     # every word of the fact kept, words added: the fact negated ("The user is no longer learning
     # Spanish.") or dressed up ("... and the mouse is gone."), not what holds now
     return (not words_of(fact.text) <= words_of(now)
+            and not _claim_kept(fact.text, now)
             and names_and_numbers(now) <= names_and_numbers(fact.text) | said
             and len(words_of(now) - said) <= MAX_UNSAID
             and fact_guards.same_person(fact.text, now)
             and not fact_guards.written_as_no_fact(now))
+
+
+def _claim_kept(fact: str, now: str) -> bool:
+    """Whether ``now`` keeps the fact's first clause whole (a clause ends at a comma or semicolon
+    in any script): the fact with its tail swapped for the message's words, not what holds now.
+    The 150-turn replay proposed "The user is allergic to peanuts, so keep that in mind for
+    recipes." -> "The user is allergic to peanuts and need caffeine now." from "I switched from tea
+    to coffee, I need the caffeine now."."""
+    head = CLAUSE_BREAK.split(fact, maxsplit=1)[0]
+    return head != fact and len(words_of(head)) >= 3 and words_of(head) <= words_of(now)
 
 
 def _already_held(source: TidySource, text: str, facts: Sequence[Memory], stale: Memory) -> Memory | None:
