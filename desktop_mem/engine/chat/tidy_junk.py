@@ -32,7 +32,14 @@ from desktop_mem.engine.chat.fact_types import ChatModel
 from desktop_mem.engine.chat.fact_words import names_and_numbers, words_of
 from desktop_mem.engine.chat.tidy_findings import Finding, Stepper, TidySource, ask, sources
 from desktop_mem.engine.chat.told_as_true import PASSING_WHY, not_told_as_true, passing_remark
-from desktop_mem.engine.chat.understanding import ABOUT_USER, HEADING, asks_only, names_within, news_of
+from desktop_mem.engine.chat.understanding import (
+    ABOUT_USER,
+    HEADING,
+    as_persons,
+    asks_only,
+    names_within,
+    news_of,
+)
 from desktop_mem.engine.index.relative_dates import is_calendar_name
 from desktop_mem.engine.models import GLOBAL_CONVERSATION, Memory, Role
 
@@ -76,8 +83,8 @@ def others_news(source: TidySource, facts: Sequence[Memory]) -> list[Finding]:
         for turn in _turns(source, m):
             person = news_of(m.text, turn.text, names_within(turn.text) | held)
             if person:
-                text = person + m.text.strip()[len("the user"):]
-                found.append(Finding("junk", OTHERS_NEWS, m.conversation_id, (m,), text=text,
+                found.append(Finding("junk", OTHERS_NEWS, m.conversation_id, (m,),
+                                     text=as_persons(m.text, person),
                                      sources=sources(m)))
                 break
     return found

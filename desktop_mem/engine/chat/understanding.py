@@ -506,7 +506,7 @@ def ground(
         person = news_of(text, message, names, item.about)
         if person:
             # "Tomas got a new job at a bakery." was stored as "The user got a new job at a bakery."
-            text, item = person + text[len("the user"):], replace(item, about=person)
+            text, item = as_persons(text, person), replace(item, about=person)
         # a fact that says "The user ..." is the user's, whatever "about" says ("other person")
         about_user = item.about.casefold() in _USER_WORDS or _USER_FACT.match(text) is not None
         if about_user:
@@ -671,6 +671,11 @@ def news_of(text: str, message: str, names: Collection[str], about: str = "") ->
                     and (word.casefold() in names or word.casefold() == named)):
                 return word
     return ""
+
+
+def as_persons(text: str, person: str) -> str:
+    """``text`` ("The user <does> ...") as ``person``'s news (``news_of``'s answer)."""
+    return person + text.strip()[len("the user"):]
 
 
 def names_within(text: str) -> set[str]:
